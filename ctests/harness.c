@@ -1,0 +1,99 @@
+#include <stdlib.h>
+
+#include "harness.h"
+
+const shape_case_t SHAPES[] = {
+    {0, {0}, {0}, {0}},                                                 /* 0-dim */
+    {1, {5}, {3}, {2}},                                                 /* ragged 1-D */
+    {2, {20, 0}, {7, 0}, {3, 0}},                                       /* empty axis */
+    {2, {20, 10}, {7, 5}, {3, 5}},                                      /* ragged chunks */
+    {2, {14, 10}, {8, 5}, {2, 2}},                                      /* ragged blocks */
+    {2, {1, 1}, {1, 1}, {1, 1}},                                        /* length-1 axes */
+    {3, {12, 10, 14}, {3, 5, 9}, {3, 4, 4}},
+    {3, {10, 1, 7}, {4, 1, 7}, {2, 1, 3}},                              /* length-1 middle */
+    {4, {10, 21, 20, 5}, {8, 7, 15, 3}, {5, 5, 10, 1}},
+    {5, {6, 7, 8, 9, 10}, {3, 5, 4, 5, 2}, {1, 2, 3, 3, 2}},
+    {6, {2, 3, 4, 5, 6, 7}, {2, 2, 2, 2, 2, 2}, {1, 1, 1, 1, 1, 1}},
+};
+const size_t NSHAPES = sizeof(SHAPES) / sizeof(SHAPES[0]);
+const backend_t BACKENDS[4] = {{false, false}, {true, false}, {true, true}, {false, true}};
+const uint8_t ITEMSIZES[4] = {1, 2, 4, 8};
+
+int h_passed = 0;
+int h_failed = 0;
+
+void h_report(const char *test, const test_case_t *tc, int rc) {
+    if (rc == 0) {
+        h_passed++;
+        return;
+    }
+    h_failed++;
+    if (tc == NULL) {
+        fprintf(stderr, "FAIL %s\n", test);
+        return;
+    }
+    fprintf(stderr, "FAIL %s [itemsize %u, ndim %d, shape (", test, tc->itemsize, tc->shape.ndim);
+    for (int i = 0; i < tc->shape.ndim; i++) {
+        fprintf(stderr, "%s%" PRId64, i ? ", " : "", tc->shape.shape[i]);
+    }
+    fprintf(stderr, "), %s, %s]\n", tc->backend.contiguous ? "contiguous" : "sparse",
+            tc->backend.persistent ? "on disk" : "in memory");
+}
+
+char *h_urlpath(const test_case_t *tc, const char *tag) {
+    static char buf[256];
+    if (!tc->backend.persistent) {
+        return NULL;
+    }
+    snprintf(buf, sizeof(buf), "ctest_%s.%s", tag, tc->backend.contiguous ? "b2frame" : "b2nd");
+    return buf;
+}
+
+void h_fill(const test_case_t *tc, caterva_params_t *params, caterva_storage_t *storage, char *urlpath) {
+    memset(params, 0, sizeof(*params));
+    memset(storage, 0, sizeof(*storage));
+    params->itemsize = tc->itemsize;
+    params->ndim = tc->shape.ndim;
+    for (int i = 0; i < tc->shape.ndim; i++) {
+        params->shape[i] = tc->shape.shape[i];
+        storage->chunkshape[i] = tc->shape.chunkshape[i];
+        storage->blockshape[i] = tc->shape.blockshape[i];
+    }
+    storage->contiguous = tc->backend.contiguous;
+    storage->urlpath = urlpath;
+}
+
+uint64_t h_value(int64_t i, uint8_t itemsize) {
+    uint64_t v = (uint64_t)i + 1;
+    if (itemsize < 8) {
+        v &= ((uint64_t)1 << (8 * itemsize)) - 1;
+    }
+    return v;
+}
+
+void h_fill_buffer(void *buf, int64_t nitems, uint8_t itemsize) {
+    uint8_t *b = buf;
+    for (int64_t i = 0; i < nitems; i++) {
+        uint64_t v = (uint64_t)i + 1;
+        for (int k = 0; k < itemsize; k++) {
+            b[i * itemsize + k] = k < 8 ? (uint8_t)(v >> (8 * k)) : 0;
+        }
+    }
+}
+
+uint64_t h_get(const void *buf, int64_t i, uint8_t itemsize) {
+    const uint8_t *b = buf;
+    uint64_t v = 0;
+    for (int k = 0; k < itemsize && k < 8; k++) {
+        v |= (uint64_t)b[i * itemsize + k] << (8 * k);
+    }
+    return v;
+}
+
+int64_t h_nitems(int8_t ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        n *= shape[i];
+    }
+    return n;
+}

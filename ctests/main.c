@@ -1,0 +1,20 @@
+/* Runs every suite; the last line is "N passed, N failed". */
+#include "harness.h"
+
+#define SUITES(X) X(abi)
+
+#define DECLARE(name) void suite_##name(void);
+SUITES(DECLARE)
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+#define RUN(name)                                                    \
+    if (only == NULL || strcmp(only, #name) == 0) {                  \
+        int before_ = h_failed;                                      \
+        suite_##name();                                              \
+        printf("suite %-16s %s\n", #name, h_failed == before_ ? "ok" : "FAILED"); \
+    }
+    SUITES(RUN)
+    printf("%d passed, %d failed\n", h_passed, h_failed);
+    return h_failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,436 @@
+//! Contexts and arrays: creation, persistence, buffers and slices.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use blosc2_sys::blosc2_schunk;
+
+use super::types::{
+    caterva_array_t, caterva_config_t, caterva_ctx_t, caterva_params_t, caterva_storage_t, ndim_of, params_from_c,
+    storage_from_c, ArrayBox, CtxBox,
+};
+use super::{boundary, bytes, bytes_mut, deref, deref_mut, out_ptr, slice, string, CATERVA_SUCCEED};
+use crate::array::{Array, Params, StorageParams};
+use crate::error::{Error, Result};
+use crate::schunk::SChunk;
+
+/// Create a context holding a copy of `cfg`.
+///
+/// `*ctx` receives a context to release with `caterva_ctx_free`.
+///
+/// # Safety
+/// `cfg` must point to a valid config and `ctx` to writable memory.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_ctx_new(cfg: *mut caterva_config_t, ctx: *mut *mut caterva_ctx_t) -> c_int {
+    boundary("caterva_ctx_new", || {
+        // SAFETY: caller's contract.
+        let cfg = unsafe { deref(cfg, "cfg") }?;
+        let out = out_ptr(ctx, "ctx")?;
+        let c = CtxBox::new(cfg)?;
+        // SAFETY: out is non-NULL and writable (caller's contract).
+        unsafe { *out = c };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Free a context and set `*ctx` to NULL. Arrays made with it stay valid.
+///
+/// # Safety
+/// `*ctx` must be NULL or a context from `caterva_ctx_new` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_ctx_free(ctx: *mut *mut caterva_ctx_t) -> c_int {
+    boundary("caterva_ctx_free", || {
+        // SAFETY: caller's contract.
+        let slot = unsafe { deref_mut(ctx, "ctx") }?;
+        if !slot.is_null() {
+            // SAFETY: *slot came from CtxBox::new (Box::into_raw).
+            drop(unsafe { Box::from_raw(slot.cast::<CtxBox>()) });
+            *slot = std::ptr::null_mut();
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Shared body of the constructors: check the pointers, convert, build, box.
+///
+/// # Safety
+/// The pointers must be NULL or valid (caller's contract).
+unsafe fn create(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    array: *mut *mut caterva_array_t,
+    build: impl FnOnce(&crate::Context, &Params, &StorageParams) -> Result<Array>,
+) -> c_int {
+    boundary(func, || {
+        // SAFETY: caller's contract.
+        let c = unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let p = params_from_c(unsafe { deref(params, "params") }?)?;
+        // SAFETY: caller's contract.
+        let s = unsafe { storage_from_c(deref(storage, "storage")?, p.shape.len()) }?;
+        let out = out_ptr(array, "array")?;
+        let arr = build(&c.ctx, &p, &s)?;
+        // SAFETY: out is non-NULL and writable; c.public.cfg points at the context's config.
+        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Create an array whose contents are unspecified.
+///
+/// # Safety
+/// All pointers must be valid; `*array` receives an array to release with `caterva_free`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_uninit(
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe { create("caterva_uninit", ctx, params, storage, array, Array::uninit) }
+}
+
+/// Create an array of zeros (as the original's `caterva_empty` did).
+///
+/// # Safety
+/// As `caterva_uninit`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_empty(
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe { create("caterva_empty", ctx, params, storage, array, Array::empty) }
+}
+
+/// Create an array of zeros, stored as special chunks (a few bytes each).
+///
+/// # Safety
+/// As `caterva_uninit`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_zeros(
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe { create("caterva_zeros", ctx, params, storage, array, Array::zeros) }
+}
+
+/// Create an array whose items all equal `fill_value` (`itemsize` bytes).
+///
+/// # Safety
+/// As `caterva_uninit`; `fill_value` must point to `params->itemsize` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_full(
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    fill_value: *mut c_void,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    let itemsize = if params.is_null() {
+        0
+    } else {
+        // SAFETY: non-NULL params is valid (caller's contract).
+        usize::from(unsafe { (*params).itemsize })
+    };
+    let build = |c: &crate::Context, p: &Params, s: &StorageParams| {
+        // SAFETY: fill_value holds itemsize bytes (caller's contract).
+        let v = unsafe { bytes(fill_value.cast::<u8>(), itemsize as i64, "fill_value") }?;
+        Array::full(c, p, s, v)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { create("caterva_full", ctx, params, storage, array, build) }
+}
+
+/// Create an array from `buffer`, a C-order array of `params->shape` items.
+///
+/// # Safety
+/// As `caterva_uninit`; `buffer` must hold `buffersize` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_from_buffer(
+    ctx: *mut caterva_ctx_t,
+    buffer: *mut c_void,
+    buffersize: i64,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    let build = |c: &crate::Context, p: &Params, s: &StorageParams| {
+        // SAFETY: caller's contract on buffer/buffersize.
+        let buf = unsafe { bytes(buffer.cast::<u8>(), buffersize, "buffer") }?;
+        Array::from_buffer(c, p, s, buf)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { create("caterva_from_buffer", ctx, params, storage, array, build) }
+}
+
+/// Free an array (its data on disk stays) and set `*array` to NULL.
+///
+/// # Safety
+/// `*array` must be NULL or an array from this library not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_free(ctx: *mut caterva_ctx_t, array: *mut *mut caterva_array_t) -> c_int {
+    boundary("caterva_free", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let slot = unsafe { deref_mut(array, "array") }?;
+        if !slot.is_null() {
+            // SAFETY: *slot came from ArrayBox::into_raw (Box::into_raw).
+            drop(unsafe { Box::from_raw(slot.cast::<ArrayBox>()) });
+            *slot = std::ptr::null_mut();
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Wrap a super-chunk that carries a `caterva` metalayer. On success the
+/// array owns `schunk` (freed by `caterva_free`); on failure it stays the caller's.
+///
+/// # Safety
+/// `schunk` must be a live super-chunk that the caller owns.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_from_schunk(
+    ctx: *mut caterva_ctx_t,
+    schunk: *mut blosc2_schunk,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    boundary("caterva_from_schunk", || {
+        // SAFETY: caller's contract.
+        let c = unsafe { CtxBox::get(ctx) }?;
+        let out = out_ptr(array, "array")?;
+        // SAFETY: schunk is live and owned by the caller, who hands it over.
+        let sc = unsafe { SChunk::from_raw(schunk) }?;
+        let arr = match Array::try_from_schunk(&c.ctx, sc) {
+            Ok(a) => a,
+            Err((e, sc)) => {
+                // Failure: ownership stays with the caller.
+                let _ = sc.into_raw();
+                return Err(e);
+            }
+        };
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Serialise an array to one contiguous frame. When `*needs_free` is true
+/// the caller releases `*cframe` with `free()`; otherwise it points into the
+/// array and lives as long as the array is unchanged.
+///
+/// # Safety
+/// All pointers must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_to_cframe(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    cframe: *mut *mut u8,
+    cframe_len: *mut i64,
+    needs_free: *mut bool,
+) -> c_int {
+    boundary("caterva_to_cframe", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        let (o1, o2, o3) = (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
+        let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
+        // SAFETY: outputs are non-NULL and writable.
+        unsafe {
+            *o1 = p;
+            *o2 = len;
+            *o3 = nf;
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Create an in-memory array from a contiguous frame. With `copy` false the
+/// array reads `cframe` in place: keep it alive and unchanged until `caterva_free`.
+///
+/// # Safety
+/// `cframe` must hold `cframe_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_from_cframe(
+    ctx: *mut caterva_ctx_t,
+    cframe: *mut u8,
+    cframe_len: i64,
+    copy: bool,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    boundary("caterva_from_cframe", || {
+        // SAFETY: caller's contract.
+        let c = unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let buf = unsafe { bytes(cframe, cframe_len, "cframe") }?;
+        let out = out_ptr(array, "array")?;
+        // SAFETY: buf is valid; with copy == false the caller keeps it alive (contract above).
+        let sc = unsafe { SChunk::from_cframe(buf.as_ptr(), buf.len(), copy) }?;
+        let arr = Array::from_schunk(&c.ctx, sc)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Open a persisted array: a frame file or a sparse-frame directory.
+///
+/// # Safety
+/// `urlpath` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_open(ctx: *mut caterva_ctx_t, urlpath: *const c_char, array: *mut *mut caterva_array_t) -> c_int {
+    boundary("caterva_open", || {
+        // SAFETY: caller's contract.
+        let c = unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let url = unsafe { string(urlpath, "urlpath") }?;
+        let out = out_ptr(array, "array")?;
+        let arr = Array::open(&c.ctx, url)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Write a copy of the array to `urlpath` (same partitions and contiguity).
+///
+/// # Safety
+/// `urlpath` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_save(ctx: *mut caterva_ctx_t, array: *mut caterva_array_t, urlpath: *mut c_char) -> c_int {
+    boundary("caterva_save", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract.
+        let url = unsafe { string(urlpath, "urlpath") }?;
+        a.array.save(url)?;
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Remove a frame file or sparse-frame directory (a missing path is fine).
+///
+/// # Safety
+/// `urlpath` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_remove(ctx: *mut caterva_ctx_t, urlpath: *mut c_char) -> c_int {
+    boundary("caterva_remove", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let url = unsafe { string(urlpath, "urlpath") }?;
+        Array::remove(url)?;
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Copy the whole array into `buffer` in C order.
+///
+/// # Safety
+/// `buffer` must hold `buffersize` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_to_buffer(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    buffer: *mut c_void,
+    buffersize: i64,
+) -> c_int {
+    boundary("caterva_to_buffer", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract.
+        let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
+        a.array.to_buffer(buf)?;
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// `ndim` entries at `p` (NULL is accepted for a 0-dim array).
+///
+/// # Safety
+/// A non-NULL `p` must point to `ndim` readable items.
+unsafe fn coords<'a>(p: *const i64, ndim: usize, what: &str) -> Result<&'a [i64]> {
+    // SAFETY: caller's contract.
+    unsafe { slice(p, ndim, what) }
+}
+
+/// Copy `array[start:stop]` into `buffer`, a C-order array of shape
+/// `buffershape` (each entry at least `stop - start`) and `buffersize` bytes.
+///
+/// # Safety
+/// `start`, `stop` and `buffershape` must hold `ndim` items; `buffer` `buffersize` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_get_slice_buffer(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    start: *mut i64,
+    stop: *mut i64,
+    buffer: *mut c_void,
+    buffershape: *mut i64,
+    buffersize: i64,
+) -> c_int {
+    boundary("caterva_get_slice_buffer", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        let n = a.array.ndim();
+        // SAFETY: caller's contract.
+        let (start, stop, shape) = unsafe {
+            (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?)
+        };
+        // SAFETY: caller's contract.
+        let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
+        a.array.get_slice_buffer(start, stop, buf, shape)?;
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Write `buffer`, a C-order array of shape `buffershape`, into `array[start:stop]`.
+///
+/// # Safety
+/// As `caterva_get_slice_buffer`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_set_slice_buffer(
+    ctx: *mut caterva_ctx_t,
+    buffer: *mut c_void,
+    buffershape: *mut i64,
+    buffersize: i64,
+    start: *mut i64,
+    stop: *mut i64,
+    array: *mut caterva_array_t,
+) -> c_int {
+    boundary("caterva_set_slice_buffer", || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        let n = a.array.ndim();
+        // SAFETY: caller's contract.
+        let (start, stop, shape) = unsafe {
+            (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?)
+        };
+        // SAFETY: caller's contract.
+        let buf = unsafe { bytes(buffer.cast::<u8>(), buffersize, "buffer") }?;
+        a.array.set_slice_buffer(buf, shape, start, stop)?;
+        a.sync();
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Check an `ndim` value given by C (used by the metalayer codec functions).
+pub(crate) fn checked_ndim(ndim: i8) -> Result<usize> {
+    ndim_of(ndim).map_err(|e| Error::InvalidArgument(e.message().to_owned()))
+}

@@ -1,0 +1,307 @@
+//! Metalayers, variable-length metalayers and the metalayer codec.
+
+use std::ffi::{c_char, c_int};
+
+use super::array::checked_ndim;
+use super::types::{caterva_array_t, caterva_ctx_t, caterva_metalayer_t, ArrayBox, CtxBox};
+use super::{boundary, deref, malloc_copy, malloc_cstr, out_ptr, slice, string, CATERVA_SUCCEED};
+use crate::error::{Error, Result};
+use crate::meta;
+
+/// The name and content of a caller's metalayer.
+///
+/// # Safety
+/// The fields must be valid for their declared sizes.
+unsafe fn read_metalayer<'a>(m: *const caterva_metalayer_t, what: &str) -> Result<(&'a str, &'a [u8])> {
+    // SAFETY: caller's contract.
+    let m = unsafe { deref(m, what) }?;
+    // SAFETY: caller's contract.
+    let name = unsafe { string(m.name, &format!("{what}->name")) }?;
+    let size = usize::try_from(m.size).map_err(|_| Error::InvalidArgument(format!("{what}->size {} is negative", m.size)))?;
+    // SAFETY: caller's contract.
+    let data = unsafe { slice(m.sdata, size, &format!("{what}->sdata")) }?;
+    Ok((name, data))
+}
+
+/// Fill `out` with malloc'ed copies of `name` and `data` (the caller frees both).
+///
+/// # Safety
+/// `out` must be writable.
+unsafe fn write_metalayer(out: *mut caterva_metalayer_t, name: &str, data: &[u8]) -> Result<()> {
+    let size = i32::try_from(data.len()).map_err(|_| Error::InvalidArgument("metalayer larger than 2 GiB".into()))?;
+    let n = malloc_cstr(name)?;
+    let d = match malloc_copy(data) {
+        Ok(d) => d,
+        Err(e) => {
+            // SAFETY: n was just malloc'ed and is not handed out.
+            unsafe { libc::free(n.cast()) };
+            return Err(e);
+        }
+    };
+    // SAFETY: out is non-NULL and writable (caller's contract).
+    unsafe { *out = caterva_metalayer_t { name: n, sdata: d, size } };
+    Ok(())
+}
+
+/// The shared part of the metalayer calls: check ctx and array, run `f`.
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or valid.
+unsafe fn with_array(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    f: impl FnOnce(&mut ArrayBox) -> Result<()>,
+) -> c_int {
+    boundary(func, || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        f(a)?;
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).
+///
+/// # Safety
+/// `vlmeta` must be a valid metalayer.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_vlmeta_add(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    vlmeta: *mut caterva_metalayer_t,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let (name, data) = unsafe { read_metalayer(vlmeta, "vlmeta") }?;
+        a.array.vlmeta_add(name, data)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_vlmeta_add", ctx, array, f) }
+}
+
+/// Replace a variable-length metalayer's content (any length).
+///
+/// # Safety
+/// As `caterva_vlmeta_add`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_vlmeta_update(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    vlmeta: *mut caterva_metalayer_t,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let (name, data) = unsafe { read_metalayer(vlmeta, "vlmeta") }?;
+        a.array.vlmeta_update(name, data)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_vlmeta_update", ctx, array, f) }
+}
+
+/// Fetch a variable-length metalayer. `vlmeta->name` and `vlmeta->sdata`
+/// are malloc'ed; the caller frees both with `free()`.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and `vlmeta` writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_vlmeta_get(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    vlmeta: *mut caterva_metalayer_t,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(vlmeta, "vlmeta")?;
+        let data = a.array.vlmeta_get(name)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { write_metalayer(out, name, &data) }
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_vlmeta_get", ctx, array, f) }
+}
+
+/// Whether a variable-length metalayer exists.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and `exists` writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_vlmeta_exists(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    exists: *mut bool,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(exists, "exists")?;
+        let e = a.array.vlmeta_exists(name)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = e };
+        Ok(())
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_vlmeta_exists", ctx, array, f) }
+}
+
+/// Fetch a fixed-size metalayer. `meta->name` and `meta->sdata` are
+/// malloc'ed; the caller frees both with `free()`.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and `meta` writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_meta_get(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    meta: *mut caterva_metalayer_t,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(meta, "meta")?;
+        let data = a.array.meta_get(name)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { write_metalayer(out, name, &data) }
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_meta_get", ctx, array, f) }
+}
+
+/// Whether a fixed-size metalayer exists.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string and `exists` writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_meta_exists(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    exists: *mut bool,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(exists, "exists")?;
+        let e = a.array.meta_exists(name);
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = e };
+        Ok(())
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_meta_exists", ctx, array, f) }
+}
+
+/// Replace a user metalayer's content; the size must not change.
+///
+/// # Safety
+/// `meta` must be a valid metalayer.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_meta_update(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    meta: *mut caterva_metalayer_t,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let (name, data) = unsafe { read_metalayer(meta, "meta") }?;
+        a.array.meta_update(name, data)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_meta_update", ctx, array, f) }
+}
+
+/// Print the geometry recorded in the `caterva` metalayer to stdout.
+///
+/// # Safety
+/// `array` must be NULL or a valid array.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_print_meta(array: *mut caterva_array_t) -> c_int {
+    boundary("caterva_print_meta", || {
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get(array) }?;
+        let text = std::ffi::CString::new(a.array.meta_summary()?).map_err(|_| Error::InvalidFormat("NUL in text".into()))?;
+        // Through C's stdout, so the text stays in order with the caller's printf output.
+        // SAFETY: a constant format and a valid C string.
+        unsafe { libc::printf(c"%s".as_ptr(), text.as_ptr()) };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Encode a `caterva` metalayer into `*smeta` (malloc'ed; free it with
+/// `free()`). Returns its length, or a negative `CATERVA_ERR_*` code.
+///
+/// # Safety
+/// `shape`, `chunkshape` and `blockshape` must hold `ndim` items; `smeta` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_serialize_meta(
+    ndim: i8,
+    shape: *mut i64,
+    chunkshape: *const i32,
+    blockshape: *const i32,
+    smeta: *mut *mut u8,
+) -> i32 {
+    let mut len = 0;
+    let rc = boundary("caterva_serialize_meta", || {
+        let n = checked_ndim(ndim)?;
+        // SAFETY: caller's contract.
+        let (s, c, b) = unsafe { (slice(shape, n, "shape")?, slice(chunkshape, n, "chunkshape")?, slice(blockshape, n, "blockshape")?) };
+        let out = out_ptr(smeta, "smeta")?;
+        let bytes = meta::encode_caterva(s, c, b)?;
+        let p = malloc_copy(&bytes)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = p };
+        len = bytes.len() as i32;
+        Ok(CATERVA_SUCCEED)
+    });
+    if rc == CATERVA_SUCCEED {
+        len
+    } else {
+        -rc
+    }
+}
+
+/// Decode a `caterva` metalayer of `smeta_len` bytes. Returns the bytes read,
+/// or a negative `CATERVA_ERR_*` code (outputs untouched).
+///
+/// # Safety
+/// `smeta` must hold `smeta_len` bytes; the outputs must hold 8 items each.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_deserialize_meta(
+    smeta: *mut u8,
+    smeta_len: i32,
+    ndim: *mut i8,
+    shape: *mut i64,
+    chunkshape: *mut i32,
+    blockshape: *mut i32,
+) -> i32 {
+    let mut used = 0;
+    let rc = boundary("caterva_deserialize_meta", || {
+        // SAFETY: caller's contract.
+        let bytes = unsafe { super::bytes(smeta, i64::from(smeta_len), "smeta") }?;
+        let outs = (out_ptr(ndim, "ndim")?, out_ptr(shape, "shape")?, out_ptr(chunkshape, "chunkshape")?, out_ptr(blockshape, "blockshape")?);
+        let (m, n) = meta::decode(bytes)?;
+        let d = m.shape.len();
+        // SAFETY: outputs are non-NULL and hold CATERVA_MAX_DIM >= d items (caller's contract).
+        unsafe {
+            *outs.0 = d as i8;
+            for i in 0..d {
+                *outs.1.add(i) = m.shape[i];
+                *outs.2.add(i) = m.chunkshape[i];
+                *outs.3.add(i) = m.blockshape[i];
+            }
+        }
+        used = n as i32;
+        Ok(CATERVA_SUCCEED)
+    });
+    if rc == CATERVA_SUCCEED {
+        used
+    } else {
+        -rc
+    }
+}

@@ -1,0 +1,205 @@
+//! The caterva 0.5 C ABI over the Rust core.
+//!
+//! Conventions, for every exported function:
+//! - it runs inside a panic boundary ([`boundary`]); a panic becomes
+//!   `CATERVA_ERR_BLOSC_FAILED` instead of unwinding into C;
+//! - every pointer is checked: NULL gives `CATERVA_ERR_NULL_POINTER`;
+//! - outputs are written only on success;
+//! - on failure, the reason is printed on stderr when the environment
+//!   variable `CATERVA_TRACE` is set.
+
+#![allow(non_camel_case_types, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, Result};
+
+mod array;
+mod meta;
+mod types;
+
+pub use array::*;
+pub use meta::*;
+pub use types::*;
+
+/// Major version of the caterva API this library implements.
+pub const CATERVA_VERSION_MAJOR: c_int = 0;
+/// Minor version of the caterva API this library implements.
+pub const CATERVA_VERSION_MINOR: c_int = 5;
+/// Release of the caterva API this library implements.
+pub const CATERVA_VERSION_RELEASE: c_int = 1;
+
+/// Version of the `caterva` metalayer written.
+pub const CATERVA_METALAYER_VERSION: c_int = 0;
+/// Maximum number of dimensions.
+pub const CATERVA_MAX_DIM: usize = 8;
+/// Maximum number of user metalayers (`BLOSC2_MAX_METALAYERS - 1`).
+pub const CATERVA_MAX_METALAYERS: usize = 15;
+
+/// Success.
+pub const CATERVA_SUCCEED: c_int = 0;
+/// An argument is invalid (shape, partition, slice, buffer size, name…).
+pub const CATERVA_ERR_INVALID_ARGUMENT: c_int = 1;
+/// c-blosc2 failed, or an I/O error occurred.
+pub const CATERVA_ERR_BLOSC_FAILED: c_int = 2;
+/// Kept for compatibility; never returned.
+pub const CATERVA_ERR_CONTAINER_FILLED: c_int = 3;
+/// The storage is invalid (bad path, something else in the way).
+pub const CATERVA_ERR_INVALID_STORAGE: c_int = 4;
+/// A required pointer is NULL.
+pub const CATERVA_ERR_NULL_POINTER: c_int = 5;
+/// An index is invalid (same value as `CATERVA_ERR_NULL_POINTER`, as in the original).
+pub const CATERVA_ERR_INVALID_INDEX: c_int = 5;
+
+/// Whether `CATERVA_TRACE` is set (read on every error, so it can be toggled at run time).
+fn tracing() -> bool {
+    std::env::var_os("CATERVA_TRACE").is_some()
+}
+
+/// Print an error trace in the original library's format.
+pub(crate) fn trace(func: &str, msg: &str) {
+    if tracing() {
+        eprintln!("[error] - {func}: {msg}");
+    }
+}
+
+/// Run `f` behind a panic boundary and turn its outcome into a C return value.
+pub(crate) fn boundary(func: &str, f: impl FnOnce() -> Result<c_int>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(rc)) => rc,
+        Ok(Err(e)) => {
+            trace(func, &e.to_string());
+            e.code()
+        }
+        Err(p) => {
+            let why = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            trace(func, &format!("internal error (panic): {why}"));
+            CATERVA_ERR_BLOSC_FAILED
+        }
+    }
+}
+
+/// `p` as a shared reference, or a NULL-pointer error naming `what`.
+///
+/// # Safety
+/// A non-NULL `p` must point to a valid `T` for `'a`.
+pub(crate) unsafe fn deref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: as the caller guarantees.
+    unsafe { p.as_ref() }.ok_or_else(|| Error::NullPointer(format!("{what} is NULL")))
+}
+
+/// `p` as a mutable reference, or a NULL-pointer error naming `what`.
+///
+/// # Safety
+/// A non-NULL `p` must point to a valid, unaliased `T` for `'a`.
+pub(crate) unsafe fn deref_mut<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: as the caller guarantees.
+    unsafe { p.as_mut() }.ok_or_else(|| Error::NullPointer(format!("{what} is NULL")))
+}
+
+/// Check that an output pointer is non-NULL (it is written later, on success).
+pub(crate) fn out_ptr<T>(p: *mut T, what: &str) -> Result<*mut T> {
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    Ok(p)
+}
+
+/// `n` items at `p`; NULL is accepted only when `n == 0`.
+///
+/// # Safety
+/// A non-NULL `p` must point to `n` valid items for `'a`.
+pub(crate) unsafe fn slice<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller guarantees.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A byte buffer of `len` bytes (`len` from C, checked to be non-negative).
+///
+/// # Safety
+/// A non-NULL `p` must point to `len` valid bytes for `'a`.
+pub(crate) unsafe fn bytes<'a>(p: *const u8, len: i64, what: &str) -> Result<&'a [u8]> {
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    let n = usize::try_from(len).map_err(|_| Error::InvalidArgument(format!("{what} size {len} is negative")))?;
+    // SAFETY: as the caller guarantees.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A mutable byte buffer of `len` bytes.
+///
+/// # Safety
+/// A non-NULL `p` must point to `len` valid, unaliased bytes for `'a`.
+pub(crate) unsafe fn bytes_mut<'a>(p: *mut u8, len: i64, what: &str) -> Result<&'a mut [u8]> {
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    let n = usize::try_from(len).map_err(|_| Error::InvalidArgument(format!("{what} size {len} is negative")))?;
+    // SAFETY: as the caller guarantees.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// A C string as UTF-8.
+///
+/// # Safety
+/// A non-NULL `p` must point to a NUL-terminated string.
+pub(crate) unsafe fn string<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::NullPointer(format!("{what} is NULL")));
+    }
+    // SAFETY: as the caller guarantees.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
+}
+
+/// Copy `data` into a new `malloc` buffer the caller frees with `free()`.
+pub(crate) fn malloc_copy(data: &[u8]) -> Result<*mut u8> {
+    // SAFETY: malloc of at least one byte; NULL is handled.
+    let p = unsafe { libc::malloc(data.len().max(1)) }.cast::<u8>();
+    if p.is_null() {
+        return Err(Error::BloscFailed("out of memory".into()));
+    }
+    // SAFETY: p has data.len() writable bytes and does not overlap data.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+    Ok(p)
+}
+
+/// Copy `s` into a new NUL-terminated `malloc` string.
+pub(crate) fn malloc_cstr(s: &str) -> Result<*mut c_char> {
+    let mut v = Vec::with_capacity(s.len() + 1);
+    v.extend_from_slice(s.as_bytes());
+    v.push(0);
+    malloc_copy(&v).map(<*mut u8>::cast)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_is_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/caterva.h"));
+        let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/caterva.h")).unwrap();
+        assert!(
+            generated == committed,
+            "include/caterva.h is out of date: run `CATERVA_REGENERATE_HEADER=1 cargo build` and commit it"
+        );
+    }
+
+    #[test]
+    fn panics_become_error_codes() {
+        let rc = super::boundary("test", || panic!("boom"));
+        assert_eq!(rc, super::CATERVA_ERR_BLOSC_FAILED);
+    }
+}

@@ -1,0 +1,325 @@
+//! The user-visible structs, laid out exactly as caterva 0.5's (ABI.md), and
+//! their conversions to the Rust core's types.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
+
+use super::{deref, slice, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
+use crate::array::{Array, Metalayer, Params, StorageParams};
+use crate::context::{Config, Context};
+use crate::error::{invalid, Error, Result};
+use crate::geometry::{c_strides, MAX_DIM};
+use crate::schunk::CParams;
+
+/// Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct caterva_config_t {
+    /// Allocator for buffers handed to the user (kept for compatibility; the
+    /// library's own outputs use `malloc`, to be released with `free`).
+    pub alloc: Option<unsafe extern "C" fn(usize) -> *mut c_void>,
+    /// The matching free.
+    pub free: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Blosc codec (`BLOSC_ZSTD`, …).
+    pub compcodec: u8,
+    /// Codec meta.
+    pub compmeta: u8,
+    /// Compression level, 0..=9.
+    pub complevel: u8,
+    /// Split mode (`BLOSC_*_SPLIT`).
+    pub splitmode: i32,
+    /// Use a dictionary (non-zero).
+    pub usedict: c_int,
+    /// Total threads an operation may use.
+    pub nthreads: i16,
+    /// Filter pipeline.
+    pub filters: [u8; 6],
+    /// Filter metas.
+    pub filtersmeta: [u8; 6],
+    /// Blosc2 prefilter.
+    pub prefilter: blosc2_prefilter_fn,
+    /// Prefilter parameters.
+    pub pparams: *mut blosc2_prefilter_params,
+    /// Formerly `blosc2_btune *`; unused.
+    pub udbtune: *mut c_void,
+}
+
+/// A context: holds a copy of the configuration.
+#[repr(C)]
+pub struct caterva_ctx_t {
+    /// The configuration (owned by the context).
+    pub cfg: *mut caterva_config_t,
+}
+
+/// A metalayer: a name and its bytes.
+#[repr(C)]
+pub struct caterva_metalayer_t {
+    /// NUL-terminated name.
+    pub name: *mut c_char,
+    /// Content.
+    pub sdata: *mut u8,
+    /// Content length in bytes.
+    pub size: i32,
+}
+
+/// Partitions and location of a new array.
+#[repr(C)]
+pub struct caterva_storage_t {
+    /// Chunk shape (first `ndim` entries used).
+    pub chunkshape: [i32; CATERVA_MAX_DIM],
+    /// Block shape (first `ndim` entries used).
+    pub blockshape: [i32; CATERVA_MAX_DIM],
+    /// Contiguous frame (true) or sparse frame (false).
+    pub contiguous: bool,
+    /// File or directory path; NULL keeps the array in memory.
+    pub urlpath: *mut c_char,
+    /// User metalayers added at creation.
+    pub metalayers: [caterva_metalayer_t; CATERVA_MAX_METALAYERS],
+    /// How many entries of `metalayers` are used.
+    pub nmetalayers: i32,
+}
+
+/// Item size and shape of a new array.
+#[repr(C)]
+pub struct caterva_params_t {
+    /// Bytes per item.
+    pub itemsize: u8,
+    /// Shape (first `ndim` entries used).
+    pub shape: [i64; CATERVA_MAX_DIM],
+    /// Number of dimensions, 0..=8.
+    pub ndim: i8,
+}
+
+/// Kept for layout compatibility: the original's single-chunk read cache
+/// (never used by this library; `data` is NULL and `nchunk` -1).
+#[repr(C)]
+pub struct chunk_cache_s {
+    /// Always NULL.
+    pub data: *mut u8,
+    /// Always -1.
+    pub nchunk: i64,
+}
+
+/// An array. Allocated only by the library; the fields are read-only for
+/// users and always describe the array's current state.
+#[repr(C)]
+pub struct caterva_array_t {
+    /// The array's configuration.
+    pub cfg: *mut caterva_config_t,
+    /// The Blosc2 super-chunk holding the data (owned by the array).
+    pub sc: *mut blosc2_schunk,
+    /// Shape (1 past `ndim`).
+    pub shape: [i64; CATERVA_MAX_DIM],
+    /// Chunk shape.
+    pub chunkshape: [i32; CATERVA_MAX_DIM],
+    /// Shape rounded up to whole chunks.
+    pub extshape: [i64; CATERVA_MAX_DIM],
+    /// Block shape.
+    pub blockshape: [i32; CATERVA_MAX_DIM],
+    /// Chunk shape rounded up to whole blocks.
+    pub extchunkshape: [i64; CATERVA_MAX_DIM],
+    /// Items in the array.
+    pub nitems: i64,
+    /// Items in a chunk.
+    pub chunknitems: i32,
+    /// Items in the extended array.
+    pub extnitems: i64,
+    /// Items in a block.
+    pub blocknitems: i32,
+    /// Items in an extended chunk.
+    pub extchunknitems: i64,
+    /// Number of dimensions.
+    pub ndim: i8,
+    /// Bytes per item.
+    pub itemsize: u8,
+    /// Number of chunks.
+    pub nchunks: i64,
+    /// Unused (layout compatibility).
+    pub chunk_cache: chunk_cache_s,
+    /// C-order strides of the array, in items.
+    pub item_array_strides: [i64; CATERVA_MAX_DIM],
+    /// C-order strides of a chunk, in items.
+    pub item_chunk_strides: [i64; CATERVA_MAX_DIM],
+    /// C-order strides of an extended chunk, in items.
+    pub item_extchunk_strides: [i64; CATERVA_MAX_DIM],
+    /// C-order strides of a block, in items.
+    pub item_block_strides: [i64; CATERVA_MAX_DIM],
+    /// Strides of the block grid inside a chunk, in blocks.
+    pub block_chunk_strides: [i64; CATERVA_MAX_DIM],
+    /// Strides of the chunk grid, in chunks.
+    pub chunk_array_strides: [i64; CATERVA_MAX_DIM],
+}
+
+/// The allocation behind a `caterva_ctx_t *`: the public struct first.
+#[repr(C)]
+pub(crate) struct CtxBox {
+    pub(crate) public: caterva_ctx_t,
+    cfg: caterva_config_t,
+    pub(crate) ctx: Context,
+}
+
+impl CtxBox {
+    pub(crate) fn new(cfg: &caterva_config_t) -> Result<*mut caterva_ctx_t> {
+        let ctx = Context::new(config_from_c(cfg)?)?;
+        let b = Box::into_raw(Box::new(CtxBox { public: caterva_ctx_t { cfg: std::ptr::null_mut() }, cfg: *cfg, ctx }));
+        // SAFETY: b was just allocated; pointing the public field at the box's
+        // own cfg is fine because the box never moves.
+        unsafe { (*b).public.cfg = &mut (*b).cfg };
+        Ok(b.cast())
+    }
+
+    /// # Safety
+    /// `p` must be NULL or come from [`CtxBox::new`] and not be freed.
+    pub(crate) unsafe fn get<'a>(p: *const caterva_ctx_t) -> Result<&'a CtxBox> {
+        // SAFETY: the public struct is the first field of a repr(C) CtxBox.
+        unsafe { deref(p.cast::<CtxBox>(), "ctx") }
+    }
+}
+
+/// The allocation behind a `caterva_array_t *`: the public struct first, the
+/// Rust array after it.
+#[repr(C)]
+pub(crate) struct ArrayBox {
+    pub(crate) public: caterva_array_t,
+    cfg: caterva_config_t,
+    pub(crate) array: Array,
+}
+
+impl ArrayBox {
+    /// Box an array for C; `cfg` is the configuration its context was made from.
+    pub(crate) fn into_raw(array: Array, cfg: &caterva_config_t) -> *mut caterva_array_t {
+        // SAFETY: all-zero is a valid caterva_array_t (integers, NULL pointers).
+        let public: caterva_array_t = unsafe { std::mem::zeroed() };
+        let b = Box::into_raw(Box::new(ArrayBox { public, cfg: *cfg, array }));
+        // SAFETY: b was just allocated and is exclusively ours.
+        unsafe {
+            (*b).public.cfg = &mut (*b).cfg;
+            (*b).sync();
+        }
+        b.cast()
+    }
+
+    /// # Safety
+    /// `p` must be NULL or come from [`ArrayBox::into_raw`] and not be freed.
+    pub(crate) unsafe fn get<'a>(p: *mut caterva_array_t) -> Result<&'a mut ArrayBox> {
+        // SAFETY: the public struct is the first field of a repr(C) ArrayBox.
+        unsafe { super::deref_mut(p.cast::<ArrayBox>(), "array") }
+    }
+
+    /// Refresh every public field from the core. Called after each change.
+    pub(crate) fn sync(&mut self) {
+        let g = self.array.geometry();
+        let n = g.ndim();
+        let p = &mut self.public;
+        p.sc = self.array.schunk().as_ptr();
+        p.shape = g.shape_full();
+        p.chunkshape = g.chunkshape_full();
+        p.blockshape = g.blockshape_full();
+        p.extshape = g.extshape();
+        p.extchunkshape = g.extchunkshape();
+        p.nitems = g.nitems();
+        p.chunknitems = g.chunk_nitems() as i32;
+        p.extnitems = g.extnitems();
+        p.blocknitems = g.block_nitems() as i32;
+        p.extchunknitems = p.extchunkshape[..n].iter().product();
+        p.ndim = n as i8;
+        p.itemsize = g.itemsize() as u8;
+        p.nchunks = g.nchunks();
+        p.chunk_cache = chunk_cache_s { data: std::ptr::null_mut(), nchunk: -1 };
+        let widen = |v: &[i32]| -> [i64; MAX_DIM] {
+            let mut o = [1i64; MAX_DIM];
+            for (o, &x) in o.iter_mut().zip(v) {
+                *o = i64::from(x);
+            }
+            o
+        };
+        let ratio = |a: &[i64; MAX_DIM], b: &[i64; MAX_DIM]| -> [i64; MAX_DIM] {
+            let mut o = [0i64; MAX_DIM];
+            for i in 0..MAX_DIM {
+                o[i] = if b[i] == 0 { 0 } else { a[i] / b[i] };
+            }
+            o
+        };
+        let chunk = widen(&p.chunkshape);
+        let block = widen(&p.blockshape);
+        p.item_array_strides = c_strides(&p.shape[..n]);
+        p.item_chunk_strides = c_strides(&chunk[..n]);
+        p.item_extchunk_strides = c_strides(&p.extchunkshape[..n]);
+        p.item_block_strides = c_strides(&block[..n]);
+        p.block_chunk_strides = c_strides(&ratio(&p.extchunkshape, &block)[..n]);
+        p.chunk_array_strides = c_strides(&ratio(&p.extshape, &chunk)[..n]);
+    }
+}
+
+/// The Rust configuration of a C one.
+pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
+    if cfg.nthreads < 1 {
+        invalid!("nthreads {} must be at least 1", cfg.nthreads);
+    }
+    Ok(Config {
+        cparams: CParams {
+            codec: cfg.compcodec,
+            codec_meta: cfg.compmeta,
+            clevel: cfg.complevel,
+            use_dict: cfg.usedict != 0,
+            splitmode: cfg.splitmode,
+            filters: cfg.filters,
+            filters_meta: cfg.filtersmeta,
+            prefilter: cfg.prefilter,
+            preparams: cfg.pparams,
+        },
+        nthreads: cfg.nthreads as usize,
+    })
+}
+
+/// `ndim` as a checked count.
+pub(crate) fn ndim_of(ndim: i8) -> Result<usize> {
+    match usize::try_from(ndim) {
+        Ok(n) if n <= CATERVA_MAX_DIM => Ok(n),
+        _ => Err(Error::InvalidArgument(format!("ndim {ndim} is not in 0..={CATERVA_MAX_DIM}"))),
+    }
+}
+
+/// The Rust parameters of a C `caterva_params_t`.
+pub(crate) fn params_from_c(p: &caterva_params_t) -> Result<Params> {
+    let n = ndim_of(p.ndim)?;
+    if p.itemsize == 0 {
+        invalid!("itemsize must be at least 1");
+    }
+    Ok(Params { itemsize: usize::from(p.itemsize), shape: p.shape[..n].to_vec() })
+}
+
+/// The Rust storage of a C `caterva_storage_t`, for an array of `ndim` dimensions.
+///
+/// # Safety
+/// The metalayer names and contents must be valid for their declared sizes.
+pub(crate) unsafe fn storage_from_c(s: &caterva_storage_t, ndim: usize) -> Result<StorageParams> {
+    let nmeta = usize::try_from(s.nmetalayers)
+        .ok()
+        .filter(|&n| n <= CATERVA_MAX_METALAYERS)
+        .ok_or_else(|| Error::InvalidArgument(format!("nmetalayers {} is not in 0..={CATERVA_MAX_METALAYERS}", s.nmetalayers)))?;
+    let urlpath = if s.urlpath.is_null() {
+        None
+    } else {
+        // SAFETY: a non-NULL urlpath is a C string (caller's contract).
+        Some(unsafe { string(s.urlpath, "storage.urlpath") }?.to_owned())
+    };
+    let mut metalayers = Vec::with_capacity(nmeta);
+    for (i, m) in s.metalayers[..nmeta].iter().enumerate() {
+        // SAFETY: caller's contract on the metalayer fields.
+        let name = unsafe { string(m.name, &format!("storage.metalayers[{i}].name")) }?;
+        let size = usize::try_from(m.size)
+            .map_err(|_| Error::InvalidArgument(format!("storage.metalayers[{i}].size {} is negative", m.size)))?;
+        // SAFETY: as above.
+        let content = unsafe { slice(m.sdata, size, &format!("storage.metalayers[{i}].sdata")) }?;
+        metalayers.push(Metalayer { name: name.to_owned(), content: content.to_vec() });
+    }
+    Ok(StorageParams {
+        chunkshape: s.chunkshape[..ndim].to_vec(),
+        blockshape: s.blockshape[..ndim].to_vec(),
+        contiguous: s.contiguous,
+        urlpath,
+        metalayers,
+    })
+}

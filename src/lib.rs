@@ -1,0 +1,38 @@
+//! # caterva
+//!
+//! Compressed N-dimensional arrays on Blosc2 super-chunks, with a C ABI that
+//! is a drop-in replacement for the original `libcaterva` 0.5.
+//!
+//! An [`Array`] of up to 8 dimensions and any item size (1..=255 bytes) is cut
+//! into chunks, and each chunk into blocks. Reading a slice decompresses only
+//! the blocks it touches, in parallel across chunks. Arrays live in memory, in
+//! one file (a contiguous frame) or in a directory with one file per chunk (a
+//! sparse frame). The `caterva` metalayer records the geometry, byte for byte
+//! as the original library wrote it.
+//!
+//! ```
+//! use caterva::{Array, Config, Context, Params, StorageParams};
+//! let ctx = Context::new(Config::default()).unwrap();
+//! let params = Params { itemsize: 8, shape: vec![10, 10] };
+//! let storage = StorageParams { chunkshape: vec![6, 6], blockshape: vec![4, 4], ..Default::default() };
+//! let data: Vec<u8> = (0..100u64).flat_map(|v| v.to_le_bytes()).collect();
+//! let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+//! let mut row = vec![0u8; 10 * 8];
+//! arr.get_slice_buffer(&[3, 0], &[4, 10], &mut row, &[1, 10]).unwrap();
+//! assert_eq!(&row[..8], &30u64.to_le_bytes());
+//! ```
+
+pub mod array;
+pub mod context;
+mod engine;
+pub mod error;
+pub mod ffi;
+pub mod geometry;
+pub mod meta;
+pub mod schunk;
+
+pub use array::{Array, Metalayer, Params, StorageParams};
+pub use context::{Config, Context};
+pub use error::{Error, Result};
+pub use geometry::{Geometry, Region, MAX_DIM};
+pub use schunk::{CParams, Storage};

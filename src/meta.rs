@@ -1,0 +1,200 @@
+//! The `caterva` (and `b2nd`) metalayer codecs: msgpack via rmp, with fixed
+//! integer widths so that the bytes match FORMAT.md exactly. Decoding is
+//! bounds-checked, accepts any msgpack integer width (other writers may
+//! choose shorter ones) and ignores trailing bytes (squeeze writes a shorter
+//! encoding over a longer one).
+
+use crate::error::{Error, Result};
+use crate::geometry::MAX_DIM;
+
+/// Name of the caterva metalayer.
+pub const CATERVA_META: &str = "caterva";
+/// Name of the b2nd metalayer (c-blosc2 ≥ 2.7, python-blosc2).
+pub const B2ND_META: &str = "b2nd";
+/// Version written in the caterva metalayer.
+pub const METALAYER_VERSION: u8 = 0;
+
+/// The geometry recorded in a `caterva` or `b2nd` metalayer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaGeometry {
+    /// Shape, one entry per dimension.
+    pub shape: Vec<i64>,
+    /// Chunk shape.
+    pub chunkshape: Vec<i32>,
+    /// Block shape.
+    pub blockshape: Vec<i32>,
+    /// The NumPy dtype string (only in `b2nd`).
+    pub dtype: Option<String>,
+}
+
+fn format_err(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::InvalidFormat(format!("metalayer: cannot decode {what}: {e:?}"))
+}
+
+fn write_sections(out: &mut Vec<u8>, n: u32, shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) {
+    // Writing to a Vec cannot fail, so the results are ignored.
+    let _ = rmp::encode::write_array_len(out, n);
+    rmp::encode::write_pfix(out, METALAYER_VERSION).ok();
+    rmp::encode::write_pfix(out, shape.len() as u8).ok();
+    let _ = rmp::encode::write_array_len(out, shape.len() as u32);
+    for &s in shape {
+        let _ = rmp::encode::write_i64(out, s);
+    }
+    for part in [chunkshape, blockshape] {
+        let _ = rmp::encode::write_array_len(out, part.len() as u32);
+        for &c in part {
+            let _ = rmp::encode::write_i32(out, c);
+        }
+    }
+}
+
+fn check_lengths(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Result<()> {
+    if shape.len() > MAX_DIM || chunkshape.len() != shape.len() || blockshape.len() != shape.len() {
+        return Err(Error::InvalidArgument(format!(
+            "metalayer: shape, chunkshape and blockshape need the same length, at most {MAX_DIM}"
+        )));
+    }
+    Ok(())
+}
+
+/// Encode the `caterva` metalayer (version 0).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the lengths differ or exceed [`MAX_DIM`].
+pub fn encode_caterva(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Result<Vec<u8>> {
+    check_lengths(shape, chunkshape, blockshape)?;
+    let mut out = Vec::with_capacity(4 + 17 * shape.len());
+    write_sections(&mut out, 5, shape, chunkshape, blockshape);
+    Ok(out)
+}
+
+/// Encode the `b2nd` metalayer: the caterva sections, then dtype format 0
+/// (NumPy) and the dtype string as a msgpack str32.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the lengths differ or exceed [`MAX_DIM`].
+pub fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype: &str) -> Result<Vec<u8>> {
+    check_lengths(shape, chunkshape, blockshape)?;
+    let mut out = Vec::with_capacity(11 + 17 * shape.len() + dtype.len());
+    write_sections(&mut out, 7, shape, chunkshape, blockshape);
+    rmp::encode::write_pfix(&mut out, 0).ok();
+    out.push(0xdb);
+    out.extend_from_slice(&(dtype.len() as u32).to_be_bytes());
+    out.extend_from_slice(dtype.as_bytes());
+    Ok(out)
+}
+
+/// Decode a `caterva` or `b2nd` metalayer. Returns the geometry and the
+/// number of bytes consumed.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] on truncated or malformed input, an unknown
+/// version, more than [`MAX_DIM`] dimensions or inconsistent lengths.
+pub fn decode(bytes: &[u8]) -> Result<(MetaGeometry, usize)> {
+    let mut rd = bytes;
+    let n = rmp::decode::read_array_len(&mut rd).map_err(|e| format_err("header", e))?;
+    if n != 5 && n != 7 {
+        return Err(Error::InvalidFormat(format!("metalayer: expected 5 or 7 fields, found {n}")));
+    }
+    let version: u8 = rmp::decode::read_int(&mut rd).map_err(|e| format_err("version", e))?;
+    if version > METALAYER_VERSION {
+        return Err(Error::InvalidFormat(format!("metalayer: unsupported version {version}")));
+    }
+    let ndim: u8 = rmp::decode::read_int(&mut rd).map_err(|e| format_err("ndim", e))?;
+    let ndim = usize::from(ndim);
+    if ndim > MAX_DIM {
+        return Err(Error::InvalidFormat(format!("metalayer: ndim {ndim} is larger than {MAX_DIM}")));
+    }
+    let mut read_section = |what: &str| -> Result<Vec<i64>> {
+        let len = rmp::decode::read_array_len(&mut rd).map_err(|e| format_err(what, e))?;
+        if len as usize != ndim {
+            return Err(Error::InvalidFormat(format!("metalayer: {what} has {len} entries, ndim is {ndim}")));
+        }
+        (0..ndim).map(|_| rmp::decode::read_int::<i64, _>(&mut rd).map_err(|e| format_err(what, e))).collect()
+    };
+    let shape = read_section("shape")?;
+    let to_i32 = |v: Vec<i64>, what: &str| -> Result<Vec<i32>> {
+        v.into_iter()
+            .map(|x| i32::try_from(x).map_err(|_| Error::InvalidFormat(format!("metalayer: {what} entry {x} out of range"))))
+            .collect()
+    };
+    let chunkshape = to_i32(read_section("chunkshape")?, "chunkshape")?;
+    let blockshape = to_i32(read_section("blockshape")?, "blockshape")?;
+    let mut dtype = None;
+    if n == 7 {
+        let _format: u8 = rmp::decode::read_int(&mut rd).map_err(|e| format_err("dtype format", e))?;
+        let len = rmp::decode::read_str_len(&mut rd).map_err(|e| format_err("dtype", e))? as usize;
+        if rd.len() < len {
+            return Err(Error::InvalidFormat("metalayer: dtype string is truncated".into()));
+        }
+        let s = std::str::from_utf8(&rd[..len]).map_err(|e| format_err("dtype", e))?;
+        dtype = Some(s.to_owned());
+        rd = &rd[len..];
+    }
+    let used = bytes.len() - rd.len();
+    Ok((MetaGeometry { shape, chunkshape, blockshape, dtype }, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EXAMPLE: [u8; 44] = [
+        0x95, 0x00, 0x02, 0x92, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0x92, 0xd2, 0, 0, 0, 6, 0xd2,
+        0, 0, 0, 6, 0x92, 0xd2, 0, 0, 0, 4, 0xd2, 0, 0, 0, 4,
+    ];
+
+    #[test]
+    fn format_md_example_bytes() {
+        assert_eq!(encode_caterva(&[10, 10], &[6, 6], &[4, 4]).unwrap(), EXAMPLE);
+        let (g, used) = decode(&EXAMPLE).unwrap();
+        assert_eq!(used, 44);
+        assert_eq!(g, MetaGeometry { shape: vec![10, 10], chunkshape: vec![6, 6], blockshape: vec![4, 4], dtype: None });
+    }
+
+    #[test]
+    fn zero_dim_and_trailing_bytes() {
+        let e = encode_caterva(&[], &[], &[]).unwrap();
+        assert_eq!(e, [0x95, 0, 0, 0x90, 0x90, 0x90]);
+        let mut long = e.clone();
+        long.extend_from_slice(&[0xd3, 1, 2, 3]);
+        let (g, used) = decode(&long).unwrap();
+        assert_eq!(used, 6);
+        assert!(g.shape.is_empty());
+    }
+
+    #[test]
+    fn b2nd_roundtrip() {
+        let e = encode_b2nd(&[3, 0], &[2, 0], &[1, 0], "<f8").unwrap();
+        assert_eq!(e[0], 0x97);
+        assert_eq!(&e[e.len() - 9..], &[0, 0xdb, 0, 0, 0, 3, b'<', b'f', b'8']);
+        let (g, used) = decode(&e).unwrap();
+        assert_eq!(used, e.len());
+        assert_eq!(g.dtype.as_deref(), Some("<f8"));
+        assert_eq!(g.shape, vec![3, 0]);
+    }
+
+    #[test]
+    fn short_integers_are_accepted() {
+        // version, ndim 1, shape [5] as positive fixint, chunk [5], block [1]
+        let (g, _) = decode(&[0x95, 0, 1, 0x91, 5, 0x91, 5, 0x91, 1]).unwrap();
+        assert_eq!((g.shape, g.chunkshape, g.blockshape), (vec![5], vec![5], vec![1]));
+    }
+
+    #[test]
+    fn every_truncation_fails_cleanly() {
+        for len in 0..EXAMPLE.len() {
+            assert!(decode(&EXAMPLE[..len]).is_err(), "prefix of {len} bytes decoded");
+        }
+    }
+
+    #[test]
+    fn malformed_inputs_fail() {
+        assert!(decode(&[0x94, 0, 0, 0x90, 0x90]).is_err()); // 4 fields
+        assert!(decode(&[0x95, 1, 0, 0x90, 0x90, 0x90]).is_err()); // version 1
+        assert!(decode(&[0x95, 0, 9, 0x90, 0x90, 0x90]).is_err()); // ndim 9
+        assert!(decode(&[0x95, 0, 1, 0x92, 1, 1, 0x91, 1, 0x91, 1]).is_err()); // 2 shapes for ndim 1
+        assert!(decode(&[0x95, 0, 1, 0x91, 1, 0x91, 0xd3, 0, 0, 0, 1, 0, 0, 0, 0, 0x91, 1]).is_err()); // chunk > i32
+        assert!(encode_caterva(&[1, 2], &[1], &[1]).is_err());
+    }
+}

@@ -1,0 +1,852 @@
+//! The only module that calls c-blosc2: an RAII super-chunk, compression and
+//! decompression contexts, special chunks, (vl)metalayers and frames.
+//!
+//! Thread safety: c-blosc2 super-chunks are not safe for concurrent use (frame
+//! lookups go through the super-chunk's own decompression context and index
+//! cache). [`SChunk`] therefore serialises every call it makes from `&self`
+//! behind a mutex; callers decompress the chunks they fetch with their own
+//! [`DCtx`], outside the lock.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr::{self, NonNull};
+use std::sync::{Mutex, MutexGuard, Once};
+
+use blosc2_sys as b;
+
+use crate::error::{Error, Result};
+
+/// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
+pub const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
+/// Maximum number of variable-length metalayers (`BLOSC2_MAX_VLMETALAYERS`).
+pub const MAX_VLMETALAYERS: usize = b::BLOSC2_MAX_VLMETALAYERS as usize;
+/// Bytes c-blosc2 may add to a compressed buffer (`BLOSC2_MAX_OVERHEAD`).
+pub const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
+/// Longest metalayer name c-blosc2 accepts (`BLOSC2_METALAYER_NAME_MAXLEN`).
+pub const METALAYER_NAME_MAXLEN: usize = 31;
+
+/// Initialise c-blosc2 once per process. Never torn down: other code in the
+/// process (and `arr->sc` users) may still rely on it.
+pub fn init() {
+    static INIT: Once = Once::new();
+    // SAFETY: blosc2_init has no preconditions; Once makes it run once.
+    INIT.call_once(|| unsafe { b::blosc2_init() });
+}
+
+fn cstring(s: &str, what: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::InvalidArgument(format!("{what} contains a NUL byte")))
+}
+
+fn blosc_err(what: &str, rc: i64) -> Error {
+    Error::BloscFailed(format!("{what} failed (blosc2 error {rc})"))
+}
+
+/// Compression parameters of an array's chunks.
+#[derive(Clone, Copy, Debug)]
+pub struct CParams {
+    /// Codec (`BLOSC_ZSTD`, …).
+    pub codec: u8,
+    /// Codec meta.
+    pub codec_meta: u8,
+    /// Compression level 0..=9.
+    pub clevel: u8,
+    /// Whether to use a dictionary.
+    pub use_dict: bool,
+    /// Split mode (`BLOSC_*_SPLIT`).
+    pub splitmode: i32,
+    /// Filter pipeline.
+    pub filters: [u8; 6],
+    /// Filter metas.
+    pub filters_meta: [u8; 6],
+    /// Prefilter function (C callers only).
+    pub prefilter: b::blosc2_prefilter_fn,
+    /// Prefilter parameters (C callers only).
+    pub preparams: *mut b::blosc2_prefilter_params,
+}
+
+// SAFETY: the only raw pointer is a prefilter parameter block that the C
+// caller hands us for use from blosc2's (already multi-threaded) compressor;
+// we never dereference it.
+unsafe impl Send for CParams {}
+// SAFETY: as above; shared references only copy the pointer.
+unsafe impl Sync for CParams {}
+
+impl Default for CParams {
+    fn default() -> Self {
+        CParams {
+            codec: b::BLOSC_ZSTD as u8,
+            codec_meta: 0,
+            clevel: 5,
+            use_dict: false,
+            splitmode: b::BLOSC_AUTO_SPLIT as i32,
+            filters: [0, 0, 0, 0, 0, b::BLOSC_SHUFFLE as u8],
+            filters_meta: [0; 6],
+            prefilter: None,
+            preparams: ptr::null_mut(),
+        }
+    }
+}
+
+impl CParams {
+    fn to_blosc(self, typesize: usize, blocksize: usize, nthreads: usize) -> b::blosc2_cparams {
+        // SAFETY: returns a plain struct by value.
+        let mut cp = unsafe { b::blosc2_get_blosc2_cparams_defaults() };
+        cp.compcode = self.codec;
+        cp.compcode_meta = self.codec_meta;
+        cp.clevel = self.clevel;
+        cp.use_dict = i32::from(self.use_dict);
+        cp.typesize = typesize as i32;
+        cp.blocksize = blocksize as i32;
+        cp.splitmode = self.splitmode;
+        cp.nthreads = nthreads.clamp(1, i16::MAX as usize) as i16;
+        cp.filters = self.filters;
+        cp.filters_meta = self.filters_meta;
+        cp.prefilter = self.prefilter;
+        cp.preparams = self.preparams;
+        cp
+    }
+}
+
+fn dparams(nthreads: usize) -> b::blosc2_dparams {
+    // SAFETY: returns a plain struct by value.
+    let mut dp = unsafe { b::blosc2_get_blosc2_dparams_defaults() };
+    dp.nthreads = nthreads.clamp(1, i16::MAX as usize) as i16;
+    dp
+}
+
+/// Where a super-chunk lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Storage {
+    /// One contiguous frame (true) or a sparse frame / separate chunks (false).
+    pub contiguous: bool,
+    /// A file (contiguous) or directory (sparse) path; `None` keeps it in memory.
+    pub urlpath: Option<String>,
+}
+
+/// A compression context (one per worker; not shared between threads).
+pub struct CCtx(NonNull<b::blosc2_context>);
+
+// SAFETY: a blosc2 context may move between threads; it is never shared.
+unsafe impl Send for CCtx {}
+
+impl CCtx {
+    /// New context for chunks of `typesize`-byte items and `blocksize`-byte blocks.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 rejects the parameters.
+    pub fn new(cparams: &CParams, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
+        init();
+        // SAFETY: the parameters are passed by value; a NULL return is handled.
+        let p = unsafe { b::blosc2_create_cctx(cparams.to_blosc(typesize, blocksize, nthreads)) };
+        NonNull::new(p).map(CCtx).ok_or_else(|| Error::BloscFailed("cannot create a compression context".into()))
+    }
+
+    /// Compress `src` into a new chunk.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if compression fails (bad codec, filter…).
+    pub fn compress(&mut self, src: &[u8]) -> Result<Vec<u8>> {
+        let cap = src.len() + MAX_OVERHEAD;
+        let mut out: Vec<u8> = Vec::with_capacity(cap);
+        // SAFETY: src is valid for src.len() bytes, out has cap writable bytes;
+        // blosc2 writes at most destsize bytes and returns how many.
+        let rc = unsafe {
+            b::blosc2_compress_ctx(
+                self.0.as_ptr(),
+                src.as_ptr().cast(),
+                src.len() as i32,
+                out.as_mut_ptr().cast(),
+                cap as i32,
+            )
+        };
+        if rc <= 0 {
+            return Err(blosc_err("compression", i64::from(rc)));
+        }
+        // SAFETY: blosc2 initialised the first rc bytes.
+        unsafe { out.set_len(rc as usize) };
+        Ok(out)
+    }
+}
+
+impl Drop for CCtx {
+    fn drop(&mut self) {
+        // SAFETY: we own the context.
+        unsafe { b::blosc2_free_ctx(self.0.as_ptr()) }
+    }
+}
+
+/// A decompression context (one per worker; not shared between threads).
+pub struct DCtx(NonNull<b::blosc2_context>);
+
+// SAFETY: a blosc2 context may move between threads; it is never shared.
+unsafe impl Send for DCtx {}
+
+impl DCtx {
+    /// New context using `nthreads` blosc threads.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 cannot create it.
+    pub fn new(nthreads: usize) -> Result<Self> {
+        init();
+        // SAFETY: the parameters are passed by value; a NULL return is handled.
+        let p = unsafe { b::blosc2_create_dctx(dparams(nthreads)) };
+        NonNull::new(p).map(DCtx).ok_or_else(|| Error::BloscFailed("cannot create a decompression context".into()))
+    }
+
+    /// Decompress `chunk` into `dst`, which must be exactly the chunk's
+    /// uncompressed size. With `mask`, only blocks whose entry is `false` are
+    /// decompressed (c-blosc2's maskout); `mask.len()` must be the chunk's
+    /// block count.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] on a corrupt chunk or a size mismatch.
+    pub fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
+        let info = chunk.info()?;
+        if info.nbytes != dst.len() {
+            return Err(Error::InvalidFormat(format!(
+                "chunk holds {} bytes, the array geometry expects {}",
+                info.nbytes,
+                dst.len()
+            )));
+        }
+        if let Some(mask) = mask {
+            // SAFETY: mask is valid for mask.len() bools; blosc2 copies what it needs
+            // (it only reads it during the next decompression).
+            let rc = unsafe { b::blosc2_set_maskout(self.0.as_ptr(), mask.as_ptr().cast_mut(), mask.len() as i32) };
+            if rc < 0 {
+                return Err(blosc_err("setting the block mask", i64::from(rc)));
+            }
+        }
+        // SAFETY: chunk.bytes() is a complete chunk (its header says cbytes <=
+        // the slice), dst has exactly nbytes writable bytes.
+        let rc = unsafe {
+            b::blosc2_decompress_ctx(
+                self.0.as_ptr(),
+                chunk.bytes().as_ptr().cast(),
+                chunk.bytes().len() as i32,
+                dst.as_mut_ptr().cast(),
+                dst.len() as i32,
+            )
+        };
+        if rc < 0 {
+            return Err(blosc_err("decompression", i64::from(rc)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DCtx {
+    fn drop(&mut self) {
+        // SAFETY: we own the context.
+        unsafe { b::blosc2_free_ctx(self.0.as_ptr()) }
+    }
+}
+
+/// Sizes read from a chunk header.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkInfo {
+    /// Uncompressed bytes.
+    pub nbytes: usize,
+    /// Compressed bytes.
+    pub cbytes: usize,
+    /// Blosc block size in bytes.
+    pub blocksize: usize,
+}
+
+/// A compressed chunk fetched from a super-chunk (owned or borrowed).
+pub struct Chunk<'a> {
+    data: *const u8,
+    len: usize,
+    needs_free: bool,
+    _owner: std::marker::PhantomData<&'a SChunk>,
+}
+
+// SAFETY: the chunk bytes are immutable while borrowed (the super-chunk can
+// only change through &mut), and owned ones are freed by whoever drops it.
+unsafe impl Send for Chunk<'_> {}
+
+impl Chunk<'_> {
+    /// The compressed bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: data points to len readable bytes for the chunk's lifetime.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+
+    /// Decode the header.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] if the header is too short or inconsistent.
+    pub fn info(&self) -> Result<ChunkInfo> {
+        chunk_info(self.bytes())
+    }
+}
+
+impl Drop for Chunk<'_> {
+    fn drop(&mut self) {
+        if self.needs_free {
+            // SAFETY: c-blosc2 allocated it with malloc and handed ownership to us.
+            unsafe { libc::free(self.data.cast_mut().cast()) }
+        }
+    }
+}
+
+/// Decode the sizes in a chunk header, checking them against the buffer.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if `bytes` is not a complete chunk.
+pub fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
+    if bytes.len() < b::BLOSC_MIN_HEADER_LENGTH as usize {
+        return Err(Error::InvalidFormat(format!("chunk of {} bytes is shorter than a header", bytes.len())));
+    }
+    let (mut nbytes, mut cbytes, mut blocksize) = (0i32, 0i32, 0i32);
+    // SAFETY: bytes holds at least a minimal header, which is all this reads.
+    let rc = unsafe { b::blosc2_cbuffer_sizes(bytes.as_ptr().cast(), &mut nbytes, &mut cbytes, &mut blocksize) };
+    if rc < 0 || nbytes < 0 || cbytes < 0 || blocksize < 0 || cbytes as usize > bytes.len() {
+        return Err(Error::InvalidFormat("chunk header is corrupt".into()));
+    }
+    Ok(ChunkInfo { nbytes: nbytes as usize, cbytes: cbytes as usize, blocksize: blocksize as usize })
+}
+
+/// A special chunk of `nbytes` bytes in which every `typesize`-byte item is `value`.
+///
+/// # Errors
+/// [`Error::BloscFailed`] if c-blosc2 refuses.
+pub fn repeat_chunk(cparams: &CParams, typesize: usize, blocksize: usize, nbytes: usize, value: &[u8]) -> Result<Vec<u8>> {
+    init();
+    let cap = MAX_OVERHEAD + typesize;
+    let mut out = vec![0u8; cap];
+    let cp = cparams.to_blosc(typesize, blocksize, 1);
+    // SAFETY: out has cap bytes; value has typesize bytes (checked by callers).
+    let rc = unsafe {
+        if value.iter().all(|&x| x == 0) {
+            b::blosc2_chunk_zeros(cp, nbytes as i32, out.as_mut_ptr().cast(), cap as i32)
+        } else {
+            b::blosc2_chunk_repeatval(cp, nbytes as i32, out.as_mut_ptr().cast(), cap as i32, value.as_ptr().cast())
+        }
+    };
+    if rc < 0 {
+        return Err(blosc_err("creating a special chunk", i64::from(rc)));
+    }
+    out.truncate(rc as usize);
+    Ok(out)
+}
+
+/// The kind of special chunk to fill a fresh super-chunk with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// All zeros.
+    Zeros,
+    /// Unspecified contents (read back as zeros by c-blosc2).
+    Uninit,
+}
+
+/// An owned c-blosc2 super-chunk.
+pub struct SChunk {
+    ptr: NonNull<b::blosc2_schunk>,
+    lock: Mutex<()>,
+}
+
+// SAFETY: the super-chunk is owned; every call made through &self holds `lock`.
+unsafe impl Send for SChunk {}
+// SAFETY: as above.
+unsafe impl Sync for SChunk {}
+
+impl SChunk {
+    fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
+        NonNull::new(p)
+            .map(|ptr| SChunk { ptr, lock: Mutex::new(()) })
+            .ok_or_else(|| Error::BloscFailed(format!("{what} failed")))
+    }
+
+    fn guard(&self) -> MutexGuard<'_, ()> {
+        // A panic while holding the lock leaves no state behind it to repair.
+        self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn raw(&self) -> &b::blosc2_schunk {
+        // SAFETY: ptr is a live super-chunk for as long as self exists.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// Create an empty super-chunk.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 cannot create it (unwritable path, …).
+    pub fn new(storage: &Storage, cparams: &CParams, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
+        init();
+        let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
+        let mut cp = cparams.to_blosc(typesize, blocksize, nthreads);
+        let mut dp = dparams(nthreads);
+        // SAFETY: returns a plain struct by value.
+        let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
+        st.contiguous = storage.contiguous;
+        st.urlpath = url.as_ref().map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
+        st.cparams = &mut cp;
+        st.dparams = &mut dp;
+        // SAFETY: st and everything it points to live across the call; blosc2 copies them.
+        let p = unsafe { b::blosc2_schunk_new(&mut st) };
+        Self::wrap(p, "creating the super-chunk")
+    }
+
+    /// Open a frame file or sparse-frame directory.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if it does not exist or is not a frame.
+    pub fn open(urlpath: &str) -> Result<Self> {
+        init();
+        let url = cstring(urlpath, "urlpath")?;
+        // SAFETY: url is a valid C string for the call.
+        let p = unsafe { b::blosc2_schunk_open(url.as_ptr()) };
+        Self::wrap(p, &format!("opening '{urlpath}'"))
+    }
+
+    /// A super-chunk over a contiguous frame in memory.
+    ///
+    /// # Safety
+    /// `cframe` must be valid for `len` bytes. With `copy == false` the
+    /// super-chunk reads from it (and never frees it) for its whole life, so
+    /// the caller must keep it alive and unchanged until the super-chunk is freed.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if the buffer is not a frame.
+    pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
+        init();
+        // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it.
+        let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, copy) };
+        let sc = Self::wrap(p, "reading the frame buffer")?;
+        if !copy {
+            // SAFETY: sc wraps a frame-backed super-chunk just created from the buffer.
+            unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), true) };
+        }
+        Ok(sc)
+    }
+
+    /// Take ownership of a raw super-chunk.
+    ///
+    /// # Safety
+    /// `p` must be a live super-chunk created by c-blosc2 that nobody else frees.
+    ///
+    /// # Errors
+    /// [`Error::NullPointer`] if `p` is NULL.
+    pub unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
+        NonNull::new(p)
+            .map(|ptr| SChunk { ptr, lock: Mutex::new(()) })
+            .ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+    }
+
+    /// The raw pointer (for C callers who use `arr->sc` directly).
+    #[must_use]
+    pub fn as_ptr(&self) -> *mut b::blosc2_schunk {
+        self.ptr.as_ptr()
+    }
+
+    /// Number of chunks.
+    #[must_use]
+    pub fn nchunks(&self) -> i64 {
+        self.raw().nchunks
+    }
+    /// Item size recorded in the super-chunk.
+    #[must_use]
+    pub fn typesize(&self) -> i32 {
+        self.raw().typesize
+    }
+    /// Uncompressed size of a chunk (0 before the first one).
+    #[must_use]
+    pub fn chunksize(&self) -> i32 {
+        self.raw().chunksize
+    }
+    /// Uncompressed bytes.
+    #[must_use]
+    pub fn nbytes(&self) -> i64 {
+        self.raw().nbytes
+    }
+    /// Compressed bytes.
+    #[must_use]
+    pub fn cbytes(&self) -> i64 {
+        self.raw().cbytes
+    }
+
+    /// The storage this super-chunk lives in.
+    #[must_use]
+    pub fn storage(&self) -> Storage {
+        let st = self.raw().storage;
+        if st.is_null() {
+            return Storage { contiguous: true, urlpath: None };
+        }
+        // SAFETY: a live super-chunk's storage is a valid struct; urlpath a C string or NULL.
+        unsafe {
+            let st = &*st;
+            let urlpath = (!st.urlpath.is_null()).then(|| CStr::from_ptr(st.urlpath).to_string_lossy().into_owned());
+            Storage { contiguous: st.contiguous, urlpath }
+        }
+    }
+
+    /// Compression parameters as recorded in the super-chunk.
+    #[must_use]
+    pub fn cparams(&self) -> CParams {
+        let r = self.raw();
+        CParams {
+            codec: r.compcode,
+            codec_meta: r.compcode_meta,
+            clevel: r.clevel,
+            use_dict: false,
+            splitmode: i32::from(r.splitmode),
+            filters: r.filters,
+            filters_meta: r.filters_meta,
+            prefilter: None,
+            preparams: ptr::null_mut(),
+        }
+    }
+
+    fn meta_index(&self, name: &str) -> Option<usize> {
+        let r = self.raw();
+        (0..usize::from(r.nmetalayers).min(MAX_METALAYERS)).find(|&i| {
+            let m = r.metalayers[i];
+            // SAFETY: the first nmetalayers entries are live metalayers with C-string names.
+            !m.is_null() && unsafe { CStr::from_ptr((*m).name) }.to_bytes() == name.as_bytes()
+        })
+    }
+
+    /// Names of the fixed-size metalayers, in order.
+    #[must_use]
+    pub fn meta_names(&self) -> Vec<String> {
+        let r = self.raw();
+        (0..usize::from(r.nmetalayers).min(MAX_METALAYERS))
+            .filter_map(|i| {
+                let m = r.metalayers[i];
+                // SAFETY: as in meta_index.
+                (!m.is_null()).then(|| unsafe { CStr::from_ptr((*m).name) }.to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+
+    /// Whether a fixed-size metalayer exists.
+    #[must_use]
+    pub fn meta_exists(&self, name: &str) -> bool {
+        self.meta_index(name).is_some()
+    }
+
+    /// The content of a fixed-size metalayer.
+    #[must_use]
+    pub fn meta_get(&self, name: &str) -> Option<Vec<u8>> {
+        let i = self.meta_index(name)?;
+        let m = self.raw().metalayers[i];
+        // SAFETY: a live metalayer's content holds content_len bytes.
+        unsafe {
+            let len = usize::try_from((*m).content_len).ok()?;
+            if len == 0 {
+                return Some(Vec::new());
+            }
+            Some(std::slice::from_raw_parts((*m).content, len).to_vec())
+        }
+    }
+
+    /// Add a fixed-size metalayer (only before the first chunk).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if it exists, the name is too long, or all
+    /// slots are taken; [`Error::BloscFailed`] if c-blosc2 cannot write it.
+    pub fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        check_meta_name(name)?;
+        if self.meta_exists(name) {
+            return Err(Error::InvalidArgument(format!("metalayer '{name}' already exists")));
+        }
+        if usize::from(self.raw().nmetalayers) >= MAX_METALAYERS {
+            return Err(Error::InvalidArgument(format!("no room for metalayer '{name}' ({MAX_METALAYERS} at most)")));
+        }
+        let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
+        let n = cstring(name, "metalayer name")?;
+        // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
+        let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
+        if rc < 0 {
+            return Err(blosc_err(&format!("adding metalayer '{name}'"), i64::from(rc)));
+        }
+        Ok(())
+    }
+
+    /// Replace a fixed-size metalayer's content; `content` must not be longer
+    /// than the stored one (c-blosc2 metalayers never grow).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if it does not exist or would grow.
+    pub fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        let Some(old) = self.meta_get(name) else {
+            return Err(Error::InvalidArgument(format!("metalayer '{name}' does not exist")));
+        };
+        if content.len() > old.len() {
+            return Err(Error::InvalidArgument(format!(
+                "metalayer '{name}' holds {} bytes; cannot store {}",
+                old.len(),
+                content.len()
+            )));
+        }
+        let n = cstring(name, "metalayer name")?;
+        // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
+        let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), content.len() as i32) };
+        if rc < 0 {
+            return Err(blosc_err(&format!("updating metalayer '{name}'"), i64::from(rc)));
+        }
+        Ok(())
+    }
+
+    /// Whether a variable-length metalayer exists.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the name holds a NUL byte.
+    pub fn vlmeta_exists(&self, name: &str) -> Result<bool> {
+        let n = cstring(name, "vlmetalayer name")?;
+        let _g = self.guard();
+        // SAFETY: valid super-chunk and C string.
+        Ok(unsafe { b::blosc2_vlmeta_exists(self.as_ptr(), n.as_ptr()) } >= 0)
+    }
+
+    /// The content of a variable-length metalayer, if it exists.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if it exists but cannot be decompressed.
+    pub fn vlmeta_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        if !self.vlmeta_exists(name)? {
+            return Ok(None);
+        }
+        let n = cstring(name, "vlmetalayer name")?;
+        let (mut content, mut len) = (ptr::null_mut::<u8>(), 0i32);
+        let rc = {
+            let _g = self.guard();
+            // SAFETY: valid super-chunk and C string; blosc2 mallocs content.
+            unsafe { b::blosc2_vlmeta_get(self.as_ptr(), n.as_ptr(), &mut content, &mut len) }
+        };
+        if rc < 0 || content.is_null() || len < 0 {
+            return Err(blosc_err(&format!("reading vlmetalayer '{name}'"), i64::from(rc)));
+        }
+        // SAFETY: blosc2 returned a malloc'ed buffer of len bytes, which we own.
+        let v = unsafe {
+            let v = std::slice::from_raw_parts(content, len as usize).to_vec();
+            libc::free(content.cast());
+            v
+        };
+        Ok(Some(v))
+    }
+
+    /// Add (`update == false`) or replace a variable-length metalayer.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if it exists (add) or does not (update);
+    /// [`Error::BloscFailed`] if c-blosc2 cannot store it.
+    pub fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &CParams) -> Result<()> {
+        check_meta_name(name)?;
+        let exists = self.vlmeta_exists(name)?;
+        if exists != update {
+            let why = if update { "does not exist" } else { "already exists" };
+            return Err(Error::InvalidArgument(format!("vlmetalayer '{name}' {why}")));
+        }
+        if !update && usize::try_from(self.raw().nvlmetalayers).unwrap_or(0) >= MAX_VLMETALAYERS {
+            return Err(Error::InvalidArgument(format!("no room for vlmetalayer '{name}'")));
+        }
+        let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
+        let n = cstring(name, "vlmetalayer name")?;
+        let mut cp = cparams.to_blosc(1, 0, 1);
+        cp.prefilter = None;
+        cp.preparams = ptr::null_mut();
+        // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
+        let rc = unsafe {
+            if update {
+                b::blosc2_vlmeta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
+            } else {
+                b::blosc2_vlmeta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
+            }
+        };
+        if rc < 0 {
+            return Err(blosc_err(&format!("storing vlmetalayer '{name}'"), i64::from(rc)));
+        }
+        Ok(())
+    }
+
+    /// Names of the variable-length metalayers.
+    #[must_use]
+    pub fn vlmeta_names(&self) -> Vec<String> {
+        let r = self.raw();
+        (0..usize::try_from(r.nvlmetalayers).unwrap_or(0).min(MAX_VLMETALAYERS))
+            .filter_map(|i| {
+                let m = r.vlmetalayers[i];
+                // SAFETY: the first nvlmetalayers entries are live, with C-string names.
+                (!m.is_null()).then(|| unsafe { CStr::from_ptr((*m).name) }.to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+
+    /// Fetch compressed chunk `n` (borrowed from memory or read from disk).
+    /// A chunk the super-chunk has never initialised comes back empty.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if it cannot be read.
+    pub fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
+        if n < 0 || n >= self.nchunks() {
+            return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
+        }
+        let (mut data, mut needs_free) = (ptr::null_mut::<u8>(), false);
+        let rc = {
+            let _g = self.guard();
+            // SAFETY: valid super-chunk; blosc2 sets data and needs_free.
+            unsafe { b::blosc2_schunk_get_chunk(self.as_ptr(), n, &mut data, &mut needs_free) }
+        };
+        if rc < 0 {
+            if needs_free && !data.is_null() {
+                // SAFETY: blosc2 handed us a malloc'ed buffer.
+                unsafe { libc::free(data.cast()) };
+            }
+            return Err(blosc_err(&format!("reading chunk {n}"), i64::from(rc)));
+        }
+        let len = if data.is_null() { 0 } else { rc as usize };
+        Ok(Chunk { data, len, needs_free, _owner: std::marker::PhantomData })
+    }
+
+    /// Append a compressed chunk.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses it (size mismatch, I/O).
+    pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
+        let before = self.nchunks();
+        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+        let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
+        if rc != before + 1 {
+            return Err(blosc_err("appending a chunk", rc));
+        }
+        Ok(())
+    }
+
+    /// Replace chunk `n`.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
+    pub fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
+        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+        let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
+        if rc < 0 {
+            return Err(blosc_err(&format!("updating chunk {n}"), rc));
+        }
+        Ok(())
+    }
+
+    /// Fill an empty super-chunk with `nchunks` special chunks of `chunk_nbytes` bytes.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses (too many chunks, I/O).
+    pub fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
+        if nchunks == 0 {
+            return Ok(());
+        }
+        let typesize = self.typesize().max(1) as i64;
+        let nitems = nchunks
+            .checked_mul(chunk_nbytes as i64 / typesize)
+            .ok_or_else(|| Error::InvalidArgument("too many items".into()))?;
+        let value = match kind {
+            Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
+            Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
+        } as i32;
+        // SAFETY: valid, empty super-chunk.
+        let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
+        if rc < 0 || self.nchunks() != nchunks {
+            return Err(blosc_err("filling with special chunks", rc));
+        }
+        Ok(())
+    }
+
+    /// Serialise to a contiguous frame: `(pointer, length, needs_free)`. When
+    /// `needs_free` is false the pointer borrows the super-chunk's own frame.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 cannot serialise it.
+    pub fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
+        let (mut data, mut needs_free) = (ptr::null_mut::<u8>(), false);
+        let len = {
+            let _g = self.guard();
+            // SAFETY: valid super-chunk; blosc2 sets data and needs_free.
+            unsafe { b::blosc2_schunk_to_buffer(self.as_ptr(), &mut data, &mut needs_free) }
+        };
+        if len < 0 || data.is_null() {
+            return Err(blosc_err("serialising to a frame", len));
+        }
+        Ok((data, len, needs_free))
+    }
+
+    /// Copy into a new super-chunk at `storage` (chunks copied compressed,
+    /// metalayers and vlmetalayers included).
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 cannot write the copy.
+    pub fn copy_to(&self, storage: &Storage, cparams: &CParams, blocksize: usize, nthreads: usize) -> Result<SChunk> {
+        let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
+        let mut cp = cparams.to_blosc(self.typesize().max(1) as usize, blocksize, nthreads);
+        let mut dp = dparams(nthreads);
+        // SAFETY: returns a plain struct by value.
+        let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
+        st.contiguous = storage.contiguous;
+        st.urlpath = url.as_ref().map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
+        st.cparams = &mut cp;
+        st.dparams = &mut dp;
+        let p = {
+            let _g = self.guard();
+            // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
+            unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) }
+        };
+        Self::wrap(p, "copying the super-chunk")
+    }
+
+    /// Give up ownership, returning the raw pointer.
+    #[must_use]
+    pub fn into_raw(self) -> *mut b::blosc2_schunk {
+        let p = self.ptr.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for SChunk {
+    fn drop(&mut self) {
+        // SAFETY: we own the super-chunk.
+        unsafe { b::blosc2_schunk_free(self.ptr.as_ptr()) };
+    }
+}
+
+fn check_meta_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > METALAYER_NAME_MAXLEN {
+        return Err(Error::InvalidArgument(format!(
+            "metalayer name '{name}' must have 1 to {METALAYER_NAME_MAXLEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Remove a frame file or a sparse-frame directory. A path that does not
+/// exist is not an error.
+///
+/// # Errors
+/// [`Error::BloscFailed`] if it exists and cannot be removed.
+pub fn remove_urlpath(urlpath: &str) -> Result<()> {
+    let url = cstring(urlpath, "urlpath")?;
+    // SAFETY: valid C string.
+    let rc = unsafe { b::blosc2_remove_urlpath(url.as_ptr()) };
+    if rc < 0 {
+        return Err(blosc_err(&format!("removing '{urlpath}'"), i64::from(rc)));
+    }
+    Ok(())
+}
+
+/// Free a buffer that c-blosc2 (or this library) allocated with malloc.
+///
+/// # Safety
+/// `p` must come from malloc and not be used again.
+pub unsafe fn free(p: *mut c_void) {
+    // SAFETY: as the caller guarantees.
+    unsafe { libc::free(p) }
+}
+
+/// The c-blosc2 version string.
+#[must_use]
+pub fn blosc2_version() -> String {
+    // SAFETY: returns a static C string.
+    unsafe { CStr::from_ptr(b::blosc2_get_version_string() as *const c_char) }.to_string_lossy().into_owned()
+}
