@@ -1,4 +1,5 @@
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -96,4 +97,32 @@ int64_t h_nitems(int8_t ndim, const int64_t *shape) {
         n *= shape[i];
     }
     return n;
+}
+
+bool h_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+bool h_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool h_next_index(int8_t ndim, const int64_t *shape, int64_t *idx) {
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (++idx[i] < shape[i]) {
+            return true;
+        }
+        idx[i] = 0;
+    }
+    return false;
+}
+
+int64_t h_linear(int8_t ndim, const int64_t *shape, const int64_t *idx) {
+    int64_t pos = 0;
+    for (int i = 0; i < ndim; i++) {
+        pos = pos * shape[i] + idx[i];
+    }
+    return pos;
 }

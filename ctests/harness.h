@@ -65,6 +65,19 @@ uint64_t h_get(const void *buf, int64_t i, uint8_t itemsize);
 
 int64_t h_nitems(int8_t ndim, const int64_t *shape);
 
+/* Whether something (file or directory) exists at path. */
+bool h_exists(const char *path);
+
+/* Whether path is a directory. */
+bool h_is_dir(const char *path);
+
+/* Advance idx, a multi-index inside shape (ndim dims), in C order; false
+ * once it has gone past the last index. */
+bool h_next_index(int8_t ndim, const int64_t *shape, int64_t *idx);
+
+/* C-order linear position of idx inside shape (ndim dims). */
+int64_t h_linear(int8_t ndim, const int64_t *shape, const int64_t *idx);
+
 #define CHECK(cond)                                                                  \
     do {                                                                             \
         if (!(cond)) {                                                               \

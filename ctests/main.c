@@ -1,7 +1,7 @@
 /* Runs every suite; the last line is "N passed, N failed". */
 #include "harness.h"
 
-#define SUITES(X) X(abi)
+#define SUITES(X) X(abi) X(zeros) X(full) X(roundtrip)
 
 #define DECLARE(name) void suite_##name(void);
 SUITES(DECLARE)

@@ -98,26 +98,31 @@ fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
     Ok(())
 }
 
-/// Make room for a new frame at `storage.urlpath`: an existing frame file
-/// (contiguous) or sparse-frame directory is replaced, as creating a file
-/// would; anything else there is refused rather than destroyed.
-fn prepare_path(storage: &Storage) -> Result<()> {
-    let Some(url) = storage.urlpath.as_deref() else { return Ok(()) };
+/// Whether `storage.urlpath` is free (`Ok(false)`) or holds a frame of the
+/// same kind that may be replaced (`Ok(true)`). Anything else there is
+/// refused rather than destroyed.
+fn check_replaceable(storage: &Storage) -> Result<bool> {
+    let Some(url) = storage.urlpath.as_deref() else { return Ok(false) };
     if url.is_empty() {
         return Err(Error::InvalidStorage("urlpath is empty".into()));
     }
     let p = Path::new(url);
-    let Ok(md) = std::fs::symlink_metadata(p) else { return Ok(()) };
-    let replaceable = if storage.contiguous {
-        md.is_file()
-    } else {
-        md.is_dir() && p.join("chunks.b2frame").is_file()
-    };
+    let Ok(md) = std::fs::symlink_metadata(p) else { return Ok(false) };
+    let replaceable = if storage.contiguous { md.is_file() } else { md.is_dir() && p.join("chunks.b2frame").is_file() };
     if !replaceable {
         let kind = if storage.contiguous { "a frame file" } else { "a sparse-frame directory" };
         return Err(Error::InvalidStorage(format!("'{url}' exists and is not {kind}; refusing to overwrite it")));
     }
-    schunk::remove_urlpath(url)
+    Ok(true)
+}
+
+/// Make room for a new frame at `storage.urlpath`, replacing an existing
+/// frame of the same kind as creating a file would.
+fn prepare_path(storage: &Storage) -> Result<()> {
+    match storage.urlpath.as_deref() {
+        Some(url) if check_replaceable(storage)? => schunk::remove_urlpath(url),
+        _ => Ok(()),
+    }
 }
 
 /// Removes a half-built frame from disk unless defused.
@@ -140,7 +145,12 @@ impl Array {
                 invalid!("fill value has {} bytes, itemsize is {}", v.len(), geom.itemsize())
             }
             Fill::Buffer(b) if (b.len() as u128) < geom.nitems() as u128 * geom.itemsize() as u128 => {
-                invalid!("buffer of {} bytes is smaller than the array ({} items of {} bytes)", b.len(), geom.nitems(), geom.itemsize())
+                invalid!(
+                    "buffer of {} bytes is smaller than the array ({} items of {} bytes)",
+                    b.len(),
+                    geom.nitems(),
+                    geom.itemsize()
+                )
             }
             _ => {}
         }
@@ -163,9 +173,12 @@ impl Array {
         let nchunks = g.nchunks();
         match fill {
             Fill::Special(kind) => self.sc.fill_special(nchunks, g.chunk_nbytes(), kind),
-            Fill::Value(v) if v.iter().all(|&b| b == 0) => self.sc.fill_special(nchunks, g.chunk_nbytes(), Special::Zeros),
+            Fill::Value(v) if v.iter().all(|&b| b == 0) => {
+                self.sc.fill_special(nchunks, g.chunk_nbytes(), Special::Zeros)
+            }
             Fill::Value(v) => {
-                let chunk = schunk::repeat_chunk(self.ctx.cparams(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), v)?;
+                let chunk =
+                    schunk::repeat_chunk(self.ctx.cparams(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), v)?;
                 for _ in 0..nchunks {
                     self.sc.append_chunk(&chunk)?;
                 }
@@ -177,7 +190,8 @@ impl Array {
                 // Bounded batches keep at most a few compressed chunks per worker in memory.
                 let batch = (self.ctx.nthreads() * 4).max(16);
                 for group in parts.chunks(batch) {
-                    let built = engine::build_chunks(&self.ctx, self.ctx.cparams(), None, g, &region, group, buf, g.shape())?;
+                    let built =
+                        engine::build_chunks(&self.ctx, self.ctx.cparams(), None, g, &region, group, buf, g.shape())?;
                     for (_, chunk) in built {
                         self.sc.append_chunk(&chunk)?;
                     }
@@ -298,18 +312,19 @@ impl Array {
     pub fn save(&self, urlpath: &str) -> Result<()> {
         let contiguous = self.sc.storage().contiguous;
         let target = Storage { contiguous, urlpath: Some(urlpath.to_owned()) };
-        if urlpath.is_empty() {
-            return Err(Error::InvalidStorage("urlpath is empty".into()));
-        }
+        let exists = check_replaceable(&target)?;
         let tmp = format!("{urlpath}.caterva-tmp-{}", std::process::id());
         let tmp_storage = Storage { contiguous, urlpath: Some(tmp.clone()) };
         prepare_path(&tmp_storage)?;
-        let cleanup = Cleanup(Some(&tmp));
-        let copy = self.sc.copy_to(&tmp_storage, &self.sc.cparams(), self.geom.block_nbytes(), self.ctx.nthreads())?;
-        drop(copy);
-        prepare_path(&target)?;
+        let mut cleanup = Cleanup(Some(&tmp));
+        drop(self.sc.copy_to(&tmp_storage, self.ctx.nthreads())?);
+        // A file is replaced atomically by the rename; a directory cannot be,
+        // so the old one goes first.
+        if exists && !contiguous {
+            schunk::remove_urlpath(urlpath)?;
+        }
         std::fs::rename(&tmp, urlpath)?;
-        std::mem::forget(cleanup);
+        cleanup.0 = None;
         Ok(())
     }
 
@@ -406,7 +421,16 @@ impl Array {
         engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
         let parts = engine::plan(&self.geom, &region);
         let cparams = *self.ctx.cparams();
-        let built = engine::build_chunks(&self.ctx, &cparams, Some(&self.sc), &self.geom, &region, &parts, buffer, buffershape)?;
+        let built = engine::build_chunks(
+            &self.ctx,
+            &cparams,
+            Some(&self.sc),
+            &self.geom,
+            &region,
+            &parts,
+            buffer,
+            buffershape,
+        )?;
         for (n, chunk) in built {
             self.sc.update_chunk(n, &chunk)?;
         }
@@ -438,7 +462,11 @@ impl Array {
         }
         let old = self.meta_get(name)?;
         if old.len() != content.len() {
-            invalid!("metalayer '{name}' holds {} bytes; an update must keep that size, not {}", old.len(), content.len());
+            invalid!(
+                "metalayer '{name}' holds {} bytes; an update must keep that size, not {}",
+                old.len(),
+                content.len()
+            );
         }
         self.sc.meta_update(name, content)
     }

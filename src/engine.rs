@@ -159,7 +159,11 @@ fn collect_parts(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
 /// [`Error::InvalidArgument`] otherwise.
 pub(crate) fn check_user_buffer(geom: &Geometry, region: &Region, shape: &[i64], len: usize) -> Result<()> {
     if shape.len() != geom.ndim() {
-        return Err(Error::InvalidArgument(format!("buffer shape has {} entries, ndim is {}", shape.len(), geom.ndim())));
+        return Err(Error::InvalidArgument(format!(
+            "buffer shape has {} entries, ndim is {}",
+            shape.len(),
+            geom.ndim()
+        )));
     }
     let rshape = region.shape();
     for i in 0..shape.len() {
@@ -173,7 +177,9 @@ pub(crate) fn check_user_buffer(geom: &Geometry, region: &Region, shape: &[i64],
         .and_then(|n| n.checked_mul(geom.itemsize() as i64))
         .ok_or_else(|| Error::InvalidArgument("buffer shape overflows".into()))?;
     if (len as u128) < need as u128 {
-        return Err(Error::InvalidArgument(format!("buffer of {len} bytes is smaller than the {need} its shape needs")));
+        return Err(Error::InvalidArgument(format!(
+            "buffer of {len} bytes is smaller than the {need} its shape needs"
+        )));
     }
     Ok(())
 }
@@ -213,6 +219,7 @@ pub(crate) fn read_region(
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
 /// `region`: chunks the region covers are built from `src` alone, the others
 /// are read from `sc` and patched. Returns `(nchunk, compressed)` in order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_chunks(
     ctx: &Context,
     cparams: &CParams,

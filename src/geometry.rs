@@ -119,27 +119,26 @@ impl Geometry {
             let zero_partition = c == 0 && b == 0;
             if s > 0 || !zero_partition {
                 if b == 0 || c == 0 {
-                    invalid!("chunkshape[{i}] = {c} and blockshape[{i}] = {b} must be at least 1 on an axis of length {s}");
+                    invalid!(
+                        "chunkshape[{i}] = {c} and blockshape[{i}] = {b} must be at least 1 on an axis of length {s}"
+                    );
                 }
                 if b > c {
                     invalid!("blockshape[{i}] = {b} is larger than chunkshape[{i}] = {c}");
                 }
             }
         }
-        let mut g = Geometry {
-            itemsize,
-            ndim,
-            shape: [1; MAX_DIM],
-            chunkshape: [1; MAX_DIM],
-            blockshape: [1; MAX_DIM],
-        };
+        let mut g =
+            Geometry { itemsize, ndim, shape: [1; MAX_DIM], chunkshape: [1; MAX_DIM], blockshape: [1; MAX_DIM] };
         g.shape[..ndim].copy_from_slice(shape);
         g.chunkshape[..ndim].copy_from_slice(chunkshape);
         g.blockshape[..ndim].copy_from_slice(blockshape);
         let chunk_items = checked_product(&g.ext_chunkshape_internal()[..ndim]);
         match chunk_items.and_then(|n| n.checked_mul(itemsize as i64)) {
             Some(bytes) if bytes <= MAX_CHUNK_BYTES => {}
-            _ => invalid!("a chunk of {chunkshape:?} items (blocks {blockshape:?}) exceeds the 2 GiB Blosc2 chunk limit"),
+            _ => {
+                invalid!("a chunk of {chunkshape:?} items (blocks {blockshape:?}) exceeds the 2 GiB Blosc2 chunk limit")
+            }
         }
         if checked_product(&g.extshape()[..ndim]).and_then(|n| n.checked_mul(itemsize as i64)).is_none() {
             invalid!("shape {shape:?} is too large: its size in bytes overflows 64 bits");
@@ -551,7 +550,9 @@ mod tests {
         let g = Geometry::new(1, &[10, 10], &[6, 6], &[4, 4]).unwrap();
         let r = g.region(&[5, 2], &[7, 10]).unwrap();
         let mut chunks = vec![];
-        g.for_each_chunk_in(&r, |p| chunks.push((p.nchunk, p.start[..2].to_vec(), p.stop[..2].to_vec(), p.covers_chunk)));
+        g.for_each_chunk_in(&r, |p| {
+            chunks.push((p.nchunk, p.start[..2].to_vec(), p.stop[..2].to_vec(), p.covers_chunk))
+        });
         assert_eq!(
             chunks,
             vec![

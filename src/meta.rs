@@ -115,7 +115,9 @@ pub fn decode(bytes: &[u8]) -> Result<(MetaGeometry, usize)> {
     let shape = read_section("shape")?;
     let to_i32 = |v: Vec<i64>, what: &str| -> Result<Vec<i32>> {
         v.into_iter()
-            .map(|x| i32::try_from(x).map_err(|_| Error::InvalidFormat(format!("metalayer: {what} entry {x} out of range"))))
+            .map(|x| {
+                i32::try_from(x).map_err(|_| Error::InvalidFormat(format!("metalayer: {what} entry {x} out of range")))
+            })
             .collect()
     };
     let chunkshape = to_i32(read_section("chunkshape")?, "chunkshape")?;
@@ -140,8 +142,8 @@ mod tests {
     use super::*;
 
     const EXAMPLE: [u8; 44] = [
-        0x95, 0x00, 0x02, 0x92, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0x92, 0xd2, 0, 0, 0, 6, 0xd2,
-        0, 0, 0, 6, 0x92, 0xd2, 0, 0, 0, 4, 0xd2, 0, 0, 0, 4,
+        0x95, 0x00, 0x02, 0x92, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0xd3, 0, 0, 0, 0, 0, 0, 0, 0x0a, 0x92, 0xd2, 0, 0, 0,
+        6, 0xd2, 0, 0, 0, 6, 0x92, 0xd2, 0, 0, 0, 4, 0xd2, 0, 0, 0, 4,
     ];
 
     #[test]
@@ -149,7 +151,10 @@ mod tests {
         assert_eq!(encode_caterva(&[10, 10], &[6, 6], &[4, 4]).unwrap(), EXAMPLE);
         let (g, used) = decode(&EXAMPLE).unwrap();
         assert_eq!(used, 44);
-        assert_eq!(g, MetaGeometry { shape: vec![10, 10], chunkshape: vec![6, 6], blockshape: vec![4, 4], dtype: None });
+        assert_eq!(
+            g,
+            MetaGeometry { shape: vec![10, 10], chunkshape: vec![6, 6], blockshape: vec![4, 4], dtype: None }
+        );
     }
 
     #[test]

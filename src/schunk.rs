@@ -314,7 +314,13 @@ pub fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
 ///
 /// # Errors
 /// [`Error::BloscFailed`] if c-blosc2 refuses.
-pub fn repeat_chunk(cparams: &CParams, typesize: usize, blocksize: usize, nbytes: usize, value: &[u8]) -> Result<Vec<u8>> {
+pub fn repeat_chunk(
+    cparams: &CParams,
+    typesize: usize,
+    blocksize: usize,
+    nbytes: usize,
+    value: &[u8],
+) -> Result<Vec<u8>> {
     init();
     let cap = MAX_OVERHEAD + typesize;
     let mut out = vec![0u8; cap];
@@ -375,7 +381,13 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::BloscFailed`] if c-blosc2 cannot create it (unwritable path, …).
-    pub fn new(storage: &Storage, cparams: &CParams, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
+    pub fn new(
+        storage: &Storage,
+        cparams: &CParams,
+        typesize: usize,
+        blocksize: usize,
+        nthreads: usize,
+    ) -> Result<Self> {
         init();
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut cp = cparams.to_blosc(typesize, blocksize, nthreads);
@@ -585,7 +597,9 @@ impl SChunk {
         }
         let n = cstring(name, "metalayer name")?;
         // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
-        let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), content.len() as i32) };
+        let rc = unsafe {
+            b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), content.len() as i32)
+        };
         if rc < 0 {
             return Err(blosc_err(&format!("updating metalayer '{name}'"), i64::from(rc)));
         }
@@ -772,20 +786,20 @@ impl SChunk {
         Ok((data, len, needs_free))
     }
 
-    /// Copy into a new super-chunk at `storage` (chunks copied compressed,
-    /// metalayers and vlmetalayers included).
+    /// Copy into a new super-chunk at `storage` with the same compression
+    /// parameters: chunks are copied compressed, metalayers and vlmetalayers included.
     ///
     /// # Errors
     /// [`Error::BloscFailed`] if c-blosc2 cannot write the copy.
-    pub fn copy_to(&self, storage: &Storage, cparams: &CParams, blocksize: usize, nthreads: usize) -> Result<SChunk> {
+    pub fn copy_to(&self, storage: &Storage, nthreads: usize) -> Result<SChunk> {
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
-        let mut cp = cparams.to_blosc(self.typesize().max(1) as usize, blocksize, nthreads);
         let mut dp = dparams(nthreads);
         // SAFETY: returns a plain struct by value.
         let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
         st.contiguous = storage.contiguous;
         st.urlpath = url.as_ref().map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
-        st.cparams = &mut cp;
+        // NULL cparams: blosc2 takes the source's, so chunks are copied as they are.
+        st.cparams = ptr::null_mut();
         st.dparams = &mut dp;
         let p = {
             let _g = self.guard();

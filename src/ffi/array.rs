@@ -25,7 +25,7 @@ pub unsafe extern "C" fn caterva_ctx_new(cfg: *mut caterva_config_t, ctx: *mut *
         // SAFETY: caller's contract.
         let cfg = unsafe { deref(cfg, "cfg") }?;
         let out = out_ptr(ctx, "ctx")?;
-        let c = CtxBox::new(cfg)?;
+        let c = CtxBox::create(cfg)?;
         // SAFETY: out is non-NULL and writable (caller's contract).
         unsafe { *out = c };
         Ok(CATERVA_SUCCEED)
@@ -42,7 +42,7 @@ pub unsafe extern "C" fn caterva_ctx_free(ctx: *mut *mut caterva_ctx_t) -> c_int
         // SAFETY: caller's contract.
         let slot = unsafe { deref_mut(ctx, "ctx") }?;
         if !slot.is_null() {
-            // SAFETY: *slot came from CtxBox::new (Box::into_raw).
+            // SAFETY: *slot came from CtxBox::create (Box::into_raw).
             drop(unsafe { Box::from_raw(slot.cast::<CtxBox>()) });
             *slot = std::ptr::null_mut();
         }
@@ -241,7 +241,8 @@ pub unsafe extern "C" fn caterva_to_cframe(
         unsafe { CtxBox::get(ctx) }?;
         // SAFETY: caller's contract.
         let a = unsafe { ArrayBox::get(array) }?;
-        let (o1, o2, o3) = (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
+        let (o1, o2, o3) =
+            (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
         let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
         // SAFETY: outputs are non-NULL and writable.
         unsafe {
@@ -286,7 +287,11 @@ pub unsafe extern "C" fn caterva_from_cframe(
 /// # Safety
 /// `urlpath` must be a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn caterva_open(ctx: *mut caterva_ctx_t, urlpath: *const c_char, array: *mut *mut caterva_array_t) -> c_int {
+pub unsafe extern "C" fn caterva_open(
+    ctx: *mut caterva_ctx_t,
+    urlpath: *const c_char,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
     boundary("caterva_open", || {
         // SAFETY: caller's contract.
         let c = unsafe { CtxBox::get(ctx) }?;
@@ -305,7 +310,11 @@ pub unsafe extern "C" fn caterva_open(ctx: *mut caterva_ctx_t, urlpath: *const c
 /// # Safety
 /// `urlpath` must be a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn caterva_save(ctx: *mut caterva_ctx_t, array: *mut caterva_array_t, urlpath: *mut c_char) -> c_int {
+pub unsafe extern "C" fn caterva_save(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    urlpath: *mut c_char,
+) -> c_int {
     boundary("caterva_save", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
@@ -388,9 +397,8 @@ pub unsafe extern "C" fn caterva_get_slice_buffer(
         let a = unsafe { ArrayBox::get(array) }?;
         let n = a.array.ndim();
         // SAFETY: caller's contract.
-        let (start, stop, shape) = unsafe {
-            (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?)
-        };
+        let (start, stop, shape) =
+            unsafe { (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?) };
         // SAFETY: caller's contract.
         let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
         a.array.get_slice_buffer(start, stop, buf, shape)?;
@@ -419,9 +427,8 @@ pub unsafe extern "C" fn caterva_set_slice_buffer(
         let a = unsafe { ArrayBox::get(array) }?;
         let n = a.array.ndim();
         // SAFETY: caller's contract.
-        let (start, stop, shape) = unsafe {
-            (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?)
-        };
+        let (start, stop, shape) =
+            unsafe { (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?) };
         // SAFETY: caller's contract.
         let buf = unsafe { bytes(buffer.cast::<u8>(), buffersize, "buffer") }?;
         a.array.set_slice_buffer(buf, shape, start, stop)?;

@@ -17,7 +17,8 @@ unsafe fn read_metalayer<'a>(m: *const caterva_metalayer_t, what: &str) -> Resul
     let m = unsafe { deref(m, what) }?;
     // SAFETY: caller's contract.
     let name = unsafe { string(m.name, &format!("{what}->name")) }?;
-    let size = usize::try_from(m.size).map_err(|_| Error::InvalidArgument(format!("{what}->size {} is negative", m.size)))?;
+    let size =
+        usize::try_from(m.size).map_err(|_| Error::InvalidArgument(format!("{what}->size {} is negative", m.size)))?;
     // SAFETY: caller's contract.
     let data = unsafe { slice(m.sdata, size, &format!("{what}->sdata")) }?;
     Ok((name, data))
@@ -225,7 +226,8 @@ pub unsafe extern "C" fn caterva_print_meta(array: *mut caterva_array_t) -> c_in
     boundary("caterva_print_meta", || {
         // SAFETY: caller's contract.
         let a = unsafe { ArrayBox::get(array) }?;
-        let text = std::ffi::CString::new(a.array.meta_summary()?).map_err(|_| Error::InvalidFormat("NUL in text".into()))?;
+        let text =
+            std::ffi::CString::new(a.array.meta_summary()?).map_err(|_| Error::InvalidFormat("NUL in text".into()))?;
         // Through C's stdout, so the text stays in order with the caller's printf output.
         // SAFETY: a constant format and a valid C string.
         unsafe { libc::printf(c"%s".as_ptr(), text.as_ptr()) };
@@ -250,7 +252,9 @@ pub unsafe extern "C" fn caterva_serialize_meta(
     let rc = boundary("caterva_serialize_meta", || {
         let n = checked_ndim(ndim)?;
         // SAFETY: caller's contract.
-        let (s, c, b) = unsafe { (slice(shape, n, "shape")?, slice(chunkshape, n, "chunkshape")?, slice(blockshape, n, "blockshape")?) };
+        let (s, c, b) = unsafe {
+            (slice(shape, n, "shape")?, slice(chunkshape, n, "chunkshape")?, slice(blockshape, n, "blockshape")?)
+        };
         let out = out_ptr(smeta, "smeta")?;
         let bytes = meta::encode_caterva(s, c, b)?;
         let p = malloc_copy(&bytes)?;
@@ -284,7 +288,12 @@ pub unsafe extern "C" fn caterva_deserialize_meta(
     let rc = boundary("caterva_deserialize_meta", || {
         // SAFETY: caller's contract.
         let bytes = unsafe { super::bytes(smeta, i64::from(smeta_len), "smeta") }?;
-        let outs = (out_ptr(ndim, "ndim")?, out_ptr(shape, "shape")?, out_ptr(chunkshape, "chunkshape")?, out_ptr(blockshape, "blockshape")?);
+        let outs = (
+            out_ptr(ndim, "ndim")?,
+            out_ptr(shape, "shape")?,
+            out_ptr(chunkshape, "chunkshape")?,
+            out_ptr(blockshape, "blockshape")?,
+        );
         let (m, n) = meta::decode(bytes)?;
         let d = m.shape.len();
         // SAFETY: outputs are non-NULL and hold CATERVA_MAX_DIM >= d items (caller's contract).

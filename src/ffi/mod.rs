@@ -160,9 +160,7 @@ pub(crate) unsafe fn string<'a>(p: *const c_char, what: &str) -> Result<&'a str>
         return Err(Error::NullPointer(format!("{what} is NULL")));
     }
     // SAFETY: as the caller guarantees.
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Error::InvalidArgument(format!("{what} is not valid UTF-8")))
 }
 
 /// Copy `data` into a new `malloc` buffer the caller frees with `free()`.

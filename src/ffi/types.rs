@@ -160,7 +160,7 @@ pub(crate) struct CtxBox {
 }
 
 impl CtxBox {
-    pub(crate) fn new(cfg: &caterva_config_t) -> Result<*mut caterva_ctx_t> {
+    pub(crate) fn create(cfg: &caterva_config_t) -> Result<*mut caterva_ctx_t> {
         let ctx = Context::new(config_from_c(cfg)?)?;
         let b = Box::into_raw(Box::new(CtxBox { public: caterva_ctx_t { cfg: std::ptr::null_mut() }, cfg: *cfg, ctx }));
         // SAFETY: b was just allocated; pointing the public field at the box's
@@ -170,7 +170,7 @@ impl CtxBox {
     }
 
     /// # Safety
-    /// `p` must be NULL or come from [`CtxBox::new`] and not be freed.
+    /// `p` must be NULL or come from [`CtxBox::create`] and not be freed.
     pub(crate) unsafe fn get<'a>(p: *const caterva_ctx_t) -> Result<&'a CtxBox> {
         // SAFETY: the public struct is the first field of a repr(C) CtxBox.
         unsafe { deref(p.cast::<CtxBox>(), "ctx") }
@@ -295,10 +295,9 @@ pub(crate) fn params_from_c(p: &caterva_params_t) -> Result<Params> {
 /// # Safety
 /// The metalayer names and contents must be valid for their declared sizes.
 pub(crate) unsafe fn storage_from_c(s: &caterva_storage_t, ndim: usize) -> Result<StorageParams> {
-    let nmeta = usize::try_from(s.nmetalayers)
-        .ok()
-        .filter(|&n| n <= CATERVA_MAX_METALAYERS)
-        .ok_or_else(|| Error::InvalidArgument(format!("nmetalayers {} is not in 0..={CATERVA_MAX_METALAYERS}", s.nmetalayers)))?;
+    let nmeta = usize::try_from(s.nmetalayers).ok().filter(|&n| n <= CATERVA_MAX_METALAYERS).ok_or_else(|| {
+        Error::InvalidArgument(format!("nmetalayers {} is not in 0..={CATERVA_MAX_METALAYERS}", s.nmetalayers))
+    })?;
     let urlpath = if s.urlpath.is_null() {
         None
     } else {

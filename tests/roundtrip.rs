@@ -1,0 +1,160 @@
+//! Round trips through every storage, over the shapes of the C suite,
+//! checked against a plain C-order reference.
+
+use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
+
+struct Case {
+    shape: &'static [i64],
+    chunks: &'static [i32],
+    blocks: &'static [i32],
+}
+
+const CASES: &[Case] = &[
+    Case { shape: &[], chunks: &[], blocks: &[] },
+    Case { shape: &[5], chunks: &[3], blocks: &[2] },
+    Case { shape: &[20, 0], chunks: &[7, 0], blocks: &[3, 0] },
+    Case { shape: &[20, 10], chunks: &[7, 5], blocks: &[3, 5] },
+    Case { shape: &[14, 10], chunks: &[8, 5], blocks: &[2, 2] },
+    Case { shape: &[12, 10, 14], chunks: &[3, 5, 9], blocks: &[3, 4, 4] },
+    Case { shape: &[10, 21, 20, 5], chunks: &[8, 7, 15, 3], blocks: &[5, 5, 10, 1] },
+];
+
+fn storages(tag: &str) -> Vec<StorageParams> {
+    let dir = std::env::temp_dir().join(format!("caterva-rt-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    [(false, None), (true, None), (true, Some("a.b2frame")), (false, Some("a.b2nd"))]
+        .into_iter()
+        .map(|(contiguous, name)| StorageParams {
+            contiguous,
+            urlpath: name.map(|n| dir.join(n).to_string_lossy().into_owned()),
+            ..Default::default()
+        })
+        .collect()
+}
+
+fn strides(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// The reference slice of a C-order buffer.
+fn ref_slice(data: &[u8], shape: &[i64], item: usize, start: &[i64], stop: &[i64]) -> Vec<u8> {
+    let st = strides(shape);
+    let mut out = Vec::new();
+    let n = shape.len();
+    if (0..n).any(|i| start[i] >= stop[i]) {
+        return out;
+    }
+    let mut idx = start.to_vec();
+    loop {
+        let off: i64 = (0..n).map(|i| idx[i] * st[i]).sum();
+        out.extend_from_slice(&data[off as usize * item..(off as usize + 1) * item]);
+        let mut a = n;
+        loop {
+            if a == 0 {
+                return out;
+            }
+            a -= 1;
+            idx[a] += 1;
+            if idx[a] < stop[a] {
+                break;
+            }
+            idx[a] = start[a];
+        }
+    }
+}
+
+#[test]
+fn from_buffer_to_buffer_and_slices() {
+    for nthreads in [1, 3] {
+        let ctx = Context::new(Config { nthreads, ..Config::default() }).unwrap();
+        for item in [1usize, 2, 4, 8, 3] {
+            for (ci, c) in CASES.iter().enumerate() {
+                for st in storages(&format!("{nthreads}-{item}-{ci}")) {
+                    let mut st = st;
+                    st.chunkshape = c.chunks.to_vec();
+                    st.blockshape = c.blocks.to_vec();
+                    st.metalayers = vec![Metalayer { name: "user".into(), content: vec![1, 2, 3] }];
+                    let params = Params { itemsize: item, shape: c.shape.to_vec() };
+                    let n: i64 = c.shape.iter().product();
+                    let data: Vec<u8> = (0..n as usize * item).map(|i| (i * 7 + i / 251) as u8).collect();
+                    let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
+                    assert_eq!(arr.to_vec().unwrap(), data);
+                    // A slice starting mid-chunk.
+                    let start: Vec<i64> = c.shape.iter().map(|&s| s / 3).collect();
+                    let stop: Vec<i64> = c.shape.iter().map(|&s| s - s / 4).collect();
+                    let sshape: Vec<i64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
+                    let mut buf = vec![0u8; sshape.iter().product::<i64>() as usize * item];
+                    arr.get_slice_buffer(&start, &stop, &mut buf, &sshape).unwrap();
+                    assert_eq!(buf, ref_slice(&data, c.shape, item, &start, &stop));
+                    // Overwrite that slice with 0xAB and check the whole array.
+                    let fill = vec![0xABu8; buf.len()];
+                    arr.set_slice_buffer(&fill, &sshape, &start, &stop).unwrap();
+                    let mut expect = data.clone();
+                    let st_ = strides(c.shape);
+                    for (k, chunk) in ref_slice(
+                        &(0..n).flat_map(|i| (i as u64).to_le_bytes()).collect::<Vec<_>>(),
+                        c.shape,
+                        8,
+                        &start,
+                        &stop,
+                    )
+                    .chunks(8)
+                    .enumerate()
+                    {
+                        let _ = k;
+                        let lin = u64::from_le_bytes(chunk.try_into().unwrap()) as usize;
+                        expect[lin * item..(lin + 1) * item].fill(0xAB);
+                    }
+                    let _ = st_;
+                    assert_eq!(arr.to_vec().unwrap(), expect, "item {item} case {ci} storage {st:?}");
+                    // Persistence: reopen and compare.
+                    if let Some(url) = &st.urlpath {
+                        drop(arr);
+                        let back = Array::open(&ctx, url).unwrap();
+                        assert_eq!(back.to_vec().unwrap(), expect);
+                        assert_eq!(back.meta_get("user").unwrap(), vec![1, 2, 3]);
+                        Array::remove(url).unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn zeros_full_and_cframe() {
+    let ctx = Context::new(Config::default()).unwrap();
+    let params = Params { itemsize: 4, shape: vec![7, 9] };
+    let st = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 3], ..Default::default() };
+    let z = Array::zeros(&ctx, &params, &st).unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&b| b == 0));
+    let f = Array::full(&ctx, &params, &st, &[1, 2, 3, 4]).unwrap();
+    assert_eq!(f.to_vec().unwrap(), [1u8, 2, 3, 4].repeat(63));
+    let frame = f.to_cframe().unwrap();
+    let g = Array::from_cframe(&ctx, &frame).unwrap();
+    assert_eq!(g.to_vec().unwrap(), [1u8, 2, 3, 4].repeat(63));
+    assert_eq!(g.shape(), &[7, 9]);
+}
+
+#[test]
+fn huge_zeros_cost_almost_nothing() {
+    let ctx = Context::new(Config::default()).unwrap();
+    let params = Params { itemsize: 8, shape: vec![1_000_000, 1_000_000] };
+    let st = StorageParams {
+        chunkshape: vec![1000, 1000],
+        blockshape: vec![100, 100],
+        contiguous: true,
+        ..Default::default()
+    };
+    let z = Array::zeros(&ctx, &params, &st).unwrap();
+    assert_eq!(z.geometry().nchunks(), 1_000_000);
+    let frame = z.to_cframe().unwrap();
+    assert!(frame.len() < 64 * 1024, "a 10^12-item zeros frame takes {} bytes", frame.len());
+    let mut buf = vec![1u8; 8 * 10];
+    z.get_slice_buffer(&[999_999, 5], &[1_000_000, 15], &mut buf, &[1, 10]).unwrap();
+    assert!(buf.iter().all(|&b| b == 0));
+}
