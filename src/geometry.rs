@@ -18,7 +18,7 @@ pub const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
 /// `ceil(x / m)` for `x >= 0`, `m > 0`.
 #[must_use]
 pub fn div_ceil(x: i64, m: i64) -> i64 {
-    (x + m - 1) / m
+    x / m + i64::from(x % m != 0)
 }
 
 /// Round `x` up to a multiple of `m` (`m == 0` gives 0).
@@ -26,7 +26,7 @@ fn round_up(x: i64, m: i64) -> i64 {
     if m == 0 {
         0
     } else {
-        div_ceil(x, m) * m
+        div_ceil(x, m).saturating_mul(m)
     }
 }
 
@@ -96,7 +96,7 @@ impl Geometry {
     /// must all have length `ndim`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when any invariant above is broken.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when any invariant above is broken.
     pub fn new(itemsize: usize, shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Result<Self> {
         let ndim = shape.len();
         if ndim > MAX_DIM {
@@ -323,7 +323,7 @@ impl Geometry {
     /// Check `start`/`stop` against the shape and build a region.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if lengths differ from `ndim`, `start > stop`,
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if lengths differ from `ndim`, `start > stop`,
     /// or the region leaves the array.
     pub fn region(&self, start: &[i64], stop: &[i64]) -> Result<Region> {
         if start.len() != self.ndim || stop.len() != self.ndim {

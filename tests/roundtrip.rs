@@ -40,18 +40,17 @@ fn strides(shape: &[i64]) -> Vec<i64> {
     s
 }
 
-/// The reference slice of a C-order buffer.
-fn ref_slice(data: &[u8], shape: &[i64], item: usize, start: &[i64], stop: &[i64]) -> Vec<u8> {
+/// Linear (C-order) indices of the items of `start..stop` in an array of `shape`, in C order.
+fn box_indices(shape: &[i64], start: &[i64], stop: &[i64]) -> Vec<usize> {
     let st = strides(shape);
-    let mut out = Vec::new();
     let n = shape.len();
+    let mut out = Vec::new();
     if (0..n).any(|i| start[i] >= stop[i]) {
         return out;
     }
     let mut idx = start.to_vec();
     loop {
-        let off: i64 = (0..n).map(|i| idx[i] * st[i]).sum();
-        out.extend_from_slice(&data[off as usize * item..(off as usize + 1) * item]);
+        out.push((0..n).map(|i| idx[i] * st[i]).sum::<i64>() as usize);
         let mut a = n;
         loop {
             if a == 0 {
@@ -67,11 +66,16 @@ fn ref_slice(data: &[u8], shape: &[i64], item: usize, start: &[i64], stop: &[i64
     }
 }
 
+/// The reference slice of a C-order buffer.
+fn ref_slice(data: &[u8], shape: &[i64], item: usize, start: &[i64], stop: &[i64]) -> Vec<u8> {
+    box_indices(shape, start, stop).into_iter().flat_map(|i| data[i * item..(i + 1) * item].to_vec()).collect()
+}
+
 #[test]
 fn from_buffer_to_buffer_and_slices() {
     for nthreads in [1, 3] {
         let ctx = Context::new(Config { nthreads, ..Config::default() }).unwrap();
-        for item in [1usize, 2, 4, 8, 3] {
+        for item in [1usize, 2, 4, 8, 3, 255] {
             for (ci, c) in CASES.iter().enumerate() {
                 for st in storages(&format!("{nthreads}-{item}-{ci}")) {
                     let mut st = st;
@@ -94,22 +98,9 @@ fn from_buffer_to_buffer_and_slices() {
                     let fill = vec![0xABu8; buf.len()];
                     arr.set_slice_buffer(&fill, &sshape, &start, &stop).unwrap();
                     let mut expect = data.clone();
-                    let st_ = strides(c.shape);
-                    for (k, chunk) in ref_slice(
-                        &(0..n).flat_map(|i| (i as u64).to_le_bytes()).collect::<Vec<_>>(),
-                        c.shape,
-                        8,
-                        &start,
-                        &stop,
-                    )
-                    .chunks(8)
-                    .enumerate()
-                    {
-                        let _ = k;
-                        let lin = u64::from_le_bytes(chunk.try_into().unwrap()) as usize;
-                        expect[lin * item..(lin + 1) * item].fill(0xAB);
+                    for i in box_indices(c.shape, &start, &stop) {
+                        expect[i * item..(i + 1) * item].fill(0xAB);
                     }
-                    let _ = st_;
                     assert_eq!(arr.to_vec().unwrap(), expect, "item {item} case {ci} storage {st:?}");
                     // Persistence: reopen and compare.
                     if let Some(url) = &st.urlpath {
@@ -157,4 +148,86 @@ fn huge_zeros_cost_almost_nothing() {
     let mut buf = vec![1u8; 8 * 10];
     z.get_slice_buffer(&[999_999, 5], &[1_000_000, 15], &mut buf, &[1, 10]).unwrap();
     assert!(buf.iter().all(|&b| b == 0));
+}
+
+#[test]
+fn failures_leave_no_trace() {
+    let ctx = Context::new(Config::default()).unwrap();
+    let dir = std::env::temp_dir().join(format!("caterva-fail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = dir.join("x.b2frame").to_string_lossy().into_owned();
+    let params = Params { itemsize: 4, shape: vec![10, 10] };
+    let mut st = StorageParams {
+        chunkshape: vec![5, 5],
+        blockshape: vec![2, 2],
+        contiguous: true,
+        urlpath: Some(url.clone()),
+        ..Default::default()
+    };
+    // Too small a buffer: refused before anything is written.
+    assert!(Array::from_buffer(&ctx, &params, &st, &[0u8; 399]).is_err());
+    assert!(!std::path::Path::new(&url).exists());
+    // A blosc2 failure mid-way (an unknown codec) removes the half-built file.
+    let bad =
+        Context::new(Config { cparams: caterva::CParams { codec: 250, ..Default::default() }, nthreads: 1 }).unwrap();
+    assert!(Array::from_buffer(&bad, &params, &st, &[7u8; 400]).is_err());
+    assert!(!std::path::Path::new(&url).exists());
+    // A directory in the way of a contiguous frame, or a plain directory in the
+    // way of a sparse frame, is refused, not destroyed.
+    std::fs::create_dir_all(&url).unwrap();
+    std::fs::write(dir.join("x.b2frame").join("keep"), b"mine").unwrap();
+    assert!(matches!(Array::zeros(&ctx, &params, &st), Err(caterva::Error::InvalidStorage(_))));
+    st.contiguous = false;
+    assert!(matches!(Array::zeros(&ctx, &params, &st), Err(caterva::Error::InvalidStorage(_))));
+    assert!(dir.join("x.b2frame").join("keep").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn failed_writes_leave_the_array_unchanged() {
+    let ctx = Context::new(Config::default()).unwrap();
+    let params = Params { itemsize: 1, shape: vec![8, 8] };
+    let st = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 2], ..Default::default() };
+    let data: Vec<u8> = (0..64).collect();
+    let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
+    assert!(arr.set_slice_buffer(&[1; 16], &[4, 4], &[6, 6], &[10, 10]).is_err());
+    assert!(arr.set_slice_buffer(&[1; 15], &[4, 4], &[0, 0], &[4, 4]).is_err());
+    assert!(arr.set_slice_buffer(&[1; 16], &[2, 2], &[0, 0], &[4, 4]).is_err());
+    assert!(arr.set_slice_buffer(&[1; 16], &[4, 4], &[3, 0], &[2, 4]).is_err());
+    assert_eq!(arr.to_vec().unwrap(), data);
+    let mut out = vec![9u8; 4];
+    assert!(arr.get_slice_buffer(&[0, 0], &[2, 3], &mut out, &[2, 2]).is_err());
+    assert_eq!(out, vec![9; 4]);
+    assert!(arr.meta_update("caterva", &[0; 28]).is_err());
+    assert_eq!(arr.to_vec().unwrap(), data);
+}
+
+#[test]
+fn concurrent_readers_see_every_byte() {
+    let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+    let params = Params { itemsize: 2, shape: vec![40, 30, 20] };
+    for st in storages("concurrent") {
+        let st = StorageParams { chunkshape: vec![10, 7, 6], blockshape: vec![4, 3, 6], ..st };
+        let data: Vec<u8> = (0..24000u32).flat_map(|v| (v as u16).to_le_bytes()).collect();
+        let arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
+        std::thread::scope(|s| {
+            for t in 0..8i64 {
+                let (arr, data) = (&arr, &data);
+                s.spawn(move || {
+                    for k in 0..20i64 {
+                        let start = [(t * 3 + k) % 30, (k * 5) % 20, (t + k) % 10];
+                        let stop = [start[0] + 10, start[1] + 9, start[2] + 10];
+                        let shape = [10, 9, 10];
+                        let mut buf = vec![0u8; 900 * 2];
+                        arr.get_slice_buffer(&start, &stop, &mut buf, &shape).unwrap();
+                        assert_eq!(buf, ref_slice(data, &[40, 30, 20], 2, &start, &stop));
+                    }
+                });
+            }
+        });
+        if let Some(u) = &st.urlpath {
+            drop(arr);
+            Array::remove(u).unwrap();
+        }
+    }
 }

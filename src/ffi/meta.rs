@@ -5,6 +5,7 @@ use std::ffi::{c_char, c_int};
 use super::array::checked_ndim;
 use super::types::{caterva_array_t, caterva_ctx_t, caterva_metalayer_t, ArrayBox, CtxBox};
 use super::{boundary, deref, malloc_copy, malloc_cstr, out_ptr, slice, string, CATERVA_SUCCEED};
+use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::meta;
 
@@ -64,6 +65,75 @@ unsafe fn with_array(
     })
 }
 
+/// Shared body of `caterva_vlmeta_add`, `caterva_vlmeta_update` and `caterva_meta_update`.
+///
+/// # Safety
+/// As those functions.
+unsafe fn put_from(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    m: *const caterva_metalayer_t,
+    put: fn(&mut Array, &str, &[u8]) -> Result<()>,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let (name, data) = unsafe { read_metalayer(m, "metalayer") }?;
+        put(&mut a.array, name, data)
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array(func, ctx, array, f) }
+}
+
+/// Shared body of `caterva_meta_get` and `caterva_vlmeta_get`.
+///
+/// # Safety
+/// As those functions.
+unsafe fn get_into(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    out: *mut caterva_metalayer_t,
+    get: fn(&Array, &str) -> Result<Vec<u8>>,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(out, "output metalayer")?;
+        let data = get(&a.array, name)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { write_metalayer(out, name, &data) }
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array(func, ctx, array, f) }
+}
+
+/// Shared body of `caterva_meta_exists` and `caterva_vlmeta_exists`.
+///
+/// # Safety
+/// As those functions.
+unsafe fn exists_into(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    name: *const c_char,
+    out: *mut bool,
+    exists: fn(&Array, &str) -> Result<bool>,
+) -> c_int {
+    let f = |a: &mut ArrayBox| {
+        // SAFETY: caller's contract.
+        let name = unsafe { string(name, "name") }?;
+        let out = out_ptr(out, "exists")?;
+        let e = exists(&a.array, name)?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = e };
+        Ok(())
+    };
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array(func, ctx, array, f) }
+}
+
 /// Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).
 ///
 /// # Safety
@@ -74,13 +144,8 @@ pub unsafe extern "C" fn caterva_vlmeta_add(
     array: *mut caterva_array_t,
     vlmeta: *mut caterva_metalayer_t,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let (name, data) = unsafe { read_metalayer(vlmeta, "vlmeta") }?;
-        a.array.vlmeta_add(name, data)
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_vlmeta_add", ctx, array, f) }
+    unsafe { put_from("caterva_vlmeta_add", ctx, array, vlmeta, Array::vlmeta_add) }
 }
 
 /// Replace a variable-length metalayer's content (any length).
@@ -93,13 +158,8 @@ pub unsafe extern "C" fn caterva_vlmeta_update(
     array: *mut caterva_array_t,
     vlmeta: *mut caterva_metalayer_t,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let (name, data) = unsafe { read_metalayer(vlmeta, "vlmeta") }?;
-        a.array.vlmeta_update(name, data)
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_vlmeta_update", ctx, array, f) }
+    unsafe { put_from("caterva_vlmeta_update", ctx, array, vlmeta, Array::vlmeta_update) }
 }
 
 /// Fetch a variable-length metalayer. `vlmeta->name` and `vlmeta->sdata`
@@ -114,16 +174,8 @@ pub unsafe extern "C" fn caterva_vlmeta_get(
     name: *const c_char,
     vlmeta: *mut caterva_metalayer_t,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let name = unsafe { string(name, "name") }?;
-        let out = out_ptr(vlmeta, "vlmeta")?;
-        let data = a.array.vlmeta_get(name)?;
-        // SAFETY: out is non-NULL and writable.
-        unsafe { write_metalayer(out, name, &data) }
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_vlmeta_get", ctx, array, f) }
+    unsafe { get_into("caterva_vlmeta_get", ctx, array, name, vlmeta, Array::vlmeta_get) }
 }
 
 /// Whether a variable-length metalayer exists.
@@ -137,17 +189,8 @@ pub unsafe extern "C" fn caterva_vlmeta_exists(
     name: *const c_char,
     exists: *mut bool,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let name = unsafe { string(name, "name") }?;
-        let out = out_ptr(exists, "exists")?;
-        let e = a.array.vlmeta_exists(name)?;
-        // SAFETY: out is non-NULL and writable.
-        unsafe { *out = e };
-        Ok(())
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_vlmeta_exists", ctx, array, f) }
+    unsafe { exists_into("caterva_vlmeta_exists", ctx, array, name, exists, Array::vlmeta_exists) }
 }
 
 /// Fetch a fixed-size metalayer. `meta->name` and `meta->sdata` are
@@ -162,16 +205,8 @@ pub unsafe extern "C" fn caterva_meta_get(
     name: *const c_char,
     meta: *mut caterva_metalayer_t,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let name = unsafe { string(name, "name") }?;
-        let out = out_ptr(meta, "meta")?;
-        let data = a.array.meta_get(name)?;
-        // SAFETY: out is non-NULL and writable.
-        unsafe { write_metalayer(out, name, &data) }
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_meta_get", ctx, array, f) }
+    unsafe { get_into("caterva_meta_get", ctx, array, name, meta, Array::meta_get) }
 }
 
 /// Whether a fixed-size metalayer exists.
@@ -185,17 +220,8 @@ pub unsafe extern "C" fn caterva_meta_exists(
     name: *const c_char,
     exists: *mut bool,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let name = unsafe { string(name, "name") }?;
-        let out = out_ptr(exists, "exists")?;
-        let e = a.array.meta_exists(name);
-        // SAFETY: out is non-NULL and writable.
-        unsafe { *out = e };
-        Ok(())
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_meta_exists", ctx, array, f) }
+    unsafe { exists_into("caterva_meta_exists", ctx, array, name, exists, |a, n| Ok(a.meta_exists(n))) }
 }
 
 /// Replace a user metalayer's content; the size must not change.
@@ -208,13 +234,8 @@ pub unsafe extern "C" fn caterva_meta_update(
     array: *mut caterva_array_t,
     meta: *mut caterva_metalayer_t,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
-        // SAFETY: caller's contract.
-        let (name, data) = unsafe { read_metalayer(meta, "meta") }?;
-        a.array.meta_update(name, data)
-    };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array("caterva_meta_update", ctx, array, f) }
+    unsafe { put_from("caterva_meta_update", ctx, array, meta, Array::meta_update) }
 }
 
 /// Print the geometry recorded in the `caterva` metalayer to stdout.

@@ -1,7 +1,7 @@
 //! The caterva 0.5 C ABI over the Rust core.
 //!
 //! Conventions, for every exported function:
-//! - it runs inside a panic boundary ([`boundary`]); a panic becomes
+//! - it runs inside a panic boundary (`boundary`); a panic becomes
 //!   `CATERVA_ERR_BLOSC_FAILED` instead of unwinding into C;
 //! - every pointer is checked: NULL gives `CATERVA_ERR_NULL_POINTER`;
 //! - outputs are written only on success;
