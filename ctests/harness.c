@@ -126,3 +126,7 @@ int64_t h_linear(int8_t ndim, const int64_t *shape, const int64_t *idx) {
     }
     return pos;
 }
+
+bool h_skip_disk_itemsize(const test_case_t *tc) {
+    return tc->backend.persistent && (tc->itemsize == 2 || tc->itemsize == 4);
+}

@@ -65,6 +65,10 @@ uint64_t h_get(const void *buf, int64_t i, uint8_t itemsize);
 
 int64_t h_nitems(int8_t ndim, const int64_t *shape);
 
+/* Whether to skip a case to save time: on-disk cases with itemsize 2 or 4
+ * (the disk layer does not depend on the itemsize; 1 and 8 still run). */
+bool h_skip_disk_itemsize(const test_case_t *tc);
+
 /* Whether something (file or directory) exists at path. */
 bool h_exists(const char *path);
 

@@ -36,8 +36,9 @@ fn run(cmd: &mut Command, what: &str) -> String {
     text
 }
 
+/// A fresh directory per process, so concurrent runs of the suite do not collide.
 fn scratch_dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("tmp dir");
     d
@@ -76,6 +77,7 @@ fn c_suite() {
     // LD_LIBRARY_PATH: the rpath and libcaterva's $ORIGIN must suffice.
     let out = run(Command::new(&exe).current_dir(&dir).env_remove("LD_LIBRARY_PATH"), "the C suite");
     println!("{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -110,4 +112,5 @@ fn header_compiles_as_cpp() {
         .args(["-lcaterva", "-lblosc2"]);
     run(&mut cxx, "compiling the header as C++");
     run(Command::new(dir.join("header_cpp")).env_remove("LD_LIBRARY_PATH"), "the C++ program");
+    let _ = std::fs::remove_dir_all(&dir);
 }
