@@ -11,6 +11,41 @@ fn profile_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
 }
 
+/// Newest modification time of the files that make up libcaterva.so.
+fn newest_source(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for e in std::fs::read_dir(dir).expect("readable source dir").flatten() {
+        let p = e.path();
+        let t = if p.is_dir() { newest_source(&p) } else { e.metadata().and_then(|m| m.modified()).expect("mtime") };
+        newest = newest.max(t);
+    }
+    newest
+}
+
+/// `cargo test` builds the rlib, not libcaterva.so: check that `cargo build`
+/// made a current one, rather than silently testing an old library.
+fn check_library_is_current(lib_dir: &Path) {
+    let so = lib_dir.join("libcaterva.so");
+    let built = std::fs::metadata(&so).and_then(|m| m.modified());
+    let Ok(built) = built else {
+        panic!("{} is missing: run `cargo build` (same profile) before `cargo test`", so.display());
+    };
+    let m = manifest_dir();
+    let newest = [newest_source(&m.join("src")), newest_source(&m.join("include"))]
+        .into_iter()
+        .chain(
+            ["build.rs", "cbindgen.toml", "Cargo.toml"]
+                .map(|f| std::fs::metadata(m.join(f)).unwrap().modified().unwrap()),
+        )
+        .max()
+        .unwrap();
+    assert!(
+        built >= newest,
+        "{} is older than the sources: run `cargo build` (same profile) before `cargo test`",
+        so.display()
+    );
+}
+
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -58,6 +93,7 @@ fn c_suite() {
         .collect();
     sources.sort();
     let lib = profile_dir();
+    check_library_is_current(&lib);
     let mut cc = compiler(false);
     cc.arg("-std=c99")
         .args(STRICT)
@@ -96,6 +132,7 @@ fn header_compiles_as_cpp() {
     )
     .expect("write");
     let lib = profile_dir();
+    check_library_is_current(&lib);
     let mut cxx = compiler(true);
     cxx.arg("-std=c++11")
         .args(STRICT)
