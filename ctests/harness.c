@@ -50,6 +50,23 @@ char *h_urlpath(const test_case_t *tc, const char *tag) {
     return buf;
 }
 
+int h_setup(const test_case_t *tc, const char *tag, caterva_ctx_t **ctx, char *path, caterva_params_t *params,
+            caterva_storage_t *storage) {
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    int rc = caterva_ctx_new(&cfg, ctx);
+    if (rc != CATERVA_SUCCEED) {
+        return rc;
+    }
+    char *url = h_urlpath(tc, tag);
+    path[0] = '\0';
+    if (url != NULL) {
+        snprintf(path, 256, "%s", url);
+        rc = caterva_remove(*ctx, path);
+    }
+    h_fill(tc, params, storage, url != NULL ? path : NULL);
+    return rc;
+}
+
 void h_fill(const test_case_t *tc, caterva_params_t *params, caterva_storage_t *storage, char *urlpath) {
     memset(params, 0, sizeof(*params));
     memset(storage, 0, sizeof(*storage));

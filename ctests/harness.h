@@ -51,6 +51,13 @@ void h_report(const char *test, const test_case_t *tc, int rc);
 /* A path for persistent storages ("ctest_<tag>.b2frame" or "ctest_<tag>.b2nd"), or NULL. */
 char *h_urlpath(const test_case_t *tc, const char *tag);
 
+/* The common start of a case: a default context in *ctx, params and storage
+ * from the case, and for persistent backends the path h_urlpath(tc, tag) copied
+ * into path (256 bytes) with whatever an earlier run left there removed.
+ * storage->urlpath is path, or NULL in memory. Returns a caterva code. */
+int h_setup(const test_case_t *tc, const char *tag, caterva_ctx_t **ctx, char *path, caterva_params_t *params,
+            caterva_storage_t *storage);
+
 /* Fill params/storage from a case (urlpath from h_urlpath). */
 void h_fill(const test_case_t *tc, caterva_params_t *params, caterva_storage_t *storage, char *urlpath);
 

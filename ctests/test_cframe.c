@@ -37,18 +37,11 @@ static int test_cframe(const test_case_t *tc) {
     if (h_skip_disk_itemsize(tc)) {
         return 0;
     }
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "cframe");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "cframe", &ctx, path, &params, &storage));
     uint8_t user[] = {'a', 'b', 'c'};
     storage.metalayers[0].name = "user";
     storage.metalayers[0].sdata = user;
@@ -99,7 +92,7 @@ static int test_cframe(const test_case_t *tc) {
     }
     cframe = NULL;
     CHECK_OK(caterva_free(ctx, &arr));
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         CHECK_OK(caterva_remove(ctx, path));
     }
     if (check_copy(ctx, tc, a1, src, nbytes, vl, 5)) {

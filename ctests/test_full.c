@@ -7,18 +7,11 @@ static int check_full(const test_case_t *tc, const uint8_t *fill) {
     if (h_skip_disk_itemsize(tc)) {
         return 0;
     }
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "full");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "full", &ctx, path, &params, &storage));
 
     uint8_t value[8];
     memcpy(value, fill, tc->itemsize);
@@ -45,7 +38,7 @@ static int check_full(const test_case_t *tc, const uint8_t *fill) {
     free(buf);
     CHECK_OK(caterva_free(ctx, &arr));
 
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         /* The values persist. */
         CHECK_OK(caterva_open(ctx, path, &arr));
         CHECK(arr->nitems == nitems);

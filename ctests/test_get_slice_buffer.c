@@ -71,18 +71,11 @@ static int test_get_slice_buffer(const test_case_t *tc) {
     if (h_skip_disk_itemsize(tc)) {
         return 0;
     }
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "get_slice");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "get_slice", &ctx, path, &params, &storage));
     int8_t ndim = tc->shape.ndim;
     const int64_t *shape = tc->shape.shape;
     int64_t nitems = h_nitems(ndim, shape);
@@ -179,7 +172,7 @@ static int test_get_slice_buffer(const test_case_t *tc) {
     }
 
     CHECK_OK(caterva_free(ctx, &arr));
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         /* The same slices from the array reopened from disk. */
         CHECK_OK(caterva_open(ctx, path, &arr));
         for (int i = 0; i < ndim; i++) {

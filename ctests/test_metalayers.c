@@ -49,18 +49,11 @@ static int expect_missing(caterva_ctx_t *ctx, caterva_array_t *arr, const char *
 }
 
 static int test_metalayers(const test_case_t *tc) {
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "metalayers");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "metalayers", &ctx, path, &params, &storage));
 
     /* Two user metalayers; the storage's buffers are copied at creation. */
     char name0[] = "date";
@@ -189,7 +182,7 @@ static int test_metalayers(const test_case_t *tc) {
     CHECK(arr->nitems == nitems);
 
     CHECK_OK(caterva_free(ctx, &arr));
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         /* Everything survives on disk. */
         CHECK_OK(caterva_open(ctx, path, &arr));
         if (expect_layer(ctx, arr, "date", new0, 6, false) || expect_layer(ctx, arr, "units", data1, 6, false) ||

@@ -7,18 +7,11 @@ static int test_roundtrip(const test_case_t *tc) {
     if (h_skip_disk_itemsize(tc)) {
         return 0;
     }
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "roundtrip");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "roundtrip", &ctx, path, &params, &storage));
 
     int64_t nitems = h_nitems(tc->shape.ndim, tc->shape.shape);
     int64_t nbytes = nitems * tc->itemsize;
@@ -60,7 +53,7 @@ static int test_roundtrip(const test_case_t *tc) {
     CHECK_OK(caterva_free(ctx, &arr));
     free(src);
     free(dst);
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         CHECK_OK(caterva_remove(ctx, path));
         CHECK(!h_exists(path));
     }

@@ -63,23 +63,16 @@ static int check_fields(const test_case_t *tc, const caterva_array_t *arr) {
 
 /* Create with make, check the fields, and (when must_be_zero) that every item reads 0. */
 static int check_constructor(const test_case_t *tc, constructor_t make, const char *tag, bool must_be_zero) {
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, tag);
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, tag, &ctx, path, &params, &storage));
 
     caterva_array_t *arr = NULL;
     CHECK_OK(make(ctx, &params, &storage, &arr));
     CHECK(arr != NULL);
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         CHECK(h_exists(path));
         CHECK(h_is_dir(path) == !tc->backend.contiguous);
     }
@@ -104,7 +97,7 @@ static int check_constructor(const test_case_t *tc, constructor_t make, const ch
 
     CHECK_OK(caterva_free(ctx, &arr));
     CHECK(arr == NULL);
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         /* Freeing keeps the data on disk. */
         CHECK(h_exists(path));
         CHECK_OK(caterva_remove(ctx, path));
@@ -131,18 +124,11 @@ static int test_uninit_then_write(const test_case_t *tc) {
     if (tc->backend.persistent) {
         return 0; /* the disk is covered by test_uninit and the set_slice_buffer suite */
     }
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    char *url = h_urlpath(tc, "uninit_write");
-    char path[256] = {0};
-    if (url != NULL) {
-        snprintf(path, sizeof(path), "%s", url);
-        CHECK_OK(caterva_remove(ctx, path));
-    }
+    char path[256];
     caterva_params_t params;
     caterva_storage_t storage;
-    h_fill(tc, &params, &storage, url != NULL ? path : NULL);
+    CHECK_OK(h_setup(tc, "uninit_write", &ctx, path, &params, &storage));
     caterva_array_t *arr = NULL;
     CHECK_OK(caterva_uninit(ctx, &params, &storage, &arr));
 
@@ -163,7 +149,7 @@ static int test_uninit_then_write(const test_case_t *tc) {
     free(src);
     free(dst);
     CHECK_OK(caterva_free(ctx, &arr));
-    if (url != NULL) {
+    if (storage.urlpath != NULL) {
         CHECK_OK(caterva_remove(ctx, path));
     }
     CHECK_OK(caterva_ctx_free(&ctx));
