@@ -665,6 +665,148 @@ int32_t caterva_deserialize_meta(uint8_t *smeta,
                                  int32_t *chunkshape,
                                  int32_t *blockshape);
 
+/**
+ * Change the shape to `new_shape` (`ndim` entries). Where an axis grows, the
+ * new items go in at `start[axis]`; where it shrinks, the items from
+ * `start[axis]` on go. A NULL `start` means at the end of every axis. Any
+ * position and length work (the original library required chunk-aligned
+ * changes away from the end).
+ *
+ * New items read as zeros, except those a grow at the end puts inside an
+ * existing chunk, which read that chunk's padding (the fill value of an
+ * array made by `caterva_full`). Items cut off by a shrink are cleared and
+ * never come back.
+ *
+ * # Safety
+ * `new_shape` (and a non-NULL `start`) must hold `ndim` items.
+ */
+int caterva_resize(struct caterva_ctx_t *ctx,
+                   struct caterva_array_t *array,
+                   const int64_t *new_shape,
+                   const int64_t *start);
+
+/**
+ * Insert `buffer` (`buffersize` bytes: whole slabs of the array along
+ * `axis`, in C order) at index `insert_start` of `axis`.
+ *
+ * # Safety
+ * `buffer` must hold `buffersize` readable bytes.
+ */
+int caterva_insert(struct caterva_ctx_t *ctx,
+                   struct caterva_array_t *array,
+                   void *buffer,
+                   int64_t buffersize,
+                   int8_t axis,
+                   int64_t insert_start);
+
+/**
+ * Append `buffer` (whole slabs, as for `caterva_insert`) at the end of
+ * `axis`. An axis of length 0 created with a real chunk length grows this way.
+ *
+ * # Safety
+ * As `caterva_insert`.
+ */
+int caterva_append(struct caterva_ctx_t *ctx,
+                   struct caterva_array_t *array,
+                   void *buffer,
+                   int64_t buffersize,
+                   int8_t axis);
+
+/**
+ * Remove `delete_len` items of `axis` from `delete_start` on.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_delete(struct caterva_ctx_t *ctx,
+                   struct caterva_array_t *array,
+                   int8_t axis,
+                   int64_t delete_start,
+                   int64_t delete_len);
+
+/**
+ * Remove the axes flagged in `index` (`ndim` flags); each must have length 1
+ * (`CATERVA_ERR_INVALID_INDEX` otherwise).
+ *
+ * # Safety
+ * `index` must hold `ndim` bools.
+ */
+int caterva_squeeze_index(struct caterva_ctx_t *ctx,
+                          struct caterva_array_t *array,
+                          const bool *index);
+
+/**
+ * Remove every axis of length 1.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_squeeze(struct caterva_ctx_t *ctx, struct caterva_array_t *array);
+
+/**
+ * A new array holding `src[start:stop]`, with the partitions, location and
+ * metalayers of `storage`; `src`'s vlmetalayers are not copied. `*array`
+ * receives an array to release with `caterva_free`.
+ *
+ * # Safety
+ * `start` and `stop` must hold `ndim` items; `storage` must be valid.
+ */
+int caterva_get_slice(struct caterva_ctx_t *ctx,
+                      struct caterva_array_t *src,
+                      const int64_t *start,
+                      const int64_t *stop,
+                      struct caterva_storage_t *storage,
+                      struct caterva_array_t **array);
+
+/**
+ * A copy of `src` with the partitions and location of `storage`, keeping
+ * `src`'s user metalayers (those in `storage` are added or replace them) and
+ * vlmetalayers. With unchanged partitions and compression parameters the
+ * compressed chunks are copied as they are. `*array` receives an array to
+ * release with `caterva_free`.
+ *
+ * # Safety
+ * `storage` must be valid.
+ */
+int caterva_copy(struct caterva_ctx_t *ctx,
+                 struct caterva_array_t *src,
+                 struct caterva_storage_t *storage,
+                 struct caterva_array_t **array);
+
+/**
+ * Read the outer product of one index list per axis into `buffer` (C order,
+ * shape `buffershape`, each entry at least `selection_size[i]`): item
+ * `(j0, j1, …)` receives `array[selection[0][j0], selection[1][j1], …]`.
+ * Lists may be unsorted and hold repeats. An index outside its axis gives
+ * `CATERVA_ERR_INVALID_INDEX`.
+ *
+ * # Safety
+ * `selection` must hold `ndim` pointers to `selection_size[i]` items each;
+ * `buffershape` `ndim` items; `buffer` `buffersize` bytes.
+ */
+int caterva_get_orthogonal_selection(struct caterva_ctx_t *ctx,
+                                     struct caterva_array_t *array,
+                                     int64_t **selection,
+                                     int64_t *selection_size,
+                                     void *buffer,
+                                     int64_t *buffershape,
+                                     int64_t buffersize);
+
+/**
+ * Write `buffer` (laid out as for `caterva_get_orthogonal_selection`) into
+ * the selected items; where an index repeats, the last position wins.
+ *
+ * # Safety
+ * As `caterva_get_orthogonal_selection`.
+ */
+int caterva_set_orthogonal_selection(struct caterva_ctx_t *ctx,
+                                     struct caterva_array_t *array,
+                                     int64_t **selection,
+                                     int64_t *selection_size,
+                                     void *buffer,
+                                     int64_t *buffershape,
+                                     int64_t buffersize);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

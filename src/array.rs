@@ -7,6 +7,7 @@ use crate::engine;
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self, B2ND_META, CATERVA_META};
+use crate::reshape::{self, AxisMap, Built, Mapping, Source};
 use crate::schunk::{self, SChunk, Special, Storage, MAX_METALAYERS, METALAYER_NAME_MAXLEN};
 
 /// Element size and shape of a new array (`caterva_params_t`).
@@ -139,7 +140,6 @@ impl Drop for Cleanup<'_> {
 impl Array {
     fn create(ctx: &Context, params: &Params, storage: &StorageParams, fill: Fill<'_>) -> Result<Array> {
         let geom = Geometry::new(params.itemsize, &params.shape, &storage.chunkshape, &storage.blockshape)?;
-        check_user_metalayers(&storage.metalayers)?;
         match fill {
             Fill::Value(v) if v.len() != geom.itemsize() => {
                 invalid!("fill value has {} bytes, itemsize is {}", v.len(), geom.itemsize())
@@ -154,16 +154,29 @@ impl Array {
             }
             _ => {}
         }
-        let st = storage.storage();
-        prepare_path(&st)?;
-        let mut sc = SChunk::new(&st, ctx.cparams(), geom.itemsize(), geom.block_nbytes(), ctx.nthreads())?;
+        Self::create_with(ctx, geom, &storage.storage(), &storage.metalayers, |arr| arr.fill(fill))
+    }
+
+    /// Create an empty super-chunk for `geom` at `st` with the `caterva`
+    /// metalayer and `metalayers`, and let `fill` put its chunks in. On any
+    /// error nothing is left on disk.
+    fn create_with(
+        ctx: &Context,
+        geom: Geometry,
+        st: &Storage,
+        metalayers: &[Metalayer],
+        fill: impl FnOnce(&mut Array) -> Result<()>,
+    ) -> Result<Array> {
+        check_user_metalayers(metalayers)?;
+        prepare_path(st)?;
+        let mut sc = SChunk::new(st, ctx.cparams(), geom.itemsize(), geom.block_nbytes(), ctx.nthreads())?;
         let mut cleanup = Cleanup(st.urlpath.as_deref());
         sc.meta_add(CATERVA_META, &meta::encode_caterva(geom.shape(), geom.chunkshape(), geom.blockshape())?)?;
-        for m in &storage.metalayers {
+        for m in metalayers {
             sc.meta_add(&m.name, &m.content)?;
         }
         let mut arr = Array { geom, sc, ctx: ctx.clone() };
-        arr.fill(fill)?;
+        fill(&mut arr)?;
         cleanup.0 = None;
         Ok(arr)
     }
@@ -437,6 +450,413 @@ impl Array {
         Ok(())
     }
 
+    /// Read the outer product of one index list per axis into `buffer`, a
+    /// C-order array of shape `buffershape` (each entry at least the length
+    /// of its list): item `(j0, j1, …)` receives `array[sel[0][j0], sel[1][j1], …]`.
+    /// Lists may be unsorted and hold repeats. Only the chunks and blocks the
+    /// selection touches are decompressed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidIndex`] if an index leaves its axis;
+    /// [`Error::InvalidArgument`] if there is not one list per axis or the
+    /// buffer cannot hold the selection; [`Error::BloscFailed`] if a chunk
+    /// cannot be read.
+    pub fn get_orthogonal_selection(&self, selection: &[&[i64]], buffer: &mut [u8], buffershape: &[i64]) -> Result<()> {
+        let sel = engine::Selection::new(&self.geom, selection, false)?;
+        engine::read_selection(&self.ctx, &self.sc, &self.geom, &sel, buffer, buffershape)
+    }
+
+    /// Write `buffer` (as read by [`Array::get_orthogonal_selection`]) into
+    /// the selected items. Where an index repeats, the last position given
+    /// wins. Either every touched chunk is written or none is.
+    ///
+    /// # Errors
+    /// As [`Array::get_orthogonal_selection`].
+    pub fn set_orthogonal_selection(&mut self, selection: &[&[i64]], buffer: &[u8], buffershape: &[i64]) -> Result<()> {
+        let sel = engine::Selection::new(&self.geom, selection, true)?;
+        let cparams = *self.ctx.cparams();
+        let built = engine::build_selection(&self.ctx, &cparams, &self.sc, &self.geom, &sel, buffer, buffershape)?;
+        self.detach()?;
+        for (n, chunk) in built {
+            self.sc.update_chunk(n, &chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Change the shape. On each axis whose length grows, the new items go in
+    /// at `start[axis]` (at the end when `start` is `None`); on each axis that
+    /// shrinks, the items `start[axis]..start[axis] + (old - new)` go (the
+    /// last ones when `start` is `None`). Any position and length work.
+    ///
+    /// New items read as zeros, except those a grow at the end puts inside an
+    /// existing chunk: they read what that chunk's padding holds (zeros, or
+    /// the fill value of an array made by [`Array::full`]). Items a shrink
+    /// cuts off are cleared, so they never come back. Chunks the change does
+    /// not touch are neither decompressed nor rewritten.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a shape or start of the wrong length, a
+    /// negative length, a start outside the axis, a shrink past the end, or
+    /// a growing axis created with a zero chunk length. The array is unchanged.
+    pub fn resize(&mut self, new_shape: &[i64], start: Option<&[i64]>) -> Result<()> {
+        let ndim = self.ndim();
+        if new_shape.len() != ndim || start.is_some_and(|s| s.len() != ndim) {
+            invalid!("new shape and start need {ndim} entries");
+        }
+        let shape = self.geom.shape_full();
+        let mut axes = Vec::with_capacity(ndim);
+        for i in 0..ndim {
+            let (old, new) = (shape[i], new_shape[i]);
+            if new < 0 {
+                invalid!("new shape[{i}] = {new} is negative");
+            }
+            if let Some(s) = start {
+                if s[i] < 0 || s[i] > old {
+                    invalid!("start[{i}] = {} is not in 0..={old}", s[i]);
+                }
+            }
+            axes.push(if new > old {
+                AxisMap::insert(old, start.map_or(old, |s| s[i]), new - old, Source::Fill)
+            } else if new < old {
+                let at = start.map_or(new, |s| s[i]);
+                if at + (old - new) > old {
+                    invalid!("removing {} items from {at} on axis {i} goes past its end ({old})", old - new);
+                }
+                AxisMap::delete(old, at, old - new)
+            } else {
+                AxisMap::slice(0, old)
+            });
+        }
+        let new_geom = self.geom.with_shape(new_shape)?;
+        self.reshape_in_place(new_geom, axes, None)
+    }
+
+    /// Insert `buffer`, whole slabs of the array along `axis` (C order, the
+    /// array's shape on the other axes), at index `at` of that axis. An
+    /// empty buffer changes nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `axis` is not an axis, `at` is outside
+    /// `0..=shape[axis]`, or the buffer is not a whole number of slabs. The
+    /// array is unchanged.
+    pub fn insert(&mut self, buffer: &[u8], axis: i64, at: i64) -> Result<()> {
+        let a = self.check_axis(axis)?;
+        let shape = self.shape().to_vec();
+        if at < 0 || at > shape[a] {
+            invalid!("insert position {at} is not in 0..={} (axis {a})", shape[a]);
+        }
+        let slab = shape
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != a)
+            .try_fold(self.itemsize() as i64, |acc, (_, &d)| acc.checked_mul(d))
+            .ok_or_else(|| Error::InvalidArgument("slab size overflows".into()))?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        if slab == 0 || buffer.len() as i64 % slab != 0 {
+            invalid!(
+                "a buffer of {} bytes is not a whole number of slabs of {slab} bytes along axis {a}",
+                buffer.len()
+            );
+        }
+        let k = buffer.len() as i64 / slab;
+        let mut new_shape = shape.clone();
+        new_shape[a] = shape[a].checked_add(k).ok_or_else(|| Error::InvalidArgument("shape overflows".into()))?;
+        let new_geom = self.geom.with_shape(&new_shape)?;
+        let axes =
+            (0..self.ndim())
+                .map(|i| {
+                    if i == a {
+                        AxisMap::insert(shape[a], at, k, Source::Buffer(0))
+                    } else {
+                        AxisMap::slice(0, shape[i])
+                    }
+                })
+                .collect();
+        let mut bshape = shape;
+        bshape[a] = k;
+        self.reshape_in_place(new_geom, axes, Some((buffer, bshape)))
+    }
+
+    /// Append `buffer` (whole slabs) at the end of `axis`; see [`Array::insert`].
+    /// An axis of length 0 created with a real chunk length grows this way.
+    ///
+    /// # Errors
+    /// As [`Array::insert`].
+    pub fn append(&mut self, buffer: &[u8], axis: i64) -> Result<()> {
+        let a = self.check_axis(axis)?;
+        let end = self.shape()[a];
+        self.insert(buffer, axis, end)
+    }
+
+    /// Remove the items `start..start + len` of `axis`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `axis` is not an axis, `start` or `len`
+    /// is negative, or the range goes past the end. The array is unchanged.
+    pub fn delete(&mut self, axis: i64, start: i64, len: i64) -> Result<()> {
+        let a = self.check_axis(axis)?;
+        let shape = self.shape().to_vec();
+        if start < 0 || len < 0 || start.checked_add(len).map_or(true, |end| end > shape[a]) {
+            invalid!("cannot delete {len} items from {start} on axis {a} of length {}", shape[a]);
+        }
+        let mut new_shape = shape.clone();
+        new_shape[a] -= len;
+        let new_geom = self.geom.with_shape(&new_shape)?;
+        let axes = (0..self.ndim())
+            .map(|i| if i == a { AxisMap::delete(shape[a], start, len) } else { AxisMap::slice(0, shape[i]) })
+            .collect();
+        self.reshape_in_place(new_geom, axes, None)
+    }
+
+    /// Remove the axes flagged in `index` (one flag per axis), each of which
+    /// must have length 1. Where a removed axis had a chunk or block length
+    /// above 1, the chunks are rewritten for the new partitions.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `index` has the wrong length;
+    /// [`Error::InvalidIndex`] if a flagged axis does not have length 1.
+    pub fn squeeze_index(&mut self, index: &[bool]) -> Result<()> {
+        let ndim = self.ndim();
+        if index.len() != ndim {
+            invalid!("squeeze index has {} entries, ndim is {ndim}", index.len());
+        }
+        if let Some(i) = (0..ndim).find(|&i| index[i] && self.shape()[i] != 1) {
+            return Err(Error::InvalidIndex(format!(
+                "axis {i} has length {}, only axes of length 1 can be squeezed",
+                self.shape()[i]
+            )));
+        }
+        let keep: Vec<usize> = (0..ndim).filter(|&i| !index[i]).collect();
+        if keep.len() == ndim {
+            return Ok(());
+        }
+        let g = &self.geom;
+        let new_geom = Geometry::new(
+            g.itemsize(),
+            &keep.iter().map(|&i| g.shape()[i]).collect::<Vec<_>>(),
+            &keep.iter().map(|&i| g.chunkshape()[i]).collect::<Vec<_>>(),
+            &keep.iter().map(|&i| g.blockshape()[i]).collect::<Vec<_>>(),
+        )?;
+        let same_layout = (0..ndim).all(|i| !index[i] || g.chunkshape()[i] == 1);
+        self.detach()?;
+        if same_layout {
+            // Axes of one chunk row and one block row: the stored layout is the same.
+            self.write_geometry(new_geom)
+        } else {
+            self.relayout(new_geom, &keep)
+        }
+    }
+
+    /// Remove every axis of length 1.
+    ///
+    /// # Errors
+    /// As [`Array::squeeze_index`].
+    pub fn squeeze(&mut self) -> Result<()> {
+        let index: Vec<bool> = self.shape().iter().map(|&s| s == 1).collect();
+        self.squeeze_index(&index)
+    }
+
+    /// A new array holding `self[start..stop]`, with the partitions,
+    /// location and metalayers of `storage`, compressed with `ctx`'s
+    /// parameters. Vlmetalayers are not copied.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a region outside the array or invalid
+    /// partitions; [`Error::InvalidStorage`] if the path is this array's own
+    /// or is taken by something that is not a frame; [`Error::BloscFailed`]
+    /// if writing fails (nothing is left behind).
+    pub fn get_slice(&self, ctx: &Context, start: &[i64], stop: &[i64], storage: &StorageParams) -> Result<Array> {
+        let region = self.geom.region(start, stop)?;
+        let geom = Geometry::new(self.itemsize(), &region.shape(), &storage.chunkshape, &storage.blockshape)?;
+        let axes = (0..self.ndim()).map(|i| AxisMap::slice(start[i], stop[i] - start[i])).collect();
+        self.derive(ctx, geom, storage, axes, &storage.metalayers, false)
+    }
+
+    /// A copy with the partitions and location of `storage`, compressed with
+    /// `ctx`'s parameters, with this array's user metalayers (those in
+    /// `storage` added or replacing them) and vlmetalayers. When the
+    /// partitions and compression parameters are unchanged, the compressed
+    /// chunks are copied without recompressing them.
+    ///
+    /// # Errors
+    /// As [`Array::get_slice`].
+    pub fn copy(&self, ctx: &Context, storage: &StorageParams) -> Result<Array> {
+        let geom = Geometry::new(self.itemsize(), self.shape(), &storage.chunkshape, &storage.blockshape)?;
+        let mut metas = self.user_metalayers();
+        for m in &storage.metalayers {
+            match metas.iter_mut().find(|o| o.name == m.name) {
+                Some(o) => o.content.clone_from(&m.content),
+                None => metas.push(m.clone()),
+            }
+        }
+        let axes = self.shape().iter().map(|&s| AxisMap::slice(0, s)).collect();
+        self.derive(ctx, geom, storage, axes, &metas, true)
+    }
+
+    fn check_axis(&self, axis: i64) -> Result<usize> {
+        match usize::try_from(axis) {
+            Ok(a) if a < self.ndim() => Ok(a),
+            _ => invalid!("axis {axis} is not in 0..{}", self.ndim()),
+        }
+    }
+
+    /// The user metalayers (all but the geometry ones), in order.
+    fn user_metalayers(&self) -> Vec<Metalayer> {
+        self.sc
+            .meta_names()
+            .into_iter()
+            .filter(|n| !is_reserved(n))
+            .filter_map(|name| self.sc.meta_get(&name).map(|content| Metalayer { name, content }))
+            .collect()
+    }
+
+    /// A super-chunk in a caller's frame buffer is copied before the first
+    /// write (c-blosc2 would reallocate the caller's memory).
+    fn detach(&mut self) -> Result<()> {
+        if self.sc.borrows_buffer() {
+            let mem = Storage { contiguous: true, urlpath: None };
+            self.sc = self.sc.copy_to(&mem, self.ctx.nthreads())?;
+        }
+        Ok(())
+    }
+
+    /// Record a new geometry (same chunk layout) in the metalayer and the struct.
+    fn write_geometry(&mut self, geom: Geometry) -> Result<()> {
+        self.sc
+            .meta_update(CATERVA_META, &meta::encode_caterva(geom.shape(), geom.chunkshape(), geom.blockshape())?)?;
+        self.geom = geom;
+        Ok(())
+    }
+
+    /// Rebuild the chunk list for `new_geom` (same partitions) from the
+    /// current one through `axes`, then store it in place: every new chunk
+    /// is compressed before the first change is made.
+    fn reshape_in_place(
+        &mut self,
+        new_geom: Geometry,
+        axes: Vec<AxisMap>,
+        buffer: Option<(&[u8], Vec<i64>)>,
+    ) -> Result<()> {
+        if new_geom == self.geom {
+            return Ok(());
+        }
+        let parts = reshape::chunk_parts(&new_geom);
+        let cparams = *self.ctx.cparams();
+        let built = {
+            let m = Mapping {
+                old_geom: &self.geom,
+                old_sc: &self.sc,
+                axes: padded_axes(axes),
+                kept: kept_axes(&(0..self.ndim()).collect::<Vec<_>>()),
+                buffer,
+            };
+            reshape::build(&self.ctx, &cparams, &new_geom, &m, &parts, true)?
+        };
+        self.detach()?;
+        reshape::apply_in_place(&mut self.sc, built)?;
+        self.write_geometry(new_geom)
+    }
+
+    /// Replace the super-chunk with one laid out for `new_geom`, whose axes
+    /// are the old axes `keep` (the others have length 1).
+    fn relayout(&mut self, new_geom: Geometry, keep: &[usize]) -> Result<()> {
+        let storage = self.sc.storage();
+        let target = storage.urlpath.clone();
+        let tmp = target.as_ref().map(|u| format!("{u}.caterva-tmp-{}", std::process::id()));
+        let st = Storage { contiguous: storage.contiguous, urlpath: tmp.clone() };
+        let axes = keep.iter().map(|&i| AxisMap::slice(0, self.shape()[i])).collect();
+        let mut cleanup = Cleanup(tmp.as_deref());
+        let fresh = self.derive_to(&self.ctx.clone(), new_geom, &st, axes, keep, &self.user_metalayers(), true)?;
+        match (target, tmp.as_deref()) {
+            (Some(target), Some(tmp)) => {
+                drop(fresh);
+                if !storage.contiguous {
+                    schunk::remove_urlpath(&target)?;
+                }
+                std::fs::rename(tmp, &target)?;
+                cleanup.0 = None;
+                let reopened = SChunk::open(&target)?;
+                self.geom = geometry_of(&reopened)?;
+                self.sc = reopened;
+            }
+            _ => {
+                self.geom = fresh.geom;
+                self.sc = fresh.sc;
+            }
+        }
+        Ok(())
+    }
+
+    /// A new array of `geom` at `storage` whose items come from this one
+    /// through `axes` (same axes), with `metalayers` and, with `vlmeta`,
+    /// this array's vlmetalayers.
+    fn derive(
+        &self,
+        ctx: &Context,
+        geom: Geometry,
+        storage: &StorageParams,
+        axes: Vec<AxisMap>,
+        metalayers: &[Metalayer],
+        vlmeta: bool,
+    ) -> Result<Array> {
+        let keep: Vec<usize> = (0..self.ndim()).collect();
+        self.derive_to(ctx, geom, &storage.storage(), axes, &keep, metalayers, vlmeta)
+    }
+
+    /// [`Array::derive`] with the new axes reading the old axes `keep`.
+    #[allow(clippy::too_many_arguments)]
+    fn derive_to(
+        &self,
+        ctx: &Context,
+        geom: Geometry,
+        st: &Storage,
+        axes: Vec<AxisMap>,
+        keep: &[usize],
+        metalayers: &[Metalayer],
+        vlmeta: bool,
+    ) -> Result<Array> {
+        if st.urlpath.is_some() && st.urlpath == self.sc.storage().urlpath {
+            return Err(Error::InvalidStorage(format!(
+                "'{}' is the source array's own path",
+                st.urlpath.as_deref().unwrap_or_default()
+            )));
+        }
+        let vl: Vec<(String, Vec<u8>)> = if vlmeta {
+            self.sc.vlmeta_names().into_iter().map(|n| self.vlmeta_get(&n).map(|c| (n, c))).collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
+        let m = Mapping {
+            old_geom: &self.geom,
+            old_sc: &self.sc,
+            axes: padded_axes(axes),
+            kept: kept_axes(keep),
+            buffer: None,
+        };
+        let reuse = ctx.cparams().same_encoding(&self.sc.cparams());
+        Array::create_with(ctx, geom, st, metalayers, |arr| {
+            let parts = reshape::chunk_parts(&arr.geom);
+            let batch = (ctx.nthreads() * 4).max(16);
+            for group in parts.chunks(batch) {
+                for b in reshape::build(ctx, ctx.cparams(), &arr.geom, &m, group, reuse)? {
+                    match b {
+                        Built::Data(bytes) => arr.sc.append_chunk(&bytes)?,
+                        Built::Reuse(k) => {
+                            let chunk = self.sc.chunk(k)?;
+                            arr.sc.append_chunk(chunk.bytes())?;
+                        }
+                    }
+                }
+            }
+            for (name, content) in &vl {
+                arr.vlmeta_add(name, content)?;
+            }
+            Ok(())
+        })
+    }
+
     /// Whether a fixed-size metalayer exists.
     #[must_use]
     pub fn meta_exists(&self, name: &str) -> bool {
@@ -468,6 +888,7 @@ impl Array {
                 content.len()
             );
         }
+        self.detach()?;
         self.sc.meta_update(name, content)
     }
 
@@ -493,6 +914,7 @@ impl Array {
     /// [`Error::InvalidArgument`] if it already exists or the name is invalid.
     pub fn vlmeta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
         let cp = *self.ctx.cparams();
+        self.detach()?;
         self.sc.vlmeta_put(name, content, false, &cp)
     }
 
@@ -502,6 +924,7 @@ impl Array {
     /// [`Error::InvalidArgument`] if it does not exist.
     pub fn vlmeta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
         let cp = *self.ctx.cparams();
+        self.detach()?;
         self.sc.vlmeta_put(name, content, true, &cp)
     }
 
@@ -552,4 +975,22 @@ fn geometry_of(sc: &SChunk) -> Result<Geometry> {
     }
     debug_assert!(geom.ndim() <= MAX_DIM);
     Ok(geom)
+}
+
+/// Axis maps for a geometry's `dims()` axes: a 0-dim array reads as one axis of length 1.
+fn padded_axes(axes: Vec<AxisMap>) -> Vec<AxisMap> {
+    if axes.is_empty() {
+        vec![AxisMap::slice(0, 1)]
+    } else {
+        axes
+    }
+}
+
+/// The old axis each new axis reads, padded like [`padded_axes`].
+fn kept_axes(keep: &[usize]) -> Vec<Option<usize>> {
+    if keep.is_empty() {
+        vec![None]
+    } else {
+        keep.iter().map(|&k| Some(k)).collect()
+    }
 }

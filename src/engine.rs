@@ -21,11 +21,11 @@ enum Dir {
     Write,
 }
 
-/// A user buffer holding a C-order box of shape `shape` whose first item is
-/// the region's `start`. Raw so that workers can share it; see the SAFETY
-/// notes where it is written.
+/// A user buffer holding a C-order box whose first item is the region's
+/// `start`, addressed through per-axis strides (in items). Raw so that
+/// workers can share it; see the SAFETY notes where it is written.
 #[derive(Clone, Copy)]
-struct UserBuf {
+pub(crate) struct UserBuf {
     ptr: *mut u8,
     strides: [i64; MAX_DIM],
 }
@@ -37,11 +37,59 @@ unsafe impl Send for UserBuf {}
 unsafe impl Sync for UserBuf {}
 
 impl UserBuf {
-    fn new(ptr: *mut u8, geom: &Geometry, shape: &[i64]) -> Self {
+    /// A C-order buffer of shape `shape` (one entry per axis of `geom`).
+    pub(crate) fn new(ptr: *mut u8, geom: &Geometry, shape: &[i64]) -> Self {
         let mut full = [1i64; MAX_DIM];
         full[..shape.len()].copy_from_slice(shape);
         UserBuf { ptr, strides: c_strides(&full[..geom.dims()]) }
     }
+
+    fn strides(self) -> [i64; MAX_DIM] {
+        self.strides
+    }
+
+    /// The address of the item at offset `off` (in items).
+    ///
+    /// # Safety
+    /// The offset must lie inside the buffer.
+    unsafe fn at(self, off: i64, item: usize) -> *mut u8 {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.ptr.offset(off as isize * item as isize) }
+    }
+
+    /// A buffer with explicit strides (in items), e.g. a box inside a larger one.
+    pub(crate) fn strided(ptr: *mut u8, strides: [i64; MAX_DIM]) -> Self {
+        UserBuf { ptr, strides }
+    }
+}
+
+/// Visit the rows that `block` shares with the region starting at `rstart`:
+/// `f(chunk_offset, user_offset, row_items)`, offsets in items, the chunk
+/// one in block layout and the user one through `ustrides`.
+fn for_each_row(
+    geom: &Geometry,
+    rstart: &[i64; MAX_DIM],
+    part: &ChunkPart,
+    block: &BlockPart,
+    ustrides: &[i64; MAX_DIM],
+    mut f: impl FnMut(usize, i64, usize),
+) {
+    let n = geom.dims();
+    let bshape = geom.blockshape_full();
+    let bshape64: Vec<i64> = bshape[..n].iter().map(|&b| i64::from(b)).collect();
+    let bstrides = c_strides(&bshape64);
+    let base = block.nblock * geom.block_nitems();
+    let last = n - 1;
+    let row_items = (block.stop[last] - block.start[last]) as usize;
+    for_each_index(&block.start[..last], &block.stop[..last], |idx| {
+        let mut coff = base + block.start[last] * bstrides[last];
+        let mut uoff = (part.origin[last] + block.origin[last] + block.start[last] - rstart[last]) * ustrides[last];
+        for i in 0..last {
+            coff += idx[i] * bstrides[i];
+            uoff += (part.origin[i] + block.origin[i] + idx[i] - rstart[i]) * ustrides[i];
+        }
+        f(coff as usize, uoff, row_items);
+    });
 }
 
 /// Move the items that `block` shares with `region` between the chunk buffer
@@ -59,28 +107,14 @@ unsafe fn copy_block(
     user: UserBuf,
     dir: Dir,
 ) {
-    let n = geom.dims();
     let item = geom.itemsize();
-    let bshape = geom.blockshape_full();
-    let bshape64: Vec<i64> = bshape[..n].iter().map(|&b| i64::from(b)).collect();
-    let bstrides = c_strides(&bshape64);
-    let base = block.nblock * geom.block_nitems();
-    let last = n - 1;
-    let row_items = block.stop[last] - block.start[last];
-    let row_bytes = row_items as usize * item;
-    let rstart = region.start();
-    for_each_index(&block.start[..last], &block.stop[..last], |idx| {
-        let mut coff = base + block.start[last] * bstrides[last];
-        let mut uoff = (part.origin[last] + block.origin[last] + block.start[last] - rstart[last]) * user.strides[last];
-        for i in 0..last {
-            coff += idx[i] * bstrides[i];
-            uoff += (part.origin[i] + block.origin[i] + idx[i] - rstart[i]) * user.strides[i];
-        }
-        let c = &mut chunk[coff as usize * item..coff as usize * item + row_bytes];
+    for_each_row(geom, region.start(), part, block, &user.strides, |coff, uoff, row_items| {
+        let row_bytes = row_items * item;
+        let c = &mut chunk[coff * item..coff * item + row_bytes];
         // SAFETY: uoff addresses a row of the region inside the user box (the
         // block part lies inside the region), which the caller owns exclusively.
         unsafe {
-            let u = user.ptr.add(uoff as usize * item);
+            let u = user.at(uoff, item);
             match dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(c.as_ptr(), u, row_bytes),
                 Dir::Write => std::ptr::copy_nonoverlapping(u.cast_const(), c.as_mut_ptr(), row_bytes),
@@ -89,16 +123,33 @@ unsafe fn copy_block(
     });
 }
 
+/// Zero the chunk-local box `[lo, hi)` of `chunk` (block layout), padding included.
+pub(crate) fn clear_box(geom: &Geometry, chunk: &mut [u8], lo: &[i64; MAX_DIM], hi: &[i64; MAX_DIM]) {
+    let part = ChunkPart { nchunk: 0, origin: [0; MAX_DIM], start: *lo, stop: *hi, covers_chunk: false };
+    let item = geom.itemsize();
+    let zero = [0i64; MAX_DIM];
+    geom.for_each_block_in(&part, |b| {
+        for_each_row(geom, &zero, &part, &b, &zero, |coff, _, row_items| {
+            chunk[coff * item..(coff + row_items) * item].fill(0);
+        });
+    });
+}
+
 /// Per-worker state, reused across the chunks a worker handles.
-struct Worker {
+pub(crate) struct Worker {
     dctx: Option<DCtx>,
     cctx: Option<CCtx>,
-    scratch: Vec<u8>,
+    /// A decompressed chunk (block layout).
+    pub(crate) scratch: Vec<u8>,
+    /// A chunk being built (block layout).
+    pub(crate) out: Vec<u8>,
+    /// A C-order staging box.
+    pub(crate) stage: Vec<u8>,
 }
 
 impl Worker {
-    fn new() -> Self {
-        Worker { dctx: None, cctx: None, scratch: Vec::new() }
+    pub(crate) fn new() -> Self {
+        Worker { dctx: None, cctx: None, scratch: Vec::new(), out: Vec::new(), stage: Vec::new() }
     }
 
     fn dctx(&mut self, nthreads: usize) -> Result<&mut DCtx> {
@@ -115,9 +166,27 @@ impl Worker {
         Ok(self.cctx.as_mut().expect("just set"))
     }
 
+    /// Compress `chunk` (a whole chunk of `geom`, block layout).
+    pub(crate) fn compress(
+        &mut self,
+        cparams: &CParams,
+        geom: &Geometry,
+        chunk: &[u8],
+        nthreads: usize,
+    ) -> Result<Vec<u8>> {
+        self.cctx(cparams, geom, nthreads)?.compress(chunk)
+    }
+
     /// Decompress chunk `n` into `scratch` (resized to a chunk). With `mask`,
     /// only the blocks whose entry is false are guaranteed to be filled.
-    fn load(&mut self, sc: &SChunk, geom: &Geometry, n: i64, mask: Option<&[bool]>, nthreads: usize) -> Result<()> {
+    pub(crate) fn load(
+        &mut self,
+        sc: &SChunk,
+        geom: &Geometry,
+        n: i64,
+        mask: Option<&[bool]>,
+        nthreads: usize,
+    ) -> Result<()> {
         let nbytes = geom.chunk_nbytes();
         self.scratch.resize(nbytes, 0);
         let chunk = sc.chunk(n)?;
@@ -135,11 +204,71 @@ impl Worker {
         self.scratch = scratch;
         r
     }
+
+    /// Read one chunk's part of `region` into `user`, decompressing only
+    /// the blocks it touches.
+    ///
+    /// # Safety
+    /// `user` must be valid for the region's box and nobody else may touch
+    /// the items of `part` in it during the call.
+    unsafe fn read_part(
+        &mut self,
+        sc: &SChunk,
+        geom: &Geometry,
+        region: &Region,
+        part: &ChunkPart,
+        user: UserBuf,
+        nthreads: usize,
+    ) -> Result<()> {
+        let mut mask = vec![true; geom.nblocks() as usize];
+        geom.for_each_block_in(part, |b| mask[b.nblock as usize] = false);
+        self.load(sc, geom, part.nchunk, Some(&mask), nthreads)?;
+        let scratch = &mut self.scratch;
+        geom.for_each_block_in(part, |b| {
+            // SAFETY: forwarded from the caller.
+            unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Read) };
+        });
+        Ok(())
+    }
+
+    /// Read `region` of an array into `user`, one chunk after another on
+    /// this worker (for callers that are already parallel).
+    ///
+    /// # Safety
+    /// As [`Worker::read_part`], for the whole region.
+    pub(crate) unsafe fn read_region(
+        &mut self,
+        sc: &SChunk,
+        geom: &Geometry,
+        region: &Region,
+        user: UserBuf,
+    ) -> Result<()> {
+        for part in collect_parts(geom, region) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.read_part(sc, geom, region, &part, user, 1) }?;
+        }
+        Ok(())
+    }
+
+    /// Fill `out` with a whole chunk of `geom` whose items inside `region`
+    /// (the chunk's part of it) come from `user`, the rest zeros.
+    ///
+    /// # Safety
+    /// `user` must be valid for reads over the region's box.
+    pub(crate) unsafe fn pack(&mut self, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
+        self.out.clear();
+        self.out.resize(geom.chunk_nbytes(), 0);
+        let out = &mut self.out;
+        geom.for_each_block_in(part, |b| {
+            // SAFETY: Dir::Write only reads `user`, valid as the caller guarantees.
+            unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
+        });
+    }
 }
 
 /// Split the thread budget: chunk-level workers when there are several
 /// chunks, blosc's own threads inside a single chunk otherwise.
-fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
+pub(crate) fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
     if nparts > 1 {
         1
     } else {
@@ -147,7 +276,7 @@ fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
     }
 }
 
-fn collect_parts(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
+pub(crate) fn collect_parts(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
     let mut parts = Vec::new();
     geom.for_each_chunk_in(region, |p| parts.push(p));
     parts
@@ -158,6 +287,12 @@ fn collect_parts(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
 /// # Errors
 /// [`Error::InvalidArgument`] otherwise.
 pub(crate) fn check_user_buffer(geom: &Geometry, region: &Region, shape: &[i64], len: usize) -> Result<()> {
+    check_buffer_fits(geom, &region.shape(), "slice", shape, len)
+}
+
+/// Check that a user buffer of `len` bytes and shape `shape` can hold a box
+/// of shape `need` (a slice or a selection).
+fn check_buffer_fits(geom: &Geometry, need: &[i64], what: &str, shape: &[i64], len: usize) -> Result<()> {
     if shape.len() != geom.ndim() {
         return Err(Error::InvalidArgument(format!(
             "buffer shape has {} entries, ndim is {}",
@@ -165,20 +300,15 @@ pub(crate) fn check_user_buffer(geom: &Geometry, region: &Region, shape: &[i64],
             geom.ndim()
         )));
     }
-    let rshape = region.shape();
-    for i in 0..shape.len() {
-        if shape[i] < rshape[i] {
-            return Err(Error::InvalidArgument(format!(
-                "buffer shape {shape:?} cannot hold a slice of shape {rshape:?}"
-            )));
-        }
+    if (0..shape.len()).any(|i| shape[i] < need[i]) {
+        return Err(Error::InvalidArgument(format!("buffer shape {shape:?} cannot hold a {what} of shape {need:?}")));
     }
-    let need = crate::geometry::checked_product(shape)
+    let bytes = crate::geometry::checked_product(shape)
         .and_then(|n| n.checked_mul(geom.itemsize() as i64))
         .ok_or_else(|| Error::InvalidArgument("buffer shape overflows".into()))?;
-    if (len as u128) < need as u128 {
+    if (len as u128) < bytes as u128 {
         return Err(Error::InvalidArgument(format!(
-            "buffer of {len} bytes is smaller than the {need} its shape needs"
+            "buffer of {len} bytes is smaller than the {bytes} its shape needs"
         )));
     }
     Ok(())
@@ -199,19 +329,11 @@ pub(crate) fn read_region(
     let parts = collect_parts(geom, region);
     let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
     let nthreads = blosc_threads(ctx, parts.len());
-    let nblocks = geom.nblocks() as usize;
     let work = |w: &mut Worker, part: &ChunkPart| -> Result<()> {
-        let mut mask = vec![true; nblocks];
-        geom.for_each_block_in(part, |b| mask[b.nblock as usize] = false);
-        w.load(sc, geom, part.nchunk, Some(&mask), nthreads)?;
-        let scratch = &mut w.scratch;
-        geom.for_each_block_in(part, |b| {
-            // SAFETY: `user` covers the region (checked above) and this part's
-            // items belong to this chunk alone; `dst` is borrowed mutably for
-            // the whole call, so nobody else touches it.
-            unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Read) };
-        });
-        Ok(())
+        // SAFETY: `user` covers the region (checked above) and this part's
+        // items belong to this chunk alone; `dst` is borrowed mutably for the
+        // whole call, so nobody else touches it.
+        unsafe { w.read_part(sc, geom, region, part, user, nthreads) }
     };
     ctx.run(|| parts.par_iter().try_for_each_init(Worker::new, work))
 }
@@ -259,4 +381,230 @@ pub(crate) fn build_chunks(
 /// The chunk parts of `region`, for callers of [`build_chunks`].
 pub(crate) fn plan(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
     collect_parts(geom, region)
+}
+
+/// One axis of an orthogonal selection: `(index, position in the caller's
+/// list)` sorted by index then position, and the runs that fall in each chunk.
+struct AxisSel {
+    entries: Vec<(i64, i64)>,
+    /// `(chunk coordinate, range of entries)`, in chunk order.
+    chunks: Vec<(i64, std::ops::Range<usize>)>,
+}
+
+/// A validated orthogonal selection: one list of indices per axis, unsorted
+/// and possibly with repeats; it selects their outer product.
+pub(crate) struct Selection {
+    axes: Vec<AxisSel>,
+    counts: Vec<i64>,
+}
+
+impl Selection {
+    /// Check every index against `geom` and group the lists by chunk. With
+    /// `last_wins`, only the last position of a repeated index is kept (a
+    /// write of repeated indices stores the last value given).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if there is not one list per axis;
+    /// [`Error::InvalidIndex`] if an index leaves its axis.
+    pub(crate) fn new(geom: &Geometry, lists: &[&[i64]], last_wins: bool) -> Result<Self> {
+        if lists.len() != geom.ndim() {
+            return Err(Error::InvalidArgument(format!(
+                "{} selection lists given, ndim is {}",
+                lists.len(),
+                geom.ndim()
+            )));
+        }
+        let shape = geom.shape_full();
+        let chunkshape = geom.chunkshape_full();
+        let counts: Vec<i64> = lists.iter().map(|l| l.len() as i64).collect();
+        // A 0-dim array has one item, selected by the empty product.
+        let zero_dim = [0i64];
+        let lists: Vec<&[i64]> = if geom.ndim() == 0 { vec![&zero_dim] } else { lists.to_vec() };
+        let mut axes = Vec::with_capacity(lists.len());
+        for (axis, list) in lists.iter().enumerate() {
+            if let Some(&bad) = list.iter().find(|&&v| v < 0 || v >= shape[axis]) {
+                return Err(Error::InvalidIndex(format!(
+                    "selection index {bad} on axis {axis} is not in 0..{}",
+                    shape[axis]
+                )));
+            }
+            let mut entries: Vec<(i64, i64)> = list.iter().enumerate().map(|(p, &v)| (v, p as i64)).collect();
+            entries.sort_unstable();
+            if last_wins {
+                let mut kept: Vec<(i64, i64)> = Vec::with_capacity(entries.len());
+                for e in entries {
+                    match kept.last_mut() {
+                        Some(last) if last.0 == e.0 => *last = e,
+                        _ => kept.push(e),
+                    }
+                }
+                entries = kept;
+            }
+            let c = i64::from(chunkshape[axis]);
+            let mut chunks: Vec<(i64, std::ops::Range<usize>)> = Vec::new();
+            for (i, &(v, _)) in entries.iter().enumerate() {
+                match chunks.last_mut() {
+                    Some((k, r)) if *k == v / c => r.end = i + 1,
+                    _ => chunks.push((v / c, i..i + 1)),
+                }
+            }
+            axes.push(AxisSel { entries, chunks });
+        }
+        Ok(Selection { axes, counts })
+    }
+
+    /// The shape of the selection (`ndim` entries).
+    pub(crate) fn shape(&self) -> &[i64] {
+        &self.counts
+    }
+
+    /// The chunks the selection touches, as per-axis indices into `chunks`.
+    fn jobs(&self) -> Vec<[usize; MAX_DIM]> {
+        let n = self.axes.len();
+        let hi: Vec<i64> = self.axes.iter().map(|a| a.chunks.len() as i64).collect();
+        let mut jobs = Vec::new();
+        for_each_index(&[0; MAX_DIM][..n], &hi, |idx| {
+            let mut j = [0usize; MAX_DIM];
+            for i in 0..n {
+                j[i] = idx[i] as usize;
+            }
+            jobs.push(j);
+        });
+        jobs
+    }
+
+    /// For one chunk: its number, the block mask (true = not needed), and
+    /// per axis the `(chunk offset contribution, user position)` of each
+    /// selected index. A chunk offset (block layout) is the sum of the
+    /// per-axis contributions.
+    #[allow(clippy::type_complexity)]
+    fn chunk_plan(&self, geom: &Geometry, job: &[usize; MAX_DIM]) -> (i64, Vec<bool>, Vec<Vec<(i64, i64)>>) {
+        let n = self.axes.len();
+        let chunkshape = geom.chunkshape_full();
+        let blockshape = geom.blockshape_full();
+        let bgrid = geom.block_grid();
+        let bgrid_strides = c_strides(&bgrid[..n]);
+        let bshape64: Vec<i64> = blockshape[..n].iter().map(|&b| i64::from(b)).collect();
+        let bstrides = c_strides(&bshape64);
+        let grid_strides = c_strides(&geom.chunk_grid()[..n]);
+        let block_items = geom.block_nitems();
+        let mut nchunk = 0;
+        let mut touched: Vec<Vec<bool>> = Vec::with_capacity(n);
+        let mut contrib = Vec::with_capacity(n);
+        for i in 0..n {
+            let (k, range) = &self.axes[i].chunks[job[i]];
+            nchunk += k * grid_strides[i];
+            let origin = k * i64::from(chunkshape[i]);
+            let b = bshape64[i];
+            let mut t = vec![false; bgrid[i] as usize];
+            let mut c = Vec::with_capacity(range.len());
+            for &(v, pos) in &self.axes[i].entries[range.clone()] {
+                let x = v - origin;
+                t[(x / b) as usize] = true;
+                c.push(((x / b) * bgrid_strides[i] * block_items + (x % b) * bstrides[i], pos));
+            }
+            touched.push(t);
+            contrib.push(c);
+        }
+        let mut mask = vec![true; geom.nblocks() as usize];
+        let mut nb = 0usize;
+        for_each_index(&[0; MAX_DIM][..n], &bgrid[..n], |idx| {
+            mask[nb] = !(0..n).all(|i| touched[i][idx[i] as usize]);
+            nb += 1;
+        });
+        (nchunk, mask, contrib)
+    }
+}
+
+/// Visit the outer product of per-axis `(offset, position)` lists:
+/// `f(chunk offset, user offset)` in items.
+fn for_each_selected(contrib: &[Vec<(i64, i64)>], ustrides: &[i64; MAX_DIM], mut f: impl FnMut(usize, i64)) {
+    let n = contrib.len();
+    let hi: Vec<i64> = contrib.iter().map(|c| c.len() as i64).collect();
+    for_each_index(&[0; MAX_DIM][..n], &hi, |idx| {
+        let (mut coff, mut uoff) = (0i64, 0i64);
+        for i in 0..n {
+            let (c, p) = contrib[i][idx[i] as usize];
+            coff += c;
+            uoff += p * ustrides[i];
+        }
+        f(coff as usize, uoff);
+    });
+}
+
+/// Read the items of `sel` into `dst`, a C-order buffer of shape `dst_shape`
+/// whose item `(j0, j1, …)` receives `array[sel0[j0], sel1[j1], …]`.
+pub(crate) fn read_selection(
+    ctx: &Context,
+    sc: &SChunk,
+    geom: &Geometry,
+    sel: &Selection,
+    dst: &mut [u8],
+    dst_shape: &[i64],
+) -> Result<()> {
+    check_buffer_fits(geom, sel.shape(), "selection", dst_shape, dst.len())?;
+    if sel.shape().contains(&0) {
+        return Ok(());
+    }
+    let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
+    let jobs = sel.jobs();
+    let nthreads = blosc_threads(ctx, jobs.len());
+    let item = geom.itemsize();
+    let work = |w: &mut Worker, job: &[usize; MAX_DIM]| -> Result<()> {
+        let (nchunk, mask, contrib) = sel.chunk_plan(geom, job);
+        w.load(sc, geom, nchunk, Some(&mask), nthreads)?;
+        let scratch = &w.scratch;
+        for_each_selected(&contrib, &user.strides(), |coff, uoff| {
+            // SAFETY: uoff is a position of the selection inside the checked
+            // user buffer; positions of different chunks are different (each
+            // position holds one index per axis), so no two workers write
+            // the same item, and `dst` is borrowed mutably for the call.
+            unsafe {
+                std::ptr::copy_nonoverlapping(scratch.as_ptr().add(coff * item), user.at(uoff, item), item);
+            }
+        });
+        Ok(())
+    };
+    ctx.run(|| jobs.par_iter().try_for_each_init(Worker::new, work))
+}
+
+/// Build the compressed chunks for writing `src` (shape `src_shape`) into
+/// the items of `sel` (built with `last_wins`). Returns `(nchunk, compressed)`.
+pub(crate) fn build_selection(
+    ctx: &Context,
+    cparams: &CParams,
+    sc: &SChunk,
+    geom: &Geometry,
+    sel: &Selection,
+    src: &[u8],
+    src_shape: &[i64],
+) -> Result<Vec<(i64, Vec<u8>)>> {
+    check_buffer_fits(geom, sel.shape(), "selection", src_shape, src.len())?;
+    if sel.shape().contains(&0) {
+        return Ok(Vec::new());
+    }
+    let user = UserBuf::new(src.as_ptr().cast_mut(), geom, src_shape);
+    let jobs = sel.jobs();
+    let nthreads = blosc_threads(ctx, jobs.len());
+    let item = geom.itemsize();
+    let work = |w: &mut Worker, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
+        let (nchunk, _, contrib) = sel.chunk_plan(geom, job);
+        w.load(sc, geom, nchunk, None, nthreads)?;
+        let mut scratch = std::mem::take(&mut w.scratch);
+        for_each_selected(&contrib, &user.strides(), |coff, uoff| {
+            // SAFETY: uoff is a position inside the checked user buffer,
+            // which is only read (borrowed immutably for the call).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    user.at(uoff, item).cast_const(),
+                    scratch.as_mut_ptr().add(coff * item),
+                    item,
+                );
+            }
+        });
+        let compressed = w.compress(cparams, geom, &scratch, nthreads);
+        w.scratch = scratch;
+        Ok((nchunk, compressed?))
+    };
+    ctx.run(|| jobs.par_iter().map_init(Worker::new, work).collect())
 }

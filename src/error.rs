@@ -21,6 +21,9 @@ pub enum Error {
     InvalidFormat(String),
     /// An operating-system I/O error.
     Io(String),
+    /// An index is out of range, or an axis cannot be squeezed
+    /// (`CATERVA_ERR_INVALID_INDEX`, as the original reported these).
+    InvalidIndex(String),
 }
 
 impl Error {
@@ -32,6 +35,7 @@ impl Error {
             Error::BloscFailed(_) | Error::Io(_) => crate::ffi::CATERVA_ERR_BLOSC_FAILED,
             Error::InvalidStorage(_) => crate::ffi::CATERVA_ERR_INVALID_STORAGE,
             Error::NullPointer(_) => crate::ffi::CATERVA_ERR_NULL_POINTER,
+            Error::InvalidIndex(_) => crate::ffi::CATERVA_ERR_INVALID_INDEX,
         }
     }
 
@@ -44,7 +48,8 @@ impl Error {
             | Error::InvalidStorage(m)
             | Error::NullPointer(m)
             | Error::InvalidFormat(m)
-            | Error::Io(m) => m,
+            | Error::Io(m)
+            | Error::InvalidIndex(m) => m,
         }
     }
 }
@@ -58,6 +63,7 @@ impl fmt::Display for Error {
             Error::NullPointer(_) => "null pointer",
             Error::InvalidFormat(_) => "invalid format",
             Error::Io(_) => "i/o error",
+            Error::InvalidIndex(_) => "invalid index",
         };
         write!(f, "{kind}: {}", self.message())
     }

@@ -229,6 +229,13 @@ impl Geometry {
         e
     }
 
+    /// Chunk shape rounded up to the block shape on every axis, padded with
+    /// 1s: the layout of a stored chunk, also for an empty axis.
+    #[must_use]
+    pub fn stored_chunkshape(&self) -> [i64; MAX_DIM] {
+        self.ext_chunkshape_internal()
+    }
+
     /// Chunk shape rounded up to the block shape, on every axis (the layout
     /// of a stored chunk, also for an empty axis with a real partition).
     fn ext_chunkshape_internal(&self) -> [i64; MAX_DIM] {

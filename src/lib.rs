@@ -34,6 +34,7 @@ pub mod error;
 pub mod ffi;
 pub mod geometry;
 pub mod meta;
+mod reshape;
 pub mod schunk;
 
 pub use array::{Array, Metalayer, Params, StorageParams};

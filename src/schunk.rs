@@ -87,6 +87,20 @@ impl Default for CParams {
 }
 
 impl CParams {
+    /// Whether chunks compressed with `self` and with `other` are the same
+    /// bytes for the same data (so a compressed chunk can be copied as is).
+    #[must_use]
+    pub fn same_encoding(&self, other: &CParams) -> bool {
+        self.codec == other.codec
+            && self.codec_meta == other.codec_meta
+            && self.clevel == other.clevel
+            && self.use_dict == other.use_dict
+            && self.filters == other.filters
+            && self.filters_meta == other.filters_meta
+            && self.prefilter.is_none()
+            && other.prefilter.is_none()
+    }
+
     fn to_blosc(self, typesize: usize, blocksize: usize, nthreads: usize) -> b::blosc2_cparams {
         // SAFETY: returns a plain struct by value.
         let mut cp = unsafe { b::blosc2_get_blosc2_cparams_defaults() };
@@ -353,6 +367,9 @@ pub enum Special {
 pub struct SChunk {
     ptr: NonNull<b::blosc2_schunk>,
     lock: Mutex<()>,
+    /// The frame lives in a caller's buffer (`from_cframe` without a copy):
+    /// c-blosc2 would `realloc` it on a write, so it must not be written.
+    borrowed: bool,
 }
 
 // SAFETY: the super-chunk is owned; every call made through &self holds `lock`.
@@ -362,9 +379,22 @@ unsafe impl Sync for SChunk {}
 
 impl SChunk {
     fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        NonNull::new(p)
-            .map(|ptr| SChunk { ptr, lock: Mutex::new(()) })
-            .ok_or_else(|| Error::BloscFailed(format!("{what} failed")))
+        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::BloscFailed(format!("{what} failed")))
+    }
+
+    fn adopt(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
+        // SAFETY: ptr is a live super-chunk that we now own.
+        let r = unsafe { ptr.as_mut() };
+        // c-blosc2 2.15 builds an in-memory super-chunk from a copied frame
+        // (`blosc2_schunk_from_buffer(.., copy = true)`) with a chunk table
+        // of `nchunks` pointers but leaves its recorded capacity `data_len`
+        // at 0; reorder_offsets then reads past the table and insert/append
+        // grow it too little. Record the real capacity.
+        let table = usize::try_from(r.nchunks).unwrap_or(0) * std::mem::size_of::<*mut u8>();
+        if r.frame.is_null() && !r.data.is_null() && r.data_len < table {
+            r.data_len = table;
+        }
+        SChunk { ptr, lock: Mutex::new(()), borrowed: false }
     }
 
     fn guard(&self) -> MutexGuard<'_, ()> {
@@ -426,14 +456,39 @@ impl SChunk {
     /// [`Error::BloscFailed`] if the buffer is not a frame.
     pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
         init();
-        // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it.
-        let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, copy) };
-        let sc = Self::wrap(p, "reading the frame buffer")?;
         if !copy {
-            // SAFETY: sc wraps a frame-backed super-chunk just created from the buffer.
-            unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), true) };
+            // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it
+            // and, given copy = false, never frees it.
+            let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, false) };
+            let mut sc = Self::wrap(p, "reading the frame buffer")?;
+            sc.borrowed = true;
+            return Ok(sc);
         }
-        Ok(sc)
+        // c-blosc2's own copy (`copy = true`) converts the frame into a chunk
+        // table and, in 2.15, frees a pointer into the frame when a special
+        // chunk is followed by a regular one. Copy the frame ourselves into
+        // malloc'ed memory instead and hand it to the super-chunk.
+        // SAFETY: malloc of len bytes (at least 1); checked for NULL.
+        let own = unsafe { libc::malloc(len.max(1)) }.cast::<u8>();
+        if own.is_null() {
+            return Err(Error::BloscFailed(format!("cannot allocate {len} bytes for the frame")));
+        }
+        // SAFETY: both buffers hold len bytes and do not overlap.
+        unsafe { ptr::copy_nonoverlapping(cframe, own, len) };
+        // SAFETY: own holds a copy of the frame; with copy = false blosc2 reads it in place.
+        let p = unsafe { b::blosc2_schunk_from_buffer(own, len as i64, false) };
+        match Self::wrap(p, "reading the frame buffer") {
+            Ok(sc) => {
+                // SAFETY: sc is frame-backed by `own`, which it now owns and frees.
+                unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
+                Ok(sc)
+            }
+            Err(e) => {
+                // SAFETY: blosc2 did not take `own` (copy = false never frees it).
+                unsafe { libc::free(own.cast()) };
+                Err(e)
+            }
+        }
     }
 
     /// Take ownership of a raw super-chunk.
@@ -444,9 +499,14 @@ impl SChunk {
     /// # Errors
     /// [`Error::NullPointer`] if `p` is NULL.
     pub unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
-        NonNull::new(p)
-            .map(|ptr| SChunk { ptr, lock: Mutex::new(()) })
-            .ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+    }
+
+    /// Whether the frame lives in a caller's buffer (see [`SChunk::from_cframe`]);
+    /// such a super-chunk must be copied before it is written.
+    #[must_use]
+    pub fn borrows_buffer(&self) -> bool {
+        self.borrowed
     }
 
     /// The raw pointer (for C callers who use `arr->sc` directly).
@@ -595,11 +655,13 @@ impl SChunk {
                 content.len()
             )));
         }
+        // A shorter content is zero-padded to the stored length, so no stale
+        // bytes of the old content stay behind it.
+        let mut padded = content.to_vec();
+        padded.resize(old.len(), 0);
         let n = cstring(name, "metalayer name")?;
         // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
-        let rc = unsafe {
-            b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), content.len() as i32)
-        };
+        let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
         if rc < 0 {
             return Err(blosc_err(&format!("updating metalayer '{name}'"), i64::from(rc)));
         }
@@ -740,6 +802,48 @@ impl SChunk {
         let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
         if rc < 0 {
             return Err(blosc_err(&format!("updating chunk {n}"), rc));
+        }
+        Ok(())
+    }
+
+    /// Remove chunk `n`; the chunks after it move down by one.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
+    pub fn delete_chunk(&mut self, n: i64) -> Result<()> {
+        if n < 0 || n >= self.nchunks() {
+            return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
+        }
+        // SAFETY: valid super-chunk and chunk index.
+        let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
+        if rc < 0 {
+            return Err(blosc_err(&format!("deleting chunk {n}"), rc));
+        }
+        Ok(())
+    }
+
+    /// Permute the chunks without touching their data: chunk `i` becomes the
+    /// one that was at `order[i]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `order` is not a permutation of the
+    /// chunk indices; [`Error::BloscFailed`] if c-blosc2 refuses it.
+    pub fn reorder(&mut self, order: &[i64]) -> Result<()> {
+        let n = self.nchunks();
+        let mut seen = vec![false; order.len()];
+        let valid = order.len() as i64 == n
+            && order.iter().all(|&o| o >= 0 && o < n && !std::mem::replace(&mut seen[o as usize], true));
+        if !valid {
+            return Err(Error::InvalidArgument("chunk order is not a permutation".into()));
+        }
+        if n == 0 || order.iter().enumerate().all(|(i, &o)| i as i64 == o) {
+            return Ok(());
+        }
+        let mut order = order.to_vec();
+        // SAFETY: valid super-chunk; order holds nchunks entries (checked).
+        let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
+        if rc < 0 {
+            return Err(blosc_err("reordering chunks", i64::from(rc)));
         }
         Ok(())
     }

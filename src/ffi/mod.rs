@@ -17,10 +17,12 @@ use crate::error::{Error, Result};
 
 mod array;
 mod meta;
+mod reshape;
 mod types;
 
 pub use array::*;
 pub use meta::*;
+pub use reshape::*;
 pub use types::*;
 
 /// Major version of the caterva API this library implements.

@@ -1,0 +1,390 @@
+//! New chunk lists from old ones: every operation that makes an array's
+//! chunks out of another array's (resize, insert, append, delete, squeeze,
+//! get_slice, copy) is described as a [`Mapping`] (per new axis, where each
+//! run of indices comes from), planned chunk by chunk, built in parallel and
+//! then either applied in place or appended to a new super-chunk.
+//!
+//! A new chunk is, in order of preference:
+//! - a zero chunk, when one of its axes holds only new items;
+//! - the old chunk's compressed bytes, when it holds the same items at the
+//!   same places (chunk-aligned shifts, same extent, or a grow into the old
+//!   chunk's padding, which then keeps what the padding held);
+//! - the old chunk decompressed, with the items a shrink cut off cleared, and
+//!   recompressed (cut-off items never come back);
+//! - otherwise built item by item: old regions read block-wise, buffer rows
+//!   copied, the rest zeros.
+
+use rayon::prelude::*;
+
+use crate::context::Context;
+use crate::engine::{self, UserBuf, Worker};
+use crate::error::Result;
+use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
+use crate::schunk::{self, CParams, SChunk};
+
+/// Where a run of new indices on one axis comes from. The index is that of
+/// the run's first item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The old array, from this old index on.
+    Old(i64),
+    /// New items: zeros, or an old chunk's padding when they grow into it.
+    Fill,
+    /// The caller's buffer, from this index on (on the other axes, a
+    /// buffer index equals the old index).
+    Buffer(i64),
+}
+
+impl Source {
+    fn shifted(self, by: i64) -> Self {
+        match self {
+            Source::Old(f) => Source::Old(f + by),
+            Source::Buffer(f) => Source::Buffer(f + by),
+            Source::Fill => Source::Fill,
+        }
+    }
+}
+
+/// A run `[lo, hi)` of new indices and where its first item comes from.
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    lo: i64,
+    hi: i64,
+    src: Source,
+}
+
+/// One new axis: runs covering `0..len` in order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AxisMap {
+    segs: Vec<Seg>,
+    len: i64,
+}
+
+impl AxisMap {
+    fn push(mut self, n: i64, src: Source) -> Self {
+        if n > 0 {
+            self.segs.push(Seg { lo: self.len, hi: self.len + n, src });
+            self.len += n;
+        }
+        self
+    }
+
+    /// New index `i` is old index `start + i`, for `len` indices.
+    pub(crate) fn slice(start: i64, len: i64) -> Self {
+        AxisMap::default().push(len, Source::Old(start))
+    }
+
+    /// An old axis of length `old` with `n` items from `src` put in at `at`.
+    pub(crate) fn insert(old: i64, at: i64, n: i64, src: Source) -> Self {
+        AxisMap::default().push(at, Source::Old(0)).push(n, src).push(old - at, Source::Old(at))
+    }
+
+    /// An old axis of length `old` without the items `[at, at + n)`.
+    pub(crate) fn delete(old: i64, at: i64, n: i64) -> Self {
+        AxisMap::default().push(at, Source::Old(0)).push(old - at - n, Source::Old(at + n))
+    }
+
+    /// The runs intersecting `[lo, hi)`, clipped to it: `(lo, hi, source)`.
+    fn pieces(&self, lo: i64, hi: i64) -> Vec<(i64, i64, Source)> {
+        self.segs
+            .iter()
+            .filter(|s| s.lo < hi && s.hi > lo)
+            .map(|s| {
+                let a = s.lo.max(lo);
+                (a, s.hi.min(hi), s.src.shifted(a - s.lo))
+            })
+            .collect()
+    }
+}
+
+/// How a new array's items come from an old array (and a buffer).
+pub(crate) struct Mapping<'a> {
+    /// The old array.
+    pub old_geom: &'a Geometry,
+    /// Its super-chunk.
+    pub old_sc: &'a SChunk,
+    /// One map per new axis (`dims()` of the new geometry: a 0-dim array
+    /// has one axis of length 1).
+    pub axes: Vec<AxisMap>,
+    /// The old axis each new axis reads; old axes no new axis reads have
+    /// length 1 and are read at index 0 (squeezed away). `None` for the
+    /// axis of a 0-dim new array.
+    pub kept: Vec<Option<usize>>,
+    /// The buffer for [`Source::Buffer`] runs: C order, with the old shape
+    /// except on the run's axis.
+    pub buffer: Option<(&'a [u8], Vec<i64>)>,
+}
+
+/// What happens to one new chunk.
+enum Plan {
+    /// Every item is new: a zero chunk.
+    Zeros,
+    /// The old chunk, unchanged.
+    Reuse(i64),
+    /// The old chunk with these chunk-local boxes (cut off by a shrink) cleared.
+    Patch(i64, Vec<([i64; MAX_DIM], [i64; MAX_DIM])>),
+    /// Assembled item by item.
+    Build,
+}
+
+/// A new chunk: an old one kept as it is, or new compressed bytes.
+pub(crate) enum Built {
+    /// Old chunk number.
+    Reuse(i64),
+    /// Compressed bytes.
+    Data(Vec<u8>),
+}
+
+/// What one axis of a new chunk is, for [`classify`].
+enum AxisFate {
+    /// Only new items.
+    AllFill,
+    /// The same items as old chunk row `k`, nothing cut off or added.
+    Same(i64),
+    /// Old chunk row `k`, of which the items from `new` to `old` were cut off.
+    Shrunk(i64, i64, i64),
+    /// Anything else.
+    Mixed,
+}
+
+fn axis_fate(map: &AxisMap, o: i64, valid: i64, c: i64, old_len: i64) -> AxisFate {
+    let pieces = map.pieces(o, o + valid);
+    if pieces.iter().all(|p| p.2 == Source::Fill) {
+        return AxisFate::AllFill;
+    }
+    let Some(&(lo, hi, Source::Old(p))) = pieces.first() else { return AxisFate::Mixed };
+    if lo != o || p % c != 0 {
+        return AxisFate::Mixed;
+    }
+    let old_valid = c.min(old_len - p);
+    match pieces.len() {
+        1 if old_valid == valid => AxisFate::Same(p / c),
+        1 => AxisFate::Shrunk(p / c, valid, old_valid),
+        // The old chunk ended where the new items start: they grow into its
+        // padding and read what it holds, as the original library did.
+        2 if pieces[1].2 == Source::Fill && hi - lo == old_valid => AxisFate::Same(p / c),
+        _ => AxisFate::Mixed,
+    }
+}
+
+/// Decide what new chunk `part` (a part covering its chunk) is.
+fn classify(new_geom: &Geometry, m: &Mapping<'_>, same_layout: bool, part: &ChunkPart) -> Plan {
+    let n = new_geom.dims();
+    let chunkshape = new_geom.chunkshape_full();
+    let old_shape = m.old_geom.shape_full();
+    let old_grid = c_strides(&m.old_geom.chunk_grid()[..n]);
+    let ext = m.old_geom.stored_chunkshape();
+    let mut old = 0;
+    let mut clear = Vec::new();
+    let mut mixed = false;
+    for i in 0..n {
+        let c = i64::from(chunkshape[i]);
+        match axis_fate(&m.axes[i], part.origin[i], part.stop[i], c, old_shape[i]) {
+            AxisFate::AllFill => return Plan::Zeros,
+            _ if !same_layout => mixed = true,
+            AxisFate::Same(k) => old += k * old_grid[i],
+            AxisFate::Shrunk(k, new, was) => {
+                old += k * old_grid[i];
+                let (mut lo, mut hi) = ([0; MAX_DIM], ext);
+                lo[i] = new;
+                hi[i] = was;
+                clear.push((lo, hi));
+            }
+            AxisFate::Mixed => mixed = true,
+        }
+    }
+    if mixed {
+        Plan::Build
+    } else if clear.is_empty() {
+        Plan::Reuse(old)
+    } else {
+        Plan::Patch(old, clear)
+    }
+}
+
+/// Assemble new chunk `part` item by item into `w.out`.
+fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPart) -> Result<()> {
+    let n = new_geom.dims();
+    let item = new_geom.itemsize();
+    let (mut lo, mut hi) = ([0i64; MAX_DIM], [1i64; MAX_DIM]);
+    for i in 0..n {
+        lo[i] = part.origin[i];
+        hi[i] = part.origin[i] + part.stop[i];
+    }
+    let box_shape: Vec<i64> = (0..n).map(|i| hi[i] - lo[i]).collect();
+    let sstrides = c_strides(&box_shape);
+    let nitems: i64 = box_shape.iter().product();
+    let mut stage = std::mem::take(&mut w.stage);
+    stage.clear();
+    stage.resize(nitems as usize * item, 0);
+    let pieces: Vec<Vec<(i64, i64, Source)>> = (0..n).map(|i| m.axes[i].pieces(lo[i], hi[i])).collect();
+    let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();
+    let old_n = m.old_geom.ndim();
+    let mut result = Ok(());
+    for_each_index(&[0; MAX_DIM][..n], &counts, |idx| {
+        if result.is_err() {
+            return;
+        }
+        let sel: Vec<(i64, i64, Source)> = (0..n).map(|i| pieces[i][idx[i] as usize]).collect();
+        if sel.iter().any(|p| p.2 == Source::Fill) {
+            return;
+        }
+        let dst_off: i64 = (0..n).map(|i| (sel[i].0 - lo[i]) * sstrides[i]).sum();
+        // SAFETY: dst_off is the offset of the piece's first item inside the stage box.
+        let dst = unsafe { stage.as_mut_ptr().add(dst_off as usize * item) };
+        let shape: Vec<i64> = sel.iter().map(|p| p.1 - p.0).collect();
+        if sel.iter().any(|p| matches!(p.2, Source::Buffer(_))) {
+            let (buf, bshape) = m.buffer.as_ref().expect("a Buffer run comes with its buffer");
+            let bstrides = c_strides(bshape);
+            let src_off: i64 = sel
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match p.2 {
+                    Source::Old(f) | Source::Buffer(f) => f * bstrides[i],
+                    Source::Fill => 0,
+                })
+                .sum();
+            copy_box(&buf[src_off as usize * item..], &bstrides, dst, &sstrides, &shape, item);
+        } else {
+            let (mut ostart, mut ostop) = (vec![0i64; old_n], vec![1i64; old_n]);
+            let mut ostrides = [0i64; MAX_DIM];
+            for i in 0..n {
+                if let (Some(a), Source::Old(f)) = (m.kept[i], sel[i].2) {
+                    ostart[a] = f;
+                    ostop[a] = f + shape[i];
+                    ostrides[a] = sstrides[i];
+                }
+            }
+            result = m.old_geom.region(&ostart, &ostop).and_then(|region| {
+                // SAFETY: the strides address the piece's box inside the stage,
+                // which this worker owns.
+                unsafe { w.read_region(m.old_sc, m.old_geom, &region, UserBuf::strided(dst, ostrides)) }
+            });
+        }
+    });
+    let region = new_geom.region(&lo[..new_geom.ndim()], &hi[..new_geom.ndim()]);
+    let r = result.and(region).map(|region| {
+        // SAFETY: the stage holds the region's box in C order.
+        unsafe { w.pack(new_geom, &region, part, UserBuf::new(stage.as_mut_ptr(), new_geom, &box_shape)) }
+    });
+    w.stage = stage;
+    r
+}
+
+/// Copy a C-order box of `shape` items between two strided buffers.
+fn copy_box(
+    src: &[u8],
+    sstrides: &[i64; MAX_DIM],
+    dst: *mut u8,
+    dstrides: &[i64; MAX_DIM],
+    shape: &[i64],
+    item: usize,
+) {
+    let n = shape.len();
+    let row = shape[n - 1] as usize * item;
+    for_each_index(&[0; MAX_DIM][..n - 1], &shape[..n - 1], |idx| {
+        let s: i64 = (0..n - 1).map(|i| idx[i] * sstrides[i]).sum();
+        let d: i64 = (0..n - 1).map(|i| idx[i] * dstrides[i]).sum();
+        let s = &src[s as usize * item..s as usize * item + row];
+        // SAFETY: d addresses a row of the box inside dst (its caller's stage).
+        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), dst.add(d as usize * item), row) };
+    });
+}
+
+/// Plan and build the new chunks `parts` (each covering its chunk) of an
+/// array of `new_geom`. With `reuse`, old chunks that stay as they are come
+/// back as [`Built::Reuse`]; without it they are recompressed with `cparams`.
+pub(crate) fn build(
+    ctx: &Context,
+    cparams: &CParams,
+    new_geom: &Geometry,
+    m: &Mapping<'_>,
+    parts: &[ChunkPart],
+    reuse: bool,
+) -> Result<Vec<Built>> {
+    let same_layout = new_geom.chunkshape_full() == m.old_geom.chunkshape_full()
+        && new_geom.blockshape_full() == m.old_geom.blockshape_full()
+        && new_geom.ndim() == m.old_geom.ndim()
+        && m.kept.iter().enumerate().all(|(i, &k)| k == Some(i) || m.old_geom.ndim() == 0);
+    let zeros = schunk::repeat_chunk(
+        cparams,
+        new_geom.itemsize(),
+        new_geom.block_nbytes(),
+        new_geom.chunk_nbytes(),
+        &vec![0u8; new_geom.itemsize()],
+    )?;
+    let nthreads = engine::blosc_threads(ctx, parts.len());
+    let work = |w: &mut Worker, part: &ChunkPart| -> Result<Built> {
+        let clear = match classify(new_geom, m, same_layout, part) {
+            Plan::Zeros => return Ok(Built::Data(zeros.clone())),
+            Plan::Reuse(k) if reuse => return Ok(Built::Reuse(k)),
+            Plan::Reuse(k) => Some((k, Vec::new())),
+            Plan::Patch(k, clear) => Some((k, clear)),
+            Plan::Build => None,
+        };
+        let chunk = match clear {
+            Some((k, clear)) => {
+                w.load(m.old_sc, m.old_geom, k, None, nthreads)?;
+                for (lo, hi) in &clear {
+                    engine::clear_box(new_geom, &mut w.scratch, lo, hi);
+                }
+                std::mem::take(&mut w.scratch)
+            }
+            None => {
+                assemble(w, new_geom, m, part)?;
+                std::mem::take(&mut w.out)
+            }
+        };
+        let compressed = w.compress(cparams, new_geom, &chunk, nthreads);
+        w.out = chunk;
+        Ok(Built::Data(compressed?))
+    };
+    ctx.run(|| parts.par_iter().map_init(Worker::new, work).collect())
+}
+
+/// Make `sc`'s chunks the `new` list (in order), keeping the reused old
+/// chunks where they are stored: free old slots take new data, the rest is
+/// appended or deleted, and one reorder of the chunk index puts them in place.
+pub(crate) fn apply_in_place(sc: &mut SChunk, new: Vec<Built>) -> Result<()> {
+    let n_old = sc.nchunks();
+    let mut reused = vec![false; n_old as usize];
+    for b in &new {
+        if let Built::Reuse(k) = b {
+            reused[*k as usize] = true;
+        }
+    }
+    let mut free = (0..n_old).filter(|&k| !reused[k as usize]);
+    let mut slot_of = Vec::with_capacity(new.len());
+    let mut count = n_old;
+    for b in new {
+        match b {
+            Built::Reuse(k) => slot_of.push(k),
+            Built::Data(bytes) => match free.next() {
+                Some(slot) => {
+                    sc.update_chunk(slot, &bytes)?;
+                    slot_of.push(slot);
+                }
+                None => {
+                    sc.append_chunk(&bytes)?;
+                    slot_of.push(count);
+                    count += 1;
+                }
+            },
+        }
+    }
+    let unused: Vec<i64> = free.collect();
+    for &slot in unused.iter().rev() {
+        sc.delete_chunk(slot)?;
+        for s in &mut slot_of {
+            if *s > slot {
+                *s -= 1;
+            }
+        }
+    }
+    sc.reorder(&slot_of)
+}
+
+/// The regions of `geom`'s chunks, as parts covering them, in order.
+pub(crate) fn chunk_parts(geom: &Geometry) -> Vec<ChunkPart> {
+    engine::collect_parts(geom, &geom.full_region())
+}
