@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use caterva::schunk::SChunk;
 use caterva::{Array, Config, Context, Error, Metalayer, Params, StorageParams};
 
+/// A call that must fail without changing anything.
+type BadCall = dyn Fn(&mut Array) -> caterva::Result<()>;
+
 fn ctx() -> Context {
     Context::new(Config::default()).unwrap()
 }
@@ -118,7 +121,7 @@ fn failed_reshapes_leave_the_file_byte_for_byte() {
             }
         };
         let before = snapshot(&url);
-        let bad: Vec<Box<dyn Fn(&mut Array) -> caterva::Result<()>>> = vec![
+        let bad: Vec<Box<BadCall>> = vec![
             Box::new(|a| a.resize(&[7, -1], None)),
             Box::new(|a| a.resize(&[7, 3], Some(&[0, 4]))),
             Box::new(|a| a.resize(&[7], None)),
