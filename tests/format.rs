@@ -187,3 +187,32 @@ fn dtype_is_recorded_kept_and_checked() {
 fn storage_1d() -> StorageParams {
     StorageParams { chunkshape: vec![2], blockshape: vec![1], ..Default::default() }
 }
+
+#[test]
+fn undecodable_or_contradicting_metalayers_are_refused() {
+    let arr = example();
+    let frame = arr.to_cframe().unwrap();
+    let b2nd = arr.meta_get("b2nd").unwrap();
+    let caterva = arr.meta_get("caterva").unwrap();
+    let find = |f: &[u8], m: &[u8]| f.windows(m.len()).position(|w| w == m).unwrap();
+    // A b2nd metalayer that does not decode (5 fields claimed, then garbage).
+    let mut bad = frame.clone();
+    let pos = find(&bad, &b2nd);
+    bad[pos] = 0x9f;
+    match Array::from_cframe(&ctx(), &bad) {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("b2nd"), "{m}"),
+        other => panic!("expected InvalidFormat, got {other:?}"),
+    }
+    // Blocks of 3 instead of 4 in both: same chunk count, but chunks of 6x6
+    // items where the super-chunk stores 8x8.
+    let mut bad = frame.clone();
+    for m in [&caterva, &b2nd] {
+        let pos = find(&bad, m);
+        bad[pos + 38] = 3;
+        bad[pos + 43] = 3;
+    }
+    match Array::from_cframe(&ctx(), &bad) {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("bytes"), "{m}"),
+        other => panic!("expected InvalidFormat, got {other:?}"),
+    }
+}
