@@ -1,7 +1,7 @@
 /* Runs every suite; the last line is "N passed, N failed". */
 #include "harness.h"
 
-#define SUITES(X) X(abi) X(zeros) X(full) X(roundtrip) X(get_slice_buffer) X(set_slice_buffer) X(persistency) X(save) X(metalayers) X(serialize) X(cframe) X(bad_input)
+#define SUITES(X) X(abi) X(zeros) X(full) X(roundtrip) X(get_slice_buffer) X(set_slice_buffer) X(persistency) X(save) X(metalayers) X(serialize) X(cframe) X(bad_input) X(dtype)
 
 #define DECLARE(name) void suite_##name(void);
 SUITES(DECLARE)
