@@ -120,6 +120,11 @@
 #define CATERVA_ERR_INVALID_INDEX 5
 
 /**
+ * Longest dtype string `caterva_set_dtype` accepts.
+ */
+#define CATERVA_DTYPE_MAXLEN 64
+
+/**
  * Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
  */
 typedef struct caterva_config_t {
@@ -664,6 +669,28 @@ int32_t caterva_deserialize_meta(uint8_t *smeta,
                                  int64_t *shape,
                                  int32_t *chunkshape,
                                  int32_t *blockshape);
+
+/**
+ * Record `dtype`, a NumPy dtype string such as `"<f8"` or `"<i2"` that
+ * matches the item size, in the array's `b2nd` metalayer, so that
+ * python-blosc2 and c-blosc2's b2nd see the right type (an extension: the
+ * original library had no dtype). Without it arrays record the unsigned
+ * integer of their item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
+ *
+ * # Safety
+ * `dtype` must be a NUL-terminated string.
+ */
+int caterva_set_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, const char *dtype);
+
+/**
+ * Fetch the dtype string of the array's `b2nd` metalayer into `*dtype`
+ * (malloc'ed, for the caller to `free`), or NULL when the array has no
+ * `b2nd` metalayer (files written by the original library).
+ *
+ * # Safety
+ * `dtype` must point to writable memory.
+ */
+int caterva_get_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, char **dtype);
 
 /**
  * Change the shape to `new_shape` (`ndim` entries). Where an axis grows, the

@@ -17,6 +17,10 @@ pub struct Params {
     pub itemsize: usize,
     /// Shape, 0..=8 dimensions; 0 entries are allowed (empty axes).
     pub shape: Vec<i64>,
+    /// NumPy dtype string recorded in the `b2nd` metalayer (`<f8`, `<i2`…),
+    /// which python-blosc2 uses; `None` records the unsigned integer of the
+    /// item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
+    pub dtype: Option<String>,
 }
 
 /// A user metalayer: a name and opaque bytes.
@@ -154,17 +158,29 @@ impl Array {
             }
             _ => {}
         }
-        Self::create_with(ctx, geom, &storage.storage(), &storage.metalayers, |arr| arr.fill(fill))
+        let dtype = match &params.dtype {
+            Some(d) => {
+                meta::check_dtype(d, geom.itemsize())?;
+                d.clone()
+            }
+            None => meta::default_dtype(geom.itemsize()),
+        };
+        Self::create_with(ctx, geom, &storage.storage(), &storage.metalayers, &dtype, |arr| arr.fill(fill))
     }
 
-    /// Create an empty super-chunk for `geom` at `st` with the `caterva`
-    /// metalayer and `metalayers`, and let `fill` put its chunks in. On any
+    /// Create an empty super-chunk for `geom` at `st` with the geometry
+    /// metalayers and `metalayers`, and let `fill` put its chunks in. On any
     /// error nothing is left on disk.
+    ///
+    /// `caterva` always comes first, as the original wrote it; `b2nd` (with
+    /// `dtype`) follows when the caller's metalayers leave a slot for it, so
+    /// the original's guarantee of 15 user metalayers holds.
     fn create_with(
         ctx: &Context,
         geom: Geometry,
         st: &Storage,
         metalayers: &[Metalayer],
+        dtype: &str,
         fill: impl FnOnce(&mut Array) -> Result<()>,
     ) -> Result<Array> {
         check_user_metalayers(metalayers)?;
@@ -172,6 +188,10 @@ impl Array {
         let mut sc = SChunk::new(st, ctx.cparams(), geom.itemsize(), geom.block_nbytes(), ctx.nthreads())?;
         let mut cleanup = Cleanup(st.urlpath.as_deref());
         sc.meta_add(CATERVA_META, &meta::encode_caterva(geom.shape(), geom.chunkshape(), geom.blockshape())?)?;
+        if metalayers.len() + 2 <= MAX_METALAYERS {
+            let b2nd = meta::encode_b2nd_reserved(geom.shape(), geom.chunkshape(), geom.blockshape(), dtype)?;
+            sc.meta_add(B2ND_META, &b2nd)?;
+        }
         for m in metalayers {
             sc.meta_add(&m.name, &m.content)?;
         }
@@ -722,12 +742,46 @@ impl Array {
         Ok(())
     }
 
-    /// Record a new geometry (same chunk layout) in the metalayer and the struct.
+    /// Record a new geometry (same chunk layout) in the geometry metalayers
+    /// present and in the struct.
     fn write_geometry(&mut self, geom: Geometry) -> Result<()> {
-        self.sc
-            .meta_update(CATERVA_META, &meta::encode_caterva(geom.shape(), geom.chunkshape(), geom.blockshape())?)?;
+        let (shape, chunks, blocks) = (geom.shape(), geom.chunkshape(), geom.blockshape());
+        if self.sc.meta_exists(CATERVA_META) {
+            self.sc.meta_update(CATERVA_META, &meta::encode_caterva(shape, chunks, blocks)?)?;
+        }
+        if let Some(dtype) = self.dtype() {
+            self.sc.meta_update(B2ND_META, &meta::encode_b2nd(shape, chunks, blocks, &dtype)?)?;
+        }
         self.geom = geom;
         Ok(())
+    }
+
+    /// The NumPy dtype string of the `b2nd` metalayer, if the array has one.
+    #[must_use]
+    pub fn dtype(&self) -> Option<String> {
+        self.sc.meta_get(B2ND_META).and_then(|b| meta::decode(&b).ok()).and_then(|(m, _)| m.dtype)
+    }
+
+    /// Record `dtype` (a NumPy dtype string for items of this size) in the
+    /// `b2nd` metalayer, for python-blosc2 and c-blosc2's b2nd.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the dtype is malformed or does not match
+    /// the item size, if the array has no `b2nd` metalayer (files written
+    /// without one, or created with 15 user metalayers), or if it has no room
+    /// for a dtype that long (Blosc2 metalayers cannot grow).
+    pub fn set_dtype(&mut self, dtype: &str) -> Result<()> {
+        meta::check_dtype(dtype, self.itemsize())?;
+        let Some(old) = self.sc.meta_get(B2ND_META) else {
+            invalid!("the array has no 'b2nd' metalayer to record a dtype in");
+        };
+        let g = &self.geom;
+        let content = meta::encode_b2nd(g.shape(), g.chunkshape(), g.blockshape(), dtype)?;
+        if content.len() > old.len() {
+            invalid!("dtype '{dtype}' does not fit in this array's 'b2nd' metalayer ({} bytes)", old.len());
+        }
+        self.detach()?;
+        self.sc.meta_update(B2ND_META, &content)
     }
 
     /// Rebuild the chunk list for `new_geom` (same partitions) from the
@@ -836,7 +890,8 @@ impl Array {
             buffer: None,
         };
         let reuse = ctx.cparams().same_encoding(&self.sc.cparams());
-        Array::create_with(ctx, geom, st, metalayers, |arr| {
+        let dtype = self.dtype().unwrap_or_else(|| meta::default_dtype(self.itemsize()));
+        Array::create_with(ctx, geom, st, metalayers, &dtype, |arr| {
             let parts = reshape::chunk_parts(&arr.geom);
             let batch = (ctx.nthreads() * 4).max(16);
             for group in parts.chunks(batch) {
@@ -934,7 +989,11 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidFormat`] if the metalayer is missing or corrupt.
     pub fn meta_summary(&self) -> Result<String> {
-        let bytes = self.meta_get(CATERVA_META).map_err(|e| Error::InvalidFormat(e.message().to_owned()))?;
+        let bytes = self
+            .sc
+            .meta_get(CATERVA_META)
+            .or_else(|| self.sc.meta_get(B2ND_META))
+            .ok_or_else(|| Error::InvalidFormat("the array has no geometry metalayer".into()))?;
         let (m, _) = meta::decode(&bytes)?;
         let join = |v: Vec<String>| v.join(", ");
         Ok(format!(
@@ -947,13 +1006,31 @@ impl Array {
     }
 }
 
-/// The geometry a super-chunk's `caterva` metalayer describes, checked
-/// against the super-chunk itself.
+/// The geometry a super-chunk's `caterva` and/or `b2nd` metalayers
+/// describe (they must agree when both are there), checked against the
+/// super-chunk itself.
 fn geometry_of(sc: &SChunk) -> Result<Geometry> {
-    let bytes = sc
-        .meta_get(CATERVA_META)
-        .ok_or_else(|| Error::InvalidFormat("the super-chunk has no 'caterva' metalayer".into()))?;
-    let (m, _) = meta::decode(&bytes)?;
+    let read = |name: &str| -> Result<Option<meta::MetaGeometry>> {
+        sc.meta_get(name)
+            .map(|b| {
+                meta::decode(&b)
+                    .map(|(m, _)| m)
+                    .map_err(|e| Error::InvalidFormat(format!("'{name}' metalayer: {}", e.message())))
+            })
+            .transpose()
+    };
+    let m = match (read(CATERVA_META)?, read(B2ND_META)?) {
+        (None, None) => {
+            return Err(Error::InvalidFormat("the super-chunk has neither a 'caterva' nor a 'b2nd' metalayer".into()))
+        }
+        (Some(c), Some(b)) if (&c.shape, &c.chunkshape, &c.blockshape) != (&b.shape, &b.chunkshape, &b.blockshape) => {
+            return Err(Error::InvalidFormat(format!(
+                "the 'caterva' and 'b2nd' metalayers disagree: shape {:?} / {:?}, chunks {:?} / {:?}, blocks {:?} / {:?}",
+                c.shape, b.shape, c.chunkshape, b.chunkshape, c.blockshape, b.blockshape
+            )))
+        }
+        (Some(m), _) | (None, Some(m)) => m,
+    };
     let itemsize = usize::try_from(sc.typesize()).unwrap_or(0);
     let geom = Geometry::new(itemsize, &m.shape, &m.chunkshape, &m.blockshape)
         .map_err(|e| Error::InvalidFormat(format!("metalayer geometry: {}", e.message())))?;

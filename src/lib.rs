@@ -15,7 +15,7 @@
 //! # // libblosc2.so this crate links; tests/roundtrip.rs runs the same calls.
 //! use caterva::{Array, Config, Context, Params, StorageParams};
 //! let ctx = Context::new(Config::default()).unwrap();
-//! let params = Params { itemsize: 8, shape: vec![10, 10] };
+//! let params = Params { itemsize: 8, shape: vec![10, 10], dtype: None };
 //! let storage = StorageParams { chunkshape: vec![6, 6], blockshape: vec![4, 4], ..Default::default() };
 //! let data: Vec<u8> = (0..100u64).flat_map(|v| v.to_le_bytes()).collect();
 //! let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();

@@ -84,6 +84,68 @@ pub fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype:
     Ok(out)
 }
 
+/// Room kept for the dtype string in a `b2nd` metalayer written by this
+/// library, so that a dtype set after creation (up to this many bytes) fits:
+/// c-blosc2 metalayers never grow. The encoding is zero-padded; readers
+/// decode from the front.
+pub const DTYPE_RESERVE: usize = 64;
+
+/// The dtype written when the caller gives none: the unsigned integer of
+/// the item size, or raw bytes.
+#[must_use]
+pub fn default_dtype(itemsize: usize) -> String {
+    match itemsize {
+        1 => "|u1".into(),
+        2 | 4 | 8 => format!("<u{itemsize}"),
+        n => format!("|V{n}"),
+    }
+}
+
+/// Check a NumPy dtype string: printable ASCII, at most [`DTYPE_RESERVE`]
+/// bytes, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`, `<M8[ns]`…) an
+/// item size equal to `itemsize`. Structured dtypes are taken as given.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] otherwise.
+pub fn check_dtype(dtype: &str, itemsize: usize) -> Result<()> {
+    if dtype.is_empty() || dtype.len() > DTYPE_RESERVE || !dtype.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Err(Error::InvalidArgument(format!(
+            "dtype '{dtype}' must be 1 to {DTYPE_RESERVE} printable ASCII characters"
+        )));
+    }
+    let body = dtype.trim_start_matches(['<', '>', '|', '=']);
+    let mut chars = body.chars();
+    let Some(kind) = chars.next() else {
+        return Err(Error::InvalidArgument(format!("dtype '{dtype}' has no type code")));
+    };
+    if body.starts_with('[') || body.starts_with('(') || body.starts_with('{') {
+        return Ok(());
+    }
+    let digits: String = chars.as_str().chars().take_while(char::is_ascii_digit).collect();
+    let size: Option<usize> = digits.parse().ok();
+    let bytes = match (kind, size) {
+        ('U', Some(n)) => n.checked_mul(4),
+        ('b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'V' | 'm' | 'M', Some(n)) => Some(n),
+        ('?', None) => Some(1),
+        _ => return Err(Error::InvalidArgument(format!("dtype '{dtype}' is not a NumPy dtype string"))),
+    };
+    if bytes != Some(itemsize) {
+        return Err(Error::InvalidArgument(format!("dtype '{dtype}' does not describe items of {itemsize} bytes")));
+    }
+    Ok(())
+}
+
+/// The `b2nd` metalayer as this library stores it: [`encode_b2nd`],
+/// zero-padded so that any dtype of up to [`DTYPE_RESERVE`] bytes fits later.
+///
+/// # Errors
+/// As [`encode_b2nd`].
+pub fn encode_b2nd_reserved(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype: &str) -> Result<Vec<u8>> {
+    let mut out = encode_b2nd(shape, chunkshape, blockshape, dtype)?;
+    out.resize(out.len() + DTYPE_RESERVE.saturating_sub(dtype.len()), 0);
+    Ok(out)
+}
+
 /// Decode a `caterva` or `b2nd` metalayer. Returns the geometry and the
 /// number of bytes consumed.
 ///
@@ -177,6 +239,23 @@ mod tests {
         assert_eq!(used, e.len());
         assert_eq!(g.dtype.as_deref(), Some("<f8"));
         assert_eq!(g.shape, vec![3, 0]);
+    }
+
+    #[test]
+    fn dtypes() {
+        assert_eq!(default_dtype(1), "|u1");
+        assert_eq!(default_dtype(8), "<u8");
+        assert_eq!(default_dtype(3), "|V3");
+        for (d, n) in [("<f8", 8), ("|u1", 1), ("<i2", 2), ("<U3", 12), ("|V7", 7), ("<M8[ns]", 8), ("|b1", 1)] {
+            assert!(check_dtype(d, n).is_ok(), "{d}");
+        }
+        for (d, n) in [("<f8", 4), ("", 1), ("x", 1), ("<f", 4), ("<i2\0", 2)] {
+            assert!(check_dtype(d, n).is_err(), "{d}");
+        }
+        assert!(check_dtype("[('a', '<f4'), ('b', '<i4')]", 8).is_ok());
+        let e = encode_b2nd_reserved(&[4], &[2], &[1], "<f8").unwrap();
+        assert_eq!(e.len(), encode_b2nd(&[4], &[2], &[1], "<f8").unwrap().len() + DTYPE_RESERVE - 3);
+        assert_eq!(decode(&e).unwrap().0.dtype.as_deref(), Some("<f8"));
     }
 
     #[test]

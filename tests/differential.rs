@@ -367,8 +367,12 @@ impl Harness {
                     Some(u) => {
                         let tmp = std::mem::replace(
                             arr,
-                            Array::zeros(&self.ctx, &Params { itemsize: 1, shape: vec![] }, &StorageParams::default())
-                                .unwrap(),
+                            Array::zeros(
+                                &self.ctx,
+                                &Params { itemsize: 1, shape: vec![], dtype: None },
+                                &StorageParams::default(),
+                            )
+                            .unwrap(),
                         );
                         drop(tmp);
                         *arr = Array::open(&self.ctx, &u).unwrap_or_else(|e| self.fail(&format!("reopen: {e}")));
@@ -425,7 +429,7 @@ fn run_seed(seed: u64, steps: usize, dir: &std::path::Path) {
     let st = h.random_storage(&shape, &format!("arr-{seed}"));
     let n: i64 = shape.iter().product();
     let data = h.rng.bytes(n as usize * item);
-    let params = Params { itemsize: item, shape: shape.clone() };
+    let params = Params { itemsize: item, shape: shape.clone(), dtype: None };
     let mut arr = Array::from_buffer(&h.ctx, &params, &st, &data).unwrap();
     let mut r = Ref { shape, item, data };
     let mut log = Vec::new();

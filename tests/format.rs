@@ -10,7 +10,7 @@ fn ctx() -> Context {
 
 /// Shape (10,10), chunks (6,6), blocks (4,4), int16 items 0..99.
 fn example() -> Array {
-    let params = Params { itemsize: 2, shape: vec![10, 10] };
+    let params = Params { itemsize: 2, shape: vec![10, 10], dtype: None };
     let st = StorageParams { chunkshape: vec![6, 6], blockshape: vec![4, 4], ..Default::default() };
     let data: Vec<u8> = (0..100i16).flat_map(i16::to_le_bytes).collect();
     Array::from_buffer(&ctx(), &params, &st, &data).unwrap()
@@ -53,18 +53,66 @@ fn worked_example_metalayer_bytes() {
         6, 0xd2, 0, 0, 0, 6, 0x92, 0xd2, 0, 0, 0, 4, 0xd2, 0, 0, 0, 4,
     ];
     assert_eq!(arr.meta_get("caterva").unwrap(), expect);
-    assert_eq!(arr.schunk().meta_names(), vec!["caterva".to_string()]);
+    // b2nd: the same sections in a fixarray of 7, dtype format 0 and the
+    // dtype as str32, zero-padded to leave room for a longer dtype.
+    let b2nd = arr.meta_get("b2nd").unwrap();
+    assert_eq!(b2nd[0], 0x97);
+    assert_eq!(&b2nd[1..44], &expect[1..]);
+    assert_eq!(&b2nd[44..53], &[0, 0xdb, 0, 0, 0, 3, b'<', b'u', b'2']);
+    assert!(b2nd[53..].iter().all(|&b| b == 0));
+    assert_eq!(arr.schunk().meta_names(), vec!["caterva".to_string(), "b2nd".to_string()]);
+    assert_eq!(arr.dtype().as_deref(), Some("<u2"));
+}
+
+/// Replace every occurrence of `from` in `frame` by `to` (same length).
+fn patch_all(frame: &mut [u8], from: &[u8], to: &[u8]) -> usize {
+    let mut n = 0;
+    for i in 0..frame.len().saturating_sub(from.len() - 1) {
+        if &frame[i..i + from.len()] == from {
+            frame[i..i + to.len()].copy_from_slice(to);
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn either_geometry_metalayer_is_enough_and_they_must_agree() {
+    let arr = example();
+    let data = arr.to_vec().unwrap();
+    let frame = arr.to_cframe().unwrap();
+    // Only b2nd (as python-blosc2 writes): readable, dtype kept.
+    let mut only_b2nd = frame.clone();
+    assert_eq!(patch_all(&mut only_b2nd, b"caterva", b"xaterva"), 1);
+    let a = Array::from_cframe(&ctx(), &only_b2nd).unwrap();
+    assert_eq!(a.to_vec().unwrap(), data);
+    assert_eq!(a.dtype().as_deref(), Some("<u2"));
+    // Only caterva (as the original wrote): readable, no dtype.
+    let mut only_caterva = frame.clone();
+    assert_eq!(patch_all(&mut only_caterva, b"b2nd", b"x2nd"), 1);
+    let a = Array::from_cframe(&ctx(), &only_caterva).unwrap();
+    assert_eq!(a.to_vec().unwrap(), data);
+    assert_eq!(a.dtype(), None);
+    // Both, disagreeing on the shape: refused.
+    let b2nd = arr.meta_get("b2nd").unwrap();
+    let mut disagree = frame.clone();
+    let pos = disagree.windows(b2nd.len()).position(|w| w == b2nd.as_slice()).unwrap();
+    disagree[pos + 12] = 9;
+    match Array::from_cframe(&ctx(), &disagree) {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("disagree"), "{m}"),
+        other => panic!("expected InvalidFormat, got {other:?}"),
+    }
 }
 
 #[test]
 fn a_super_chunk_without_geometry_is_refused() {
     let arr = example();
     let mut frame = arr.to_cframe().unwrap();
-    // Rename the metalayer in the frame header: 'caterva' -> 'xaterva'.
-    let pos = frame.windows(7).position(|w| w == b"caterva").unwrap();
-    frame[pos] = b'x';
+    // Rename the metalayers in the frame header: 'caterva' -> 'xaterva', 'b2nd' -> 'x2nd'.
+    assert_eq!(patch_all(&mut frame, b"caterva", b"xaterva"), 1);
+    assert_eq!(patch_all(&mut frame, b"b2nd", b"x2nd"), 1);
     match Array::from_cframe(&ctx(), &frame) {
-        Err(Error::InvalidFormat(m)) => assert!(m.contains("caterva"), "{m}"),
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("neither"), "{m}"),
         other => panic!("expected InvalidFormat, got {other:?}"),
     }
 }
@@ -73,10 +121,12 @@ fn a_super_chunk_without_geometry_is_refused() {
 fn geometry_contradicting_the_super_chunk_is_refused() {
     let arr = example();
     let mut frame = arr.to_cframe().unwrap();
-    // Claim shape (10, 20): 6 chunks where the super-chunk holds 4.
-    let meta = arr.meta_get("caterva").unwrap();
-    let pos = frame.windows(meta.len()).position(|w| w == meta.as_slice()).unwrap();
-    frame[pos + 21] = 20;
+    // Claim shape (10, 20) in both metalayers: 6 chunks where the super-chunk holds 4.
+    for name in ["caterva", "b2nd"] {
+        let meta = arr.meta_get(name).unwrap();
+        let pos = frame.windows(meta.len()).position(|w| w == meta.as_slice()).unwrap();
+        frame[pos + 21] = 20;
+    }
     match Array::from_cframe(&ctx(), &frame) {
         Err(Error::InvalidFormat(m)) => assert!(m.contains("chunks"), "{m}"),
         other => panic!("expected InvalidFormat, got {other:?}"),
@@ -92,4 +142,77 @@ fn garbage_is_not_a_frame() {
     assert!(Array::open(&ctx(), dir.to_str().unwrap()).is_err());
     std::fs::remove_file(&dir).unwrap();
     assert!(matches!(Array::open(&ctx(), "/nonexistent/caterva/path"), Err(Error::InvalidStorage(_))));
+}
+
+#[test]
+fn dtype_is_recorded_kept_and_checked() {
+    let ctx = ctx();
+    let storage = StorageParams { chunkshape: vec![3, 1], blockshape: vec![2, 1], ..Default::default() };
+    let params = Params { itemsize: 8, shape: vec![5, 1], dtype: Some("<f8".into()) };
+    let mut a = Array::zeros(&ctx, &params, &storage).unwrap();
+    assert_eq!(a.dtype().as_deref(), Some("<f8"));
+    a.append(&[0u8; 16], 0).unwrap();
+    a.squeeze().unwrap();
+    assert_eq!(a.dtype().as_deref(), Some("<f8"));
+    let (m, _) = caterva::meta::decode(&a.meta_get("b2nd").unwrap()).unwrap();
+    assert_eq!(m.shape, vec![7]);
+    let copy = a.copy(&ctx, &StorageParams { chunkshape: vec![4], blockshape: vec![2], ..Default::default() }).unwrap();
+    assert_eq!(copy.dtype().as_deref(), Some("<f8"));
+    let back = Array::from_cframe(&ctx, &copy.to_cframe().unwrap()).unwrap();
+    assert_eq!(back.dtype().as_deref(), Some("<f8"));
+    // Set later, checked against the item size and the room kept for it.
+    a.set_dtype("<i8").unwrap();
+    assert_eq!(a.dtype().as_deref(), Some("<i8"));
+    assert!(matches!(a.set_dtype("<f4"), Err(Error::InvalidArgument(_))));
+    a.set_dtype("|V8").unwrap();
+    let long = format!("[{}]", "('a', '<f8'), ".repeat(5));
+    assert!(matches!(a.set_dtype(&long), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![2], dtype: Some("<f4".into()) }, &storage_1d()),
+        Err(Error::InvalidArgument(_))
+    ));
+    // 15 user metalayers leave no slot for b2nd: the caterva guarantee wins.
+    let mut st = storage_1d();
+    st.metalayers = (0..15).map(|i| caterva::Metalayer { name: format!("m{i}"), content: vec![i as u8] }).collect();
+    let full = Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![2], dtype: None }, &st).unwrap();
+    assert_eq!(full.dtype(), None);
+    assert_eq!(full.schunk().meta_names().len(), 16);
+    // Default dtypes.
+    for (item, d) in [(1, "|u1"), (2, "<u2"), (4, "<u4"), (8, "<u8"), (3, "|V3")] {
+        let a = Array::zeros(&ctx, &Params { itemsize: item, shape: vec![2], dtype: None }, &storage_1d()).unwrap();
+        assert_eq!(a.dtype().as_deref(), Some(d));
+    }
+}
+
+fn storage_1d() -> StorageParams {
+    StorageParams { chunkshape: vec![2], blockshape: vec![1], ..Default::default() }
+}
+
+#[test]
+fn undecodable_or_contradicting_metalayers_are_refused() {
+    let arr = example();
+    let frame = arr.to_cframe().unwrap();
+    let b2nd = arr.meta_get("b2nd").unwrap();
+    let caterva = arr.meta_get("caterva").unwrap();
+    let find = |f: &[u8], m: &[u8]| f.windows(m.len()).position(|w| w == m).unwrap();
+    // A b2nd metalayer that does not decode (5 fields claimed, then garbage).
+    let mut bad = frame.clone();
+    let pos = find(&bad, &b2nd);
+    bad[pos] = 0x9f;
+    match Array::from_cframe(&ctx(), &bad) {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("b2nd"), "{m}"),
+        other => panic!("expected InvalidFormat, got {other:?}"),
+    }
+    // Blocks of 3 instead of 4 in both: same chunk count, but chunks of 6x6
+    // items where the super-chunk stores 8x8.
+    let mut bad = frame.clone();
+    for m in [&caterva, &b2nd] {
+        let pos = find(&bad, m);
+        bad[pos + 38] = 3;
+        bad[pos + 43] = 3;
+    }
+    match Array::from_cframe(&ctx(), &bad) {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains("bytes"), "{m}"),
+        other => panic!("expected InvalidFormat, got {other:?}"),
+    }
 }

@@ -59,7 +59,7 @@ fn reshaping_a_sparse_frame_leaves_untouched_chunk_files_alone() {
     let url = dir.join("a.b2nd");
     let mut a = Array::from_buffer(
         &ctx,
-        &Params { itemsize: 1, shape: vec![8, 6] },
+        &Params { itemsize: 1, shape: vec![8, 6], dtype: None },
         &storage(&[4, 3], &[2, 3], false, Some(&url)),
         &iota(48),
     )
@@ -102,7 +102,7 @@ fn failed_reshapes_leave_the_file_byte_for_byte() {
         let url = dir.join(if contiguous { "a.b2frame" } else { "a.b2nd" });
         let mut a = Array::from_buffer(
             &ctx,
-            &Params { itemsize: 2, shape: vec![7, 5] },
+            &Params { itemsize: 2, shape: vec![7, 5], dtype: None },
             &storage(&[3, 2], &[2, 2], contiguous, Some(&url)),
             &iota(70),
         )
@@ -155,7 +155,7 @@ fn failed_reshapes_leave_the_file_byte_for_byte() {
 fn grow_reads_padding_and_shrink_clears_it() {
     let ctx = ctx();
     let st = storage(&[4], &[2], true, None);
-    let mut a = Array::full(&ctx, &Params { itemsize: 1, shape: vec![10] }, &st, &[7]).unwrap();
+    let mut a = Array::full(&ctx, &Params { itemsize: 1, shape: vec![10], dtype: None }, &st, &[7]).unwrap();
     // Inside the last chunk the new items are its padding (the fill value);
     // a new chunk is zeros.
     a.resize(&[16], None).unwrap();
@@ -176,7 +176,7 @@ fn append_grows_an_empty_axis_and_survives_reopening() {
     for contiguous in [true, false] {
         let url = dir.join(if contiguous { "rows.b2frame" } else { "rows.b2nd" });
         let st = storage(&[7, 5], &[3, 5], contiguous, Some(&url));
-        let a = Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![0, 10] }, &st).unwrap();
+        let a = Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![0, 10], dtype: None }, &st).unwrap();
         drop(a);
         let mut expect = Vec::new();
         for round in 0..6u8 {
@@ -203,7 +203,8 @@ fn squeeze_rewrites_chunks_only_when_the_layout_changes() {
     let st = storage(&[4, 3, 5], &[2, 2, 5], true, Some(&url));
     let mut st2 = st.clone();
     st2.metalayers = vec![Metalayer { name: "unit".into(), content: b"m".to_vec() }];
-    let mut a = Array::from_buffer(&ctx, &Params { itemsize: 4, shape: vec![6, 1, 5] }, &st2, &iota(120)).unwrap();
+    let mut a =
+        Array::from_buffer(&ctx, &Params { itemsize: 4, shape: vec![6, 1, 5], dtype: None }, &st2, &iota(120)).unwrap();
     a.vlmeta_add("note", b"kept").unwrap();
     a.squeeze().unwrap();
     assert_eq!(a.shape(), &[6, 5]);
@@ -221,7 +222,7 @@ fn squeeze_rewrites_chunks_only_when_the_layout_changes() {
     // Down to 0 dims.
     let mut b = Array::from_buffer(
         &ctx,
-        &Params { itemsize: 2, shape: vec![1, 1] },
+        &Params { itemsize: 2, shape: vec![1, 1], dtype: None },
         &storage(&[1, 1], &[1, 1], false, None),
         &[5, 6],
     )
@@ -238,7 +239,8 @@ fn copy_and_get_slice_carry_the_right_metadata() {
     let dir = scratch("copy");
     let mut st = storage(&[4, 4], &[2, 2], false, None);
     st.metalayers = vec![Metalayer { name: "units".into(), content: b"m/s".to_vec() }];
-    let mut a = Array::from_buffer(&ctx, &Params { itemsize: 4, shape: vec![9, 7] }, &st, &iota(252)).unwrap();
+    let mut a =
+        Array::from_buffer(&ctx, &Params { itemsize: 4, shape: vec![9, 7], dtype: None }, &st, &iota(252)).unwrap();
     a.vlmeta_add("history", b"made here").unwrap();
 
     // Same partitions and codec: the compressed chunks are copied as they are.
@@ -279,9 +281,13 @@ fn copy_and_get_slice_carry_the_right_metadata() {
 #[test]
 fn writes_never_touch_a_borrowed_frame_buffer() {
     let ctx = ctx();
-    let a =
-        Array::from_buffer(&ctx, &Params { itemsize: 1, shape: vec![10] }, &storage(&[4], &[2], true, None), &iota(10))
-            .unwrap();
+    let a = Array::from_buffer(
+        &ctx,
+        &Params { itemsize: 1, shape: vec![10], dtype: None },
+        &storage(&[4], &[2], true, None),
+        &iota(10),
+    )
+    .unwrap();
     let frame = a.to_cframe().unwrap();
     let keep = frame.clone();
     // SAFETY: `frame` outlives the super-chunk built over it.

@@ -82,7 +82,7 @@ fn from_buffer_to_buffer_and_slices() {
                     st.chunkshape = c.chunks.to_vec();
                     st.blockshape = c.blocks.to_vec();
                     st.metalayers = vec![Metalayer { name: "user".into(), content: vec![1, 2, 3] }];
-                    let params = Params { itemsize: item, shape: c.shape.to_vec() };
+                    let params = Params { itemsize: item, shape: c.shape.to_vec(), dtype: None };
                     let n: i64 = c.shape.iter().product();
                     let data: Vec<u8> = (0..n as usize * item).map(|i| (i * 7 + i / 251) as u8).collect();
                     let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
@@ -119,7 +119,7 @@ fn from_buffer_to_buffer_and_slices() {
 #[test]
 fn zeros_full_and_cframe() {
     let ctx = Context::new(Config::default()).unwrap();
-    let params = Params { itemsize: 4, shape: vec![7, 9] };
+    let params = Params { itemsize: 4, shape: vec![7, 9], dtype: None };
     let st = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 3], ..Default::default() };
     let z = Array::zeros(&ctx, &params, &st).unwrap();
     assert!(z.to_vec().unwrap().iter().all(|&b| b == 0));
@@ -134,7 +134,7 @@ fn zeros_full_and_cframe() {
 #[test]
 fn huge_zeros_cost_almost_nothing() {
     let ctx = Context::new(Config::default()).unwrap();
-    let params = Params { itemsize: 8, shape: vec![1_000_000, 1_000_000] };
+    let params = Params { itemsize: 8, shape: vec![1_000_000, 1_000_000], dtype: None };
     let st = StorageParams {
         chunkshape: vec![1000, 1000],
         blockshape: vec![100, 100],
@@ -156,7 +156,7 @@ fn failures_leave_no_trace() {
     let dir = std::env::temp_dir().join(format!("caterva-fail-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let url = dir.join("x.b2frame").to_string_lossy().into_owned();
-    let params = Params { itemsize: 4, shape: vec![10, 10] };
+    let params = Params { itemsize: 4, shape: vec![10, 10], dtype: None };
     let mut st = StorageParams {
         chunkshape: vec![5, 5],
         blockshape: vec![2, 2],
@@ -186,7 +186,7 @@ fn failures_leave_no_trace() {
 #[test]
 fn failed_writes_leave_the_array_unchanged() {
     let ctx = Context::new(Config::default()).unwrap();
-    let params = Params { itemsize: 1, shape: vec![8, 8] };
+    let params = Params { itemsize: 1, shape: vec![8, 8], dtype: None };
     let st = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 2], ..Default::default() };
     let data: Vec<u8> = (0..64).collect();
     let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
@@ -205,7 +205,7 @@ fn failed_writes_leave_the_array_unchanged() {
 #[test]
 fn concurrent_readers_see_every_byte() {
     let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
-    let params = Params { itemsize: 2, shape: vec![40, 30, 20] };
+    let params = Params { itemsize: 2, shape: vec![40, 30, 20], dtype: None };
     for st in storages("concurrent") {
         let st = StorageParams { chunkshape: vec![10, 7, 6], blockshape: vec![4, 3, 6], ..st };
         let data: Vec<u8> = (0..24000u32).flat_map(|v| (v as u16).to_le_bytes()).collect();

@@ -45,11 +45,13 @@ unsafe fn write_metalayer(out: *mut caterva_metalayer_t, name: &str, data: &[u8]
     Ok(())
 }
 
-/// The shared part of the metalayer calls: check ctx and array, run `f`.
+/// The shared part of the calls on one array: check ctx and array, run `f`,
+/// then refresh the public fields (also after an error: a failure inside
+/// c-blosc2, or a borrowed frame copied before a write, may have changed them).
 ///
 /// # Safety
 /// `ctx` and `array` must be NULL or valid.
-unsafe fn with_array(
+pub(crate) unsafe fn with_array(
     func: &str,
     ctx: *mut caterva_ctx_t,
     array: *mut caterva_array_t,
@@ -60,8 +62,9 @@ unsafe fn with_array(
         unsafe { CtxBox::get(ctx) }?;
         // SAFETY: caller's contract.
         let a = unsafe { ArrayBox::get(array) }?;
-        f(a)?;
-        Ok(CATERVA_SUCCEED)
+        let r = f(a);
+        a.sync();
+        r.map(|()| CATERVA_SUCCEED)
     })
 }
 
@@ -333,5 +336,58 @@ pub unsafe extern "C" fn caterva_deserialize_meta(
         used
     } else {
         -rc
+    }
+}
+
+/// Longest dtype string `caterva_set_dtype` accepts.
+pub const CATERVA_DTYPE_MAXLEN: usize = 64;
+const _: () = assert!(CATERVA_DTYPE_MAXLEN == meta::DTYPE_RESERVE);
+
+/// Record `dtype`, a NumPy dtype string such as `"<f8"` or `"<i2"` that
+/// matches the item size, in the array's `b2nd` metalayer, so that
+/// python-blosc2 and c-blosc2's b2nd see the right type (an extension: the
+/// original library had no dtype). Without it arrays record the unsigned
+/// integer of their item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
+///
+/// # Safety
+/// `dtype` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_set_dtype(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    dtype: *const c_char,
+) -> c_int {
+    // SAFETY: caller's contract.
+    unsafe {
+        with_array("caterva_set_dtype", ctx, array, |a| {
+            let d = string(dtype, "dtype")?;
+            a.array.set_dtype(d)
+        })
+    }
+}
+
+/// Fetch the dtype string of the array's `b2nd` metalayer into `*dtype`
+/// (malloc'ed, for the caller to `free`), or NULL when the array has no
+/// `b2nd` metalayer (files written by the original library).
+///
+/// # Safety
+/// `dtype` must point to writable memory.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_get_dtype(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    dtype: *mut *mut c_char,
+) -> c_int {
+    // SAFETY: caller's contract.
+    unsafe {
+        with_array("caterva_get_dtype", ctx, array, |a| {
+            let out = out_ptr(dtype, "dtype")?;
+            let value = match a.array.dtype() {
+                Some(d) => malloc_cstr(&d)?,
+                None => std::ptr::null_mut(),
+            };
+            *out = value;
+            Ok(())
+        })
     }
 }

@@ -7,12 +7,12 @@
 
 use std::ffi::{c_int, c_void};
 
+use super::meta::with_array;
 use super::types::{caterva_array_t, caterva_ctx_t, caterva_storage_t, storage_from_c, ArrayBox, CtxBox};
 use super::{boundary, bytes, bytes_mut, deref, out_ptr, slice, CATERVA_SUCCEED};
 use crate::error::{Error, Result};
 
-/// The array behind `array` (after checking `ctx`), and its public fields
-/// refreshed once `f` has changed it.
+/// Run `f` on the array behind `array`; see [`with_array`].
 ///
 /// # Safety
 /// The pointers must be NULL or valid (caller's contract).
@@ -22,16 +22,8 @@ unsafe fn change(
     array: *mut caterva_array_t,
     f: impl FnOnce(&mut crate::Array) -> Result<()>,
 ) -> c_int {
-    boundary(func, || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
-        let r = f(&mut a.array);
-        // Also after an error: a failure inside c-blosc2 may have changed it.
-        a.sync();
-        r.map(|()| CATERVA_SUCCEED)
-    })
+    // SAFETY: forwarded.
+    unsafe { with_array(func, ctx, array, |a| f(&mut a.array)) }
 }
 
 /// Change the shape to `new_shape` (`ndim` entries). Where an axis grows, the

@@ -287,7 +287,7 @@ pub(crate) fn params_from_c(p: &caterva_params_t) -> Result<Params> {
     if p.itemsize == 0 {
         invalid!("itemsize must be at least 1");
     }
-    Ok(Params { itemsize: usize::from(p.itemsize), shape: p.shape[..n].to_vec() })
+    Ok(Params { itemsize: usize::from(p.itemsize), shape: p.shape[..n].to_vec(), dtype: None })
 }
 
 /// The Rust storage of a C `caterva_storage_t`, for an array of `ndim` dimensions.
