@@ -162,10 +162,11 @@ void suite_reshape_mixed(void) {
     static const shape_case_t seq = {3, {30, 20, 12}, {7, 6, 5}, {3, 3, 2}};
     static const shape_case_t full = {2, {13, 11}, {4, 6}, {4, 3}};
     m_run_shape("test_reshape_sequence", test_reshape_sequence, &seq);
-    /* Item sizes that are not powers of two. */
+    /* Item sizes that are not powers of two (in memory: the storage layer
+     * does not depend on the itemsize). */
     static const uint8_t odd[3] = {3, 5, 7};
     for (size_t i = 0; i < 3; i++) {
-        for (size_t b = 0; b < 4; b++) {
+        for (size_t b = 0; b < 2; b++) {
             test_case_t tc = {odd[i], seq, BACKENDS[b]};
             h_report("test_reshape_sequence", &tc, test_reshape_sequence(&tc));
         }
