@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Build caterva-rs (release) and the C benchmark bench/bench.c against it, then
+# run the benchmark, passing the arguments through.
+#   bash bench/run.sh            # the full run (a few minutes on 2 cores)
+#   bash bench/run.sh --quick    # a smaller array, a smoke run of seconds
+#   bash bench/run.sh --reps N   # N repetitions per operation (default 5)
+#   bash bench/run.sh --slow-reps M  # for from_buffer and append (default min(3, N))
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release
+cc -O2 -std=c99 -Wall -Wextra -Iinclude -Itarget/blosc2/include bench/bench.c \
+    -Ltarget/release -Wl,-rpath,"$PWD/target/release" -lcaterva -lblosc2 -lm \
+    -o target/release/caterva-bench
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
+    commit="$commit (with uncommitted changes)"
+fi
+BENCH_GIT_COMMIT="$commit" exec target/release/caterva-bench "$@"
