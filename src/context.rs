@@ -26,6 +26,7 @@ impl Default for Config {
 struct Inner {
     config: Config,
     pool: rayon::ThreadPool,
+    workers: crate::engine::WorkerPool,
 }
 
 /// Compression settings plus a private thread pool of `nthreads` workers
@@ -63,7 +64,7 @@ impl Context {
             .thread_name(|i| format!("caterva-{i}"))
             .build()
             .map_err(|e| Error::Io(format!("cannot start worker threads: {e}")))?;
-        Ok(Context { inner: Arc::new(Inner { config, pool }) })
+        Ok(Context { inner: Arc::new(Inner { config, pool, workers: crate::engine::WorkerPool::default() }) })
     }
 
     /// The settings.
@@ -82,6 +83,11 @@ impl Context {
     #[must_use]
     pub fn cparams(&self) -> &CParams {
         &self.inner.config.cparams
+    }
+
+    /// The engine's idle workers (contexts and scratch buffers kept between calls).
+    pub(crate) fn workers(&self) -> &crate::engine::WorkerPool {
+        &self.inner.workers
     }
 
     /// Run `f` (which may use rayon's parallel iterators) on this context's pool.

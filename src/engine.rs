@@ -135,10 +135,13 @@ pub(crate) fn clear_box(geom: &Geometry, chunk: &mut [u8], lo: &[i64; MAX_DIM], 
     });
 }
 
-/// Per-worker state, reused across the chunks a worker handles.
+/// Per-worker state: compression contexts and scratch buffers. Workers are
+/// kept by their [`Context`] between calls ([`WorkerPool`]), so a small read
+/// neither creates Blosc2 contexts nor touches a fresh chunk-sized buffer.
 pub(crate) struct Worker {
-    dctx: Option<DCtx>,
-    cctx: Option<CCtx>,
+    /// Decompression contexts: single-threaded, and with the context's threads.
+    dctx: [Option<(usize, DCtx)>; 2],
+    cctx: Option<(CctxKey, CCtx)>,
     /// A decompressed chunk (block layout).
     pub(crate) scratch: Vec<u8>,
     /// A chunk being built (block layout).
@@ -147,23 +150,113 @@ pub(crate) struct Worker {
     pub(crate) stage: Vec<u8>,
 }
 
+/// What a compression context was made for; another array (item size,
+/// block size) or thread count needs another one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CctxKey {
+    codec: u8,
+    codec_meta: u8,
+    clevel: u8,
+    use_dict: bool,
+    splitmode: i32,
+    filters: [u8; 6],
+    filters_meta: [u8; 6],
+    prefilter: usize,
+    preparams: usize,
+    typesize: usize,
+    blocksize: usize,
+    nthreads: usize,
+}
+
+impl CctxKey {
+    fn new(cp: &CParams, geom: &Geometry, nthreads: usize) -> Self {
+        CctxKey {
+            codec: cp.codec,
+            codec_meta: cp.codec_meta,
+            clevel: cp.clevel,
+            use_dict: cp.use_dict,
+            splitmode: cp.splitmode,
+            filters: cp.filters,
+            filters_meta: cp.filters_meta,
+            prefilter: cp.prefilter.map_or(0, |f| f as usize),
+            preparams: cp.preparams as usize,
+            typesize: geom.itemsize(),
+            blocksize: geom.block_nbytes(),
+            nthreads,
+        }
+    }
+}
+
+/// The idle [`Worker`]s of a context.
+#[derive(Default)]
+pub(crate) struct WorkerPool {
+    idle: std::sync::Mutex<Vec<Worker>>,
+}
+
+impl WorkerPool {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
+        // A panic while holding the lock leaves a plain Vec behind: still valid.
+        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A worker taken from a context's pool for one task; it goes back on drop.
+pub(crate) struct Lease<'a> {
+    ctx: &'a Context,
+    worker: Option<Worker>,
+}
+
+impl Lease<'_> {
+    pub(crate) fn new(ctx: &Context) -> Lease<'_> {
+        let worker = ctx.workers().idle().pop().unwrap_or_else(Worker::new);
+        Lease { ctx, worker: Some(worker) }
+    }
+}
+
+impl std::ops::Deref for Lease<'_> {
+    type Target = Worker;
+    fn deref(&self) -> &Worker {
+        self.worker.as_ref().expect("present until drop")
+    }
+}
+
+impl std::ops::DerefMut for Lease<'_> {
+    fn deref_mut(&mut self) -> &mut Worker {
+        self.worker.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.worker.take() {
+            let mut idle = self.ctx.workers().idle();
+            // Enough for every pool thread plus the calling thread.
+            if idle.len() <= self.ctx.nthreads() {
+                idle.push(w);
+            }
+        }
+    }
+}
+
 impl Worker {
     pub(crate) fn new() -> Self {
-        Worker { dctx: None, cctx: None, scratch: Vec::new(), out: Vec::new(), stage: Vec::new() }
+        Worker { dctx: [None, None], cctx: None, scratch: Vec::new(), out: Vec::new(), stage: Vec::new() }
     }
 
     fn dctx(&mut self, nthreads: usize) -> Result<&mut DCtx> {
-        if self.dctx.is_none() {
-            self.dctx = Some(DCtx::new(nthreads)?);
+        let slot = &mut self.dctx[usize::from(nthreads > 1)];
+        if slot.as_ref().is_none_or_mismatch(nthreads) {
+            *slot = Some((nthreads, DCtx::new(nthreads)?));
         }
-        Ok(self.dctx.as_mut().expect("just set"))
+        Ok(&mut slot.as_mut().expect("just set").1)
     }
 
     fn cctx(&mut self, cparams: &CParams, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
-        if self.cctx.is_none() {
-            self.cctx = Some(CCtx::new(cparams, geom.itemsize(), geom.block_nbytes(), nthreads)?);
+        let key = CctxKey::new(cparams, geom, nthreads);
+        if self.cctx.as_ref().is_none_or_mismatch(key) {
+            self.cctx = Some((key, CCtx::new(cparams, geom.itemsize(), geom.block_nbytes(), nthreads)?));
         }
-        Ok(self.cctx.as_mut().expect("just set"))
+        Ok(&mut self.cctx.as_mut().expect("just set").1)
     }
 
     /// Compress `chunk` (a whole chunk of `geom`, block layout).
@@ -266,6 +359,17 @@ impl Worker {
     }
 }
 
+/// Whether a cached `(key, value)` slot must be rebuilt for `key`.
+trait Mismatch<K> {
+    fn is_none_or_mismatch(self, key: K) -> bool;
+}
+
+impl<K: PartialEq, V> Mismatch<K> for Option<&(K, V)> {
+    fn is_none_or_mismatch(self, key: K) -> bool {
+        self.map_or(true, |(k, _)| *k != key)
+    }
+}
+
 /// Split the thread budget: chunk-level workers when there are several
 /// chunks, blosc's own threads inside a single chunk otherwise.
 pub(crate) fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
@@ -329,13 +433,13 @@ pub(crate) fn read_region(
     let parts = collect_parts(geom, region);
     let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
     let nthreads = blosc_threads(ctx, parts.len());
-    let work = |w: &mut Worker, part: &ChunkPart| -> Result<()> {
+    let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {
         // SAFETY: `user` covers the region (checked above) and this part's
         // items belong to this chunk alone; `dst` is borrowed mutably for the
         // whole call, so nobody else touches it.
         unsafe { w.read_part(sc, geom, region, part, user, nthreads) }
     };
-    ctx.run(|| parts.par_iter().try_for_each_init(Worker::new, work))
+    ctx.run(|| parts.par_iter().try_for_each_init(|| Lease::new(ctx), work))
 }
 
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
@@ -357,7 +461,7 @@ pub(crate) fn build_chunks(
     // it only reads through it.
     let user = UserBuf::new(src.as_ptr().cast_mut(), geom, src_shape);
     let nthreads = blosc_threads(ctx, parts.len());
-    let work = |w: &mut Worker, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
+    let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
         match sc {
             Some(sc) if !part.covers_chunk => w.load(sc, geom, part.nchunk, None, nthreads)?,
             _ => {
@@ -375,7 +479,7 @@ pub(crate) fn build_chunks(
         w.scratch = scratch;
         Ok((part.nchunk, compressed?))
     };
-    ctx.run(|| parts.par_iter().map_init(Worker::new, work).collect())
+    ctx.run(|| parts.par_iter().map_init(|| Lease::new(ctx), work).collect())
 }
 
 /// The chunk parts of `region`, for callers of [`build_chunks`].
@@ -550,7 +654,7 @@ pub(crate) fn read_selection(
     let jobs = sel.jobs();
     let nthreads = blosc_threads(ctx, jobs.len());
     let item = geom.itemsize();
-    let work = |w: &mut Worker, job: &[usize; MAX_DIM]| -> Result<()> {
+    let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<()> {
         let (nchunk, mask, contrib) = sel.chunk_plan(geom, job);
         w.load(sc, geom, nchunk, Some(&mask), nthreads)?;
         let scratch = &w.scratch;
@@ -565,7 +669,7 @@ pub(crate) fn read_selection(
         });
         Ok(())
     };
-    ctx.run(|| jobs.par_iter().try_for_each_init(Worker::new, work))
+    ctx.run(|| jobs.par_iter().try_for_each_init(|| Lease::new(ctx), work))
 }
 
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
@@ -587,7 +691,7 @@ pub(crate) fn build_selection(
     let jobs = sel.jobs();
     let nthreads = blosc_threads(ctx, jobs.len());
     let item = geom.itemsize();
-    let work = |w: &mut Worker, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
+    let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
         let (nchunk, _, contrib) = sel.chunk_plan(geom, job);
         w.load(sc, geom, nchunk, None, nthreads)?;
         let mut scratch = std::mem::take(&mut w.scratch);
@@ -606,5 +710,5 @@ pub(crate) fn build_selection(
         w.scratch = scratch;
         Ok((nchunk, compressed?))
     };
-    ctx.run(|| jobs.par_iter().map_init(Worker::new, work).collect())
+    ctx.run(|| jobs.par_iter().map_init(|| Lease::new(ctx), work).collect())
 }

@@ -17,7 +17,7 @@
 use rayon::prelude::*;
 
 use crate::context::Context;
-use crate::engine::{self, UserBuf, Worker};
+use crate::engine::{self, Lease, UserBuf, Worker};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
 use crate::schunk::{self, CParams, SChunk};
@@ -313,33 +313,54 @@ pub(crate) fn build(
         new_geom.chunk_nbytes(),
         &vec![0u8; new_geom.itemsize()],
     )?;
-    let nthreads = engine::blosc_threads(ctx, parts.len());
-    let work = |w: &mut Worker, part: &ChunkPart| -> Result<Built> {
-        let clear = match classify(new_geom, m, same_layout, part) {
-            Plan::Zeros => return Ok(Built::Data(zeros.clone())),
-            Plan::Reuse(k) if reuse => return Ok(Built::Reuse(k)),
-            Plan::Reuse(k) => Some((k, Vec::new())),
-            Plan::Patch(k, clear) => Some((k, clear)),
-            Plan::Build => None,
-        };
-        let chunk = match clear {
-            Some((k, clear)) => {
-                w.load(m.old_sc, m.old_geom, k, None, nthreads)?;
-                for (lo, hi) in &clear {
+    // Plan every chunk first (cheap), so that only the chunks with work to
+    // do are spread over the threads.
+    let plans: Vec<Plan> = parts.iter().map(|p| classify(new_geom, m, same_layout, p)).collect();
+    let mut out: Vec<Option<Built>> = Vec::with_capacity(parts.len());
+    let mut todo = Vec::new();
+    for (i, plan) in plans.into_iter().enumerate() {
+        match plan {
+            Plan::Zeros => out.push(Some(Built::Data(zeros.clone()))),
+            Plan::Reuse(k) if reuse => out.push(Some(Built::Reuse(k))),
+            Plan::Reuse(k) => {
+                out.push(None);
+                todo.push((i, Plan::Patch(k, Vec::new())));
+            }
+            plan => {
+                out.push(None);
+                todo.push((i, plan));
+            }
+        }
+    }
+    let nthreads = engine::blosc_threads(ctx, todo.len());
+    let work = |w: &mut Lease<'_>, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
+        let compressed = match plan {
+            Plan::Patch(k, clear) => {
+                w.load(m.old_sc, m.old_geom, *k, None, nthreads)?;
+                for (lo, hi) in clear {
                     engine::clear_box(new_geom, &mut w.scratch, lo, hi);
                 }
-                std::mem::take(&mut w.scratch)
+                let chunk = std::mem::take(&mut w.scratch);
+                let c = w.compress(cparams, new_geom, &chunk, nthreads);
+                w.scratch = chunk;
+                c
             }
-            None => {
-                assemble(w, new_geom, m, part)?;
-                std::mem::take(&mut w.out)
+            _ => {
+                assemble(w, new_geom, m, &parts[*i])?;
+                let chunk = std::mem::take(&mut w.out);
+                let c = w.compress(cparams, new_geom, &chunk, nthreads);
+                w.out = chunk;
+                c
             }
         };
-        let compressed = w.compress(cparams, new_geom, &chunk, nthreads);
-        w.out = chunk;
-        Ok(Built::Data(compressed?))
+        Ok((*i, compressed?))
     };
-    ctx.run(|| parts.par_iter().map_init(Worker::new, work).collect())
+    let built: Vec<(usize, Vec<u8>)> =
+        ctx.run(|| todo.par_iter().map_init(|| Lease::new(ctx), work).collect::<Result<_>>())?;
+    for (i, bytes) in built {
+        out[i] = Some(Built::Data(bytes));
+    }
+    Ok(out.into_iter().map(|b| b.expect("every chunk planned or built")).collect())
 }
 
 /// Make `sc`'s chunks the `new` list (in order), keeping the reused old
