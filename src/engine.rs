@@ -245,7 +245,7 @@ impl Worker {
 
     fn dctx(&mut self, nthreads: usize) -> Result<&mut DCtx> {
         let slot = &mut self.dctx[usize::from(nthreads > 1)];
-        if slot.as_ref().is_none_or_mismatch(nthreads) {
+        if slot.as_ref().stale_for(nthreads) {
             *slot = Some((nthreads, DCtx::new(nthreads)?));
         }
         Ok(&mut slot.as_mut().expect("just set").1)
@@ -253,7 +253,7 @@ impl Worker {
 
     fn cctx(&mut self, cparams: &CParams, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
         let key = CctxKey::new(cparams, geom, nthreads);
-        if self.cctx.as_ref().is_none_or_mismatch(key) {
+        if self.cctx.as_ref().stale_for(key) {
             self.cctx = Some((key, CCtx::new(cparams, geom.itemsize(), geom.block_nbytes(), nthreads)?));
         }
         Ok(&mut self.cctx.as_mut().expect("just set").1)
@@ -361,11 +361,11 @@ impl Worker {
 
 /// Whether a cached `(key, value)` slot must be rebuilt for `key`.
 trait Mismatch<K> {
-    fn is_none_or_mismatch(self, key: K) -> bool;
+    fn stale_for(self, key: K) -> bool;
 }
 
 impl<K: PartialEq, V> Mismatch<K> for Option<&(K, V)> {
-    fn is_none_or_mismatch(self, key: K) -> bool {
+    fn stale_for(self, key: K) -> bool {
         self.map_or(true, |(k, _)| *k != key)
     }
 }
