@@ -76,13 +76,16 @@ uint8_t *m_slab(const model_t *m, int axis, int64_t k, int64_t base, int64_t *nb
     return buf;
 }
 
-int m_insert(model_t *m, int axis, int64_t pos, int64_t k, const uint8_t *slab) {
+/* Rebuild the model with delta hyperplanes along axis from pos: delta > 0
+ * inserts them (from slab, m_slab's layout, or zeros when slab is NULL);
+ * delta < 0 removes -delta of them. */
+static int m_splice(model_t *m, int axis, int64_t pos, int64_t delta, const uint8_t *slab) {
     int8_t ndim = m->ndim;
     int64_t nshape[CATERVA_MAX_DIM], sshape[CATERVA_MAX_DIM];
     memcpy(nshape, m->shape, sizeof(nshape));
-    nshape[axis] += k;
+    nshape[axis] += delta;
     memcpy(sshape, m->shape, sizeof(sshape));
-    sshape[axis] = k;
+    sshape[axis] = delta;
     int64_t n = h_nitems(ndim, nshape);
     uint64_t *nv = malloc((size_t)n * sizeof(uint64_t) + 1);
     if (nv == NULL) {
@@ -95,11 +98,11 @@ int m_insert(model_t *m, int axis, int64_t pos, int64_t k, const uint8_t *slab) 
             int64_t a = idx[axis];
             if (a < pos) {
                 nv[p] = m->v[h_linear(ndim, m->shape, idx)];
-            } else if (a < pos + k) {
+            } else if (a < pos + delta) {
                 idx[axis] = a - pos;
                 nv[p] = slab == NULL ? 0 : h_get(slab, h_linear(ndim, sshape, idx), m->itemsize);
             } else {
-                idx[axis] = a - k;
+                idx[axis] = a - delta;
                 nv[p] = m->v[h_linear(ndim, m->shape, idx)];
             }
             idx[axis] = a;
@@ -111,32 +114,12 @@ int m_insert(model_t *m, int axis, int64_t pos, int64_t k, const uint8_t *slab) 
     return 0;
 }
 
+int m_insert(model_t *m, int axis, int64_t pos, int64_t k, const uint8_t *slab) {
+    return m_splice(m, axis, pos, k, slab);
+}
+
 int m_delete(model_t *m, int axis, int64_t pos, int64_t len) {
-    int8_t ndim = m->ndim;
-    int64_t nshape[CATERVA_MAX_DIM];
-    memcpy(nshape, m->shape, sizeof(nshape));
-    nshape[axis] -= len;
-    int64_t n = h_nitems(ndim, nshape);
-    uint64_t *nv = malloc((size_t)n * sizeof(uint64_t) + 1);
-    if (nv == NULL) {
-        return 1;
-    }
-    int64_t idx[CATERVA_MAX_DIM] = {0};
-    if (n > 0) {
-        do {
-            int64_t p = h_linear(ndim, nshape, idx);
-            int64_t a = idx[axis];
-            if (a >= pos) {
-                idx[axis] = a + len;
-            }
-            nv[p] = m->v[h_linear(ndim, m->shape, idx)];
-            idx[axis] = a;
-        } while (h_next_index(ndim, nshape, idx));
-    }
-    free(m->v);
-    m->v = nv;
-    memcpy(m->shape, nshape, sizeof(nshape));
-    return 0;
+    return m_splice(m, axis, pos, -len, NULL);
 }
 
 int m_resize(model_t *m, const int64_t *new_shape, const int64_t *start) {
@@ -437,4 +420,80 @@ int m_add_vlmeta(caterva_ctx_t *ctx, caterva_array_t *arr) {
 int m_expect_kept(caterva_ctx_t *ctx, caterva_array_t *arr) {
     return m_expect_meta(ctx, arr, "keep", KEEP, (int32_t)sizeof(KEEP), false) ||
            m_expect_meta(ctx, arr, "vkeep", VKEEP, (int32_t)sizeof(VKEEP), true);
+}
+
+int fx_setup(fixture_t *f, const test_case_t *tc, const char *tag) {
+    memset(f, 0, sizeof(*f));
+    CHECK_OK(h_setup(tc, tag, &f->ctx, f->path, &f->params, &f->storage));
+    return 0;
+}
+
+int fx_create(fixture_t *f, const test_case_t *tc, bool with_meta) {
+    f->with_meta = with_meta;
+    if (with_meta) {
+        m_keep_meta(&f->storage);
+    }
+    if (m_from_buffer(f->ctx, tc, &f->params, &f->storage, &f->arr, &f->m)) {
+        return 1;
+    }
+    return with_meta ? m_add_vlmeta(f->ctx, f->arr) : 0;
+}
+
+int fx_begin(fixture_t *f, const test_case_t *tc, const char *tag, bool with_meta) {
+    if (m_skip(tc)) {
+        return FX_SKIP;
+    }
+    return fx_setup(f, tc, tag) || fx_create(f, tc, with_meta);
+}
+
+int fx_check(fixture_t *f) {
+    return m_check(f->ctx, f->arr, &f->m);
+}
+
+int fx_recheck(fixture_t *f) {
+    return m_recheck(f->ctx, &f->arr, f->path, &f->m);
+}
+
+int fx_end(fixture_t *f) {
+    if (f->with_meta && m_expect_kept(f->ctx, f->arr)) {
+        return 1;
+    }
+    return m_finish(&f->ctx, &f->arr, &f->m, f->path);
+}
+
+int m_dest(caterva_ctx_t *ctx, const backend_t *b, const char *stem, int8_t ndim, const int32_t *chunk,
+           const int32_t *block, char *dpath, caterva_storage_t *ds) {
+    snprintf(dpath, 64, "%s%s", stem, b->contiguous ? ".b2frame" : ".b2nd");
+    CHECK_OK(caterva_remove(ctx, dpath));
+    memset(ds, 0, sizeof(*ds));
+    for (int i = 0; i < ndim; i++) {
+        ds->chunkshape[i] = chunk[i];
+        ds->blockshape[i] = block[i];
+    }
+    ds->contiguous = b->contiguous;
+    ds->urlpath = b->persistent ? dpath : NULL;
+    return 0;
+}
+
+int m_write_origin(caterva_ctx_t *ctx, caterva_array_t *dst, model_t *dm, uint8_t byte) {
+    if (m_nitems(dm) == 0) {
+        return 0;
+    }
+    int64_t z[CATERVA_MAX_DIM] = {0}, one[CATERVA_MAX_DIM] = {0};
+    for (int i = 0; i < dm->ndim; i++) {
+        one[i] = 1;
+    }
+    uint8_t item[8];
+    memset(item, byte, sizeof(item));
+    CHECK_OK(caterva_set_slice_buffer(ctx, item, one, dm->itemsize, z, one, dst));
+    dm->v[0] = h_get(item, 0, dm->itemsize);
+    return m_check(ctx, dst, dm);
+}
+
+int m_drop_dest(caterva_ctx_t *ctx, caterva_array_t **dst, model_t *dm, char *dpath) {
+    CHECK_OK(caterva_free(ctx, dst));
+    CHECK_OK(caterva_remove(ctx, dpath));
+    CHECK(!h_exists(dpath));
+    m_free(dm);
+    return 0;
 }

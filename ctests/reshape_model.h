@@ -115,6 +115,66 @@ int m_from_buffer(caterva_ctx_t *ctx, const test_case_t *tc, caterva_params_t *p
  * it is gone, free the model and the context. */
 int m_finish(caterva_ctx_t **ctx, caterva_array_t **arr, model_t *m, char *path);
 
+/* The destination of a new array (get_slice, copy) on backend b: dpath (64
+ * bytes) gets stem with b's extension (.b2frame contiguous, .b2nd not) and is
+ * removed if it exists; ds gets partitions chunk/block on ndim axes, b's
+ * layout and, when b is persistent, dpath as urlpath. Returns 0 on success. */
+int m_dest(caterva_ctx_t *ctx, const backend_t *b, const char *stem, int8_t ndim, const int32_t *chunk,
+           const int32_t *block, char *dpath, caterva_storage_t *ds);
+
+/* A new array dst (model dm) is independent of its source: write the item
+ * of bytes byte at its origin (when it has items) and check dst against dm
+ * changed the same way. */
+int m_write_origin(caterva_ctx_t *ctx, caterva_array_t *dst, model_t *dm, uint8_t byte);
+
+/* Free dst and dm, remove dpath and check it is gone. */
+int m_drop_dest(caterva_ctx_t *ctx, caterva_array_t **dst, model_t *dm, char *dpath);
+
+/* A case's array and its model with what made them: the context, the path
+ * (empty in memory), params and storage from h_setup. */
+typedef struct {
+    caterva_ctx_t *ctx;
+    char path[256];
+    caterva_params_t params;
+    caterva_storage_t storage;
+    caterva_array_t *arr;
+    model_t m;
+    /* The array carries m_keep_meta's metalayers (fx_end checks them). */
+    bool with_meta;
+} fixture_t;
+
+/* fx_begin's value for a case that m_skip skips. */
+#define FX_SKIP 2
+
+/* h_setup for tc (no array yet). Returns 0 on success. */
+int fx_setup(fixture_t *f, const test_case_t *tc, const char *tag);
+
+/* The array and its model from m_from_buffer with f's params and storage;
+ * with_meta: with m_keep_meta's metalayer and m_add_vlmeta's vlmetalayer.
+ * Returns 0 on success. */
+int fx_create(fixture_t *f, const test_case_t *tc, bool with_meta);
+
+/* The usual start of a case: FX_SKIP when m_skip(tc), else fx_setup and
+ * fx_create; 0 on success, 1 on failure. */
+int fx_begin(fixture_t *f, const test_case_t *tc, const char *tag, bool with_meta);
+
+/* fx_begin, returning from the calling case on a skip (0) or failure (1). */
+#define FX_BEGIN(f, tc, tag, with_meta)                       \
+    do {                                                      \
+        int fx_rc_ = fx_begin((f), (tc), (tag), (with_meta)); \
+        if (fx_rc_ != 0) {                                    \
+            return fx_rc_ == FX_SKIP ? 0 : 1;                 \
+        }                                                     \
+    } while (0)
+
+/* m_check and m_recheck of f's array against its model. */
+int fx_check(fixture_t *f);
+int fx_recheck(fixture_t *f);
+
+/* The end of a case: the kept metalayers survive (when with_meta), then
+ * m_finish. */
+int fx_end(fixture_t *f);
+
 /* Run fn over every itemsize and backend with a shape of its own. */
 void m_run_shape(const char *name, int (*fn)(const test_case_t *), const shape_case_t *shape);
 

@@ -44,15 +44,21 @@ static int64_t target_of(const model_t *m, const selection_t *s, const int64_t *
     return h_linear(m->ndim, m->shape, a);
 }
 
+/* bshape: the selection's size plus pad on every axis. Returns its item
+ * count. */
+static int64_t buffer_shape(const model_t *m, const selection_t *s, int64_t pad, int64_t *bshape) {
+    for (int i = 0; i < m->ndim; i++) {
+        bshape[i] = s->size[i] + pad;
+    }
+    return h_nitems(m->ndim, bshape);
+}
+
 /* Read the selection into a buffer of shape size + pad (per axis) and check
  * every position: selected items, SENTINEL elsewhere. */
 static int check_get(caterva_ctx_t *ctx, caterva_array_t *arr, const model_t *m, selection_t *s, int64_t pad) {
     int8_t ndim = m->ndim;
     int64_t bshape[CATERVA_MAX_DIM] = {0};
-    for (int i = 0; i < ndim; i++) {
-        bshape[i] = s->size[i] + pad;
-    }
-    int64_t bn = h_nitems(ndim, bshape);
+    int64_t bn = buffer_shape(m, s, pad, bshape);
     int64_t bsize = bn * m->itemsize;
     uint8_t *buf = malloc((size_t)(bsize + m->itemsize));
     CHECK(buf != NULL);
@@ -93,10 +99,7 @@ static int check_get(caterva_ctx_t *ctx, caterva_array_t *arr, const model_t *m,
 static int do_set(caterva_ctx_t *ctx, caterva_array_t *arr, model_t *m, selection_t *s, int64_t pad, int64_t base) {
     int8_t ndim = m->ndim;
     int64_t bshape[CATERVA_MAX_DIM] = {0};
-    for (int i = 0; i < ndim; i++) {
-        bshape[i] = s->size[i] + pad;
-    }
-    int64_t bn = h_nitems(ndim, bshape);
+    int64_t bn = buffer_shape(m, s, pad, bshape);
     int64_t bsize = bn * m->itemsize;
     uint8_t *buf = malloc((size_t)bsize + 1);
     CHECK(buf != NULL);
@@ -124,95 +127,73 @@ static int do_set(caterva_ctx_t *ctx, caterva_array_t *arr, model_t *m, selectio
 }
 
 static int test_get_orthogonal(const test_case_t *tc) {
-    if (m_skip(tc)) {
-        return 0;
-    }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "get_orthogonal", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "get_orthogonal", false);
     selection_t s;
     for (int variant = 0; variant < 2; variant++) {
-        make_selection(&m, variant, &s);
-        if (check_get(ctx, arr, &m, &s, 0) || check_get(ctx, arr, &m, &s, 1)) {
+        make_selection(&f.m, variant, &s);
+        if (check_get(f.ctx, f.arr, &f.m, &s, 0) || check_get(f.ctx, f.arr, &f.m, &s, 1)) {
             fprintf(stderr, "    selection variant %d\n", variant);
             return 1;
         }
     }
     /* One index per axis (a single item), and an empty selection on the
      * first axis (nothing read). */
-    if (m_nitems(&m) > 0) {
-        make_selection(&m, 0, &s);
-        for (int i = 0; i < m.ndim; i++) {
+    if (m_nitems(&f.m) > 0) {
+        make_selection(&f.m, 0, &s);
+        for (int i = 0; i < f.m.ndim; i++) {
             s.size[i] = 1;
         }
-        if (check_get(ctx, arr, &m, &s, 2)) {
+        if (check_get(f.ctx, f.arr, &f.m, &s, 2)) {
             return 1;
         }
     }
-    if (m.ndim > 0) {
-        make_selection(&m, 1, &s);
+    if (f.m.ndim > 0) {
+        make_selection(&f.m, 1, &s);
         s.size[0] = 0;
-        if (check_get(ctx, arr, &m, &s, 0) || check_get(ctx, arr, &m, &s, 1)) {
+        if (check_get(f.ctx, f.arr, &f.m, &s, 0) || check_get(f.ctx, f.arr, &f.m, &s, 1)) {
             return 1;
         }
     }
     /* The same from the array reopened from disk. */
-    if (m_reopen(ctx, &arr, path)) {
+    if (m_reopen(f.ctx, &f.arr, f.path)) {
         return 1;
     }
-    make_selection(&m, 1, &s);
-    if (check_get(ctx, arr, &m, &s, 1)) {
+    make_selection(&f.m, 1, &s);
+    if (check_get(f.ctx, f.arr, &f.m, &s, 1)) {
         return 1;
     }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 static int test_set_orthogonal(const test_case_t *tc) {
-    if (m_skip(tc)) {
-        return 0;
-    }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "set_orthogonal", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "set_orthogonal", false);
     selection_t s;
-    make_selection(&m, 0, &s);
-    if (do_set(ctx, arr, &m, &s, 0, 3000) || check_get(ctx, arr, &m, &s, 0)) {
+    make_selection(&f.m, 0, &s);
+    if (do_set(f.ctx, f.arr, &f.m, &s, 0, 3000) || check_get(f.ctx, f.arr, &f.m, &s, 0)) {
         return 1;
     }
-    make_selection(&m, 1, &s);
-    if (do_set(ctx, arr, &m, &s, 1, 7000) || check_get(ctx, arr, &m, &s, 0)) {
+    make_selection(&f.m, 1, &s);
+    if (do_set(f.ctx, f.arr, &f.m, &s, 1, 7000) || check_get(f.ctx, f.arr, &f.m, &s, 0)) {
         return 1;
     }
     /* An empty selection on one axis writes nothing. */
-    if (m.ndim > 0) {
-        s.size[m.ndim - 1] = 0;
-        if (do_set(ctx, arr, &m, &s, 0, 9000)) {
+    if (f.m.ndim > 0) {
+        s.size[f.m.ndim - 1] = 0;
+        if (do_set(f.ctx, f.arr, &f.m, &s, 0, 9000)) {
             return 1;
         }
     }
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
     /* A write into the reopened array persists too. */
-    make_selection(&m, 0, &s);
-    if (do_set(ctx, arr, &m, &s, 0, 11000) || m_recheck(ctx, &arr, path, &m)) {
+    make_selection(&f.m, 0, &s);
+    if (do_set(f.ctx, f.arr, &f.m, &s, 0, 11000) || fx_recheck(&f)) {
         return 1;
     }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* Writing with repeated indices: of the buffer positions that hit one item,
@@ -222,13 +203,9 @@ static int test_set_orthogonal_repeats(const test_case_t *tc) {
     if (tc->backend.persistent || tc->itemsize != 4) {
         return 0;
     }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "set_orthogonal_repeats", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    CHECK_OK(caterva_zeros(ctx, &params, &storage, &arr));
+    fixture_t f;
+    CHECK(fx_setup(&f, tc, "set_orthogonal_repeats") == 0);
+    CHECK_OK(caterva_zeros(f.ctx, &f.params, &f.storage, &f.arr));
     int64_t rows[4] = {3, 1, 3, 3};
     int64_t cols[3] = {2, 2, 0};
     int64_t *sel[2] = {rows, cols};
@@ -238,9 +215,9 @@ static int test_set_orthogonal_repeats(const test_case_t *tc) {
     for (int k = 0; k < 12; k++) {
         buf[k] = 100 + k; /* position (r, c) holds 100 + 3r + c */
     }
-    CHECK_OK(caterva_set_orthogonal_selection(ctx, arr, sel, size, buf, bshape, (int64_t)sizeof(buf)));
+    CHECK_OK(caterva_set_orthogonal_selection(f.ctx, f.arr, sel, size, buf, bshape, (int64_t)sizeof(buf)));
     int32_t all[6 * 5];
-    CHECK_OK(caterva_to_buffer(ctx, arr, all, (int64_t)sizeof(all)));
+    CHECK_OK(caterva_to_buffer(f.ctx, f.arr, all, (int64_t)sizeof(all)));
     for (int r = 0; r < 6; r++) {
         for (int c = 0; c < 5; c++) {
             int32_t expected = 0;
@@ -253,8 +230,8 @@ static int test_set_orthogonal_repeats(const test_case_t *tc) {
             CHECK(all[r * 5 + c] == expected);
         }
     }
-    CHECK_OK(caterva_free(ctx, &arr));
-    CHECK_OK(caterva_ctx_free(&ctx));
+    CHECK_OK(caterva_free(f.ctx, &f.arr));
+    CHECK_OK(caterva_ctx_free(&f.ctx));
     return 0;
 }
 

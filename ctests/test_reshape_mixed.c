@@ -10,52 +10,47 @@ static int test_reshape_sequence(const test_case_t *tc) {
     if (m_skip(tc)) {
         return 0;
     }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "reshape_sequence", &ctx, path, &params, &storage));
+    fixture_t f;
+    CHECK(fx_setup(&f, tc, "reshape_sequence") == 0);
     /* The same storage with a four-thread context. */
-    CHECK_OK(caterva_ctx_free(&ctx));
+    CHECK_OK(caterva_ctx_free(&f.ctx));
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     cfg.nthreads = 4;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
+    CHECK_OK(caterva_ctx_new(&cfg, &f.ctx));
+    if (fx_create(&f, tc, false)) {
         return 1;
     }
 
     /* Grow the first axis inside, shrink the second inside. */
-    int64_t shape[CATERVA_MAX_DIM] = {m.shape[0] + 9, m.shape[1] - 7, m.shape[2]};
+    int64_t shape[CATERVA_MAX_DIM] = {f.m.shape[0] + 9, f.m.shape[1] - 7, f.m.shape[2]};
     int64_t start[CATERVA_MAX_DIM] = {11, 3, 0};
-    CHECK_OK(caterva_resize(ctx, arr, shape, start));
-    CHECK(m_resize(&m, shape, start) == 0);
-    if (m_check(ctx, arr, &m)) {
+    CHECK_OK(caterva_resize(f.ctx, f.arr, shape, start));
+    CHECK(m_resize(&f.m, shape, start) == 0);
+    if (fx_check(&f)) {
         return 1;
     }
     /* Insert 4 planes on the last axis at 5, append 3 rows, delete 6 columns from 2. */
     int64_t nbytes = 0;
-    uint8_t *slab = m_slab(&m, 2, 4, 4000, &nbytes);
+    uint8_t *slab = m_slab(&f.m, 2, 4, 4000, &nbytes);
     CHECK(slab != NULL);
-    CHECK_OK(caterva_insert(ctx, arr, slab, nbytes, 2, 5));
-    CHECK(m_insert(&m, 2, 5, 4, slab) == 0);
+    CHECK_OK(caterva_insert(f.ctx, f.arr, slab, nbytes, 2, 5));
+    CHECK(m_insert(&f.m, 2, 5, 4, slab) == 0);
     free(slab);
-    slab = m_slab(&m, 0, 3, 8000, &nbytes);
+    slab = m_slab(&f.m, 0, 3, 8000, &nbytes);
     CHECK(slab != NULL);
-    CHECK_OK(caterva_append(ctx, arr, slab, nbytes, 0));
-    CHECK(m_insert(&m, 0, m.shape[0], 3, slab) == 0);
+    CHECK_OK(caterva_append(f.ctx, f.arr, slab, nbytes, 0));
+    CHECK(m_insert(&f.m, 0, f.m.shape[0], 3, slab) == 0);
     free(slab);
-    CHECK_OK(caterva_delete(ctx, arr, 1, 2, 6));
-    CHECK(m_delete(&m, 1, 2, 6) == 0);
-    if (m_recheck(ctx, &arr, path, &m)) {
+    CHECK_OK(caterva_delete(f.ctx, f.arr, 1, 2, 6));
+    CHECK(m_delete(&f.m, 1, 2, 6) == 0);
+    if (fx_recheck(&f)) {
         return 1;
     }
 
     /* An orthogonal write across the whole array. */
-    int64_t s0[5] = {0, m.shape[0] - 1, 17, 3, 17};
-    int64_t s1[3] = {m.shape[1] - 1, 0, 4};
-    int64_t s2[4] = {2, 9, 0, m.shape[2] - 1};
+    int64_t s0[5] = {0, f.m.shape[0] - 1, 17, 3, 17};
+    int64_t s1[3] = {f.m.shape[1] - 1, 0, 4};
+    int64_t s2[4] = {2, 9, 0, f.m.shape[2] - 1};
     int64_t *sel[CATERVA_MAX_DIM] = {s0, s1, s2};
     int64_t size[CATERVA_MAX_DIM] = {5, 3, 4};
     int64_t bshape[CATERVA_MAX_DIM] = {5, 3, 4};
@@ -63,13 +58,13 @@ static int test_reshape_sequence(const test_case_t *tc) {
     for (int64_t j = 0; j < 60; j++) {
         m_put(buf, j, tc->itemsize, h_value(12000 + j, tc->itemsize));
     }
-    CHECK_OK(caterva_set_orthogonal_selection(ctx, arr, sel, size, buf, bshape, 60 * tc->itemsize));
+    CHECK_OK(caterva_set_orthogonal_selection(f.ctx, f.arr, sel, size, buf, bshape, 60 * tc->itemsize));
     int64_t j[CATERVA_MAX_DIM] = {0};
     do {
         int64_t a[CATERVA_MAX_DIM] = {s0[j[0]], s1[j[1]], s2[j[2]]};
-        m.v[h_linear(3, m.shape, a)] = h_get(buf, h_linear(3, bshape, j), tc->itemsize);
+        f.m.v[h_linear(3, f.m.shape, a)] = h_get(buf, h_linear(3, bshape, j), tc->itemsize);
     } while (h_next_index(3, size, j));
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
 
@@ -82,25 +77,25 @@ static int test_reshape_sequence(const test_case_t *tc) {
         ds.blockshape[i] = block[i];
     }
     ds.contiguous = true;
-    int64_t lo[CATERVA_MAX_DIM] = {4, 1, 3}, hi[CATERVA_MAX_DIM] = {m.shape[0] - 2, m.shape[1], m.shape[2] - 1};
+    int64_t lo[CATERVA_MAX_DIM] = {4, 1, 3}, hi[CATERVA_MAX_DIM] = {f.m.shape[0] - 2, f.m.shape[1], f.m.shape[2] - 1};
     caterva_array_t *out = NULL;
     model_t om;
-    CHECK_OK(caterva_get_slice(ctx, arr, lo, hi, &ds, &out));
-    CHECK(m_slice(&m, lo, hi, chunk, block, &om) == 0);
-    if (m_check(ctx, out, &om)) {
+    CHECK_OK(caterva_get_slice(f.ctx, f.arr, lo, hi, &ds, &out));
+    CHECK(m_slice(&f.m, lo, hi, chunk, block, &om) == 0);
+    if (m_check(f.ctx, out, &om)) {
         return 1;
     }
-    CHECK_OK(caterva_free(ctx, &out));
+    CHECK_OK(caterva_free(f.ctx, &out));
     m_free(&om);
     int64_t zero[CATERVA_MAX_DIM] = {0};
-    CHECK_OK(caterva_copy(ctx, arr, &ds, &out));
-    CHECK(m_slice(&m, zero, m.shape, chunk, block, &om) == 0);
-    if (m_check(ctx, out, &om)) {
+    CHECK_OK(caterva_copy(f.ctx, f.arr, &ds, &out));
+    CHECK(m_slice(&f.m, zero, f.m.shape, chunk, block, &om) == 0);
+    if (m_check(f.ctx, out, &om)) {
         return 1;
     }
-    CHECK_OK(caterva_free(ctx, &out));
+    CHECK_OK(caterva_free(f.ctx, &out));
     m_free(&om);
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* A caterva_full array copied and sliced into other partitions: every item
@@ -109,53 +104,42 @@ static int test_full_copy_slice(const test_case_t *tc) {
     if (m_skip(tc)) {
         return 0;
     }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "full_copy_src", &ctx, path, &params, &storage));
+    fixture_t f;
+    CHECK(fx_setup(&f, tc, "full_copy_src") == 0);
     uint8_t fill[8] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
-    caterva_array_t *arr = NULL;
-    CHECK_OK(caterva_full(ctx, &params, &storage, fill, &arr));
-    model_t m;
-    CHECK(m_init_value(&m, tc, h_get(fill, 0, tc->itemsize)) == 0);
+    CHECK_OK(caterva_full(f.ctx, &f.params, &f.storage, fill, &f.arr));
+    CHECK(m_init_value(&f.m, tc, h_get(fill, 0, tc->itemsize)) == 0);
     int32_t chunk[CATERVA_MAX_DIM] = {0}, block[CATERVA_MAX_DIM] = {0};
-    for (int i = 0; i < m.ndim; i++) {
+    for (int i = 0; i < f.m.ndim; i++) {
         chunk[i] = 5;
         block[i] = 2;
     }
     for (size_t d = 0; d < 4; d++) {
         char dpath[64];
-        snprintf(dpath, sizeof(dpath), "%s", BACKENDS[d].contiguous ? "ctest_full_dst.b2frame" : "ctest_full_dst.b2nd");
-        CHECK_OK(caterva_remove(ctx, dpath));
         caterva_storage_t ds;
-        memset(&ds, 0, sizeof(ds));
-        memcpy(ds.chunkshape, chunk, sizeof(chunk));
-        memcpy(ds.blockshape, block, sizeof(block));
-        ds.contiguous = BACKENDS[d].contiguous;
-        ds.urlpath = BACKENDS[d].persistent ? dpath : NULL;
+        CHECK(m_dest(f.ctx, &BACKENDS[d], "ctest_full_dst", f.m.ndim, chunk, block, dpath, &ds) == 0);
         caterva_array_t *out = NULL;
         model_t om;
         int64_t zero[CATERVA_MAX_DIM] = {0}, lo[CATERVA_MAX_DIM] = {0}, hi[CATERVA_MAX_DIM] = {0};
         if (d % 2 == 0) {
-            CHECK_OK(caterva_copy(ctx, arr, &ds, &out));
-            CHECK(m_slice(&m, zero, m.shape, chunk, block, &om) == 0);
+            CHECK_OK(caterva_copy(f.ctx, f.arr, &ds, &out));
+            CHECK(m_slice(&f.m, zero, f.m.shape, chunk, block, &om) == 0);
         } else {
-            for (int i = 0; i < m.ndim; i++) {
-                lo[i] = m.shape[i] / 4;
-                hi[i] = m.shape[i] - 1;
+            for (int i = 0; i < f.m.ndim; i++) {
+                lo[i] = f.m.shape[i] / 4;
+                hi[i] = f.m.shape[i] - 1;
             }
-            CHECK_OK(caterva_get_slice(ctx, arr, lo, hi, &ds, &out));
-            CHECK(m_slice(&m, lo, hi, chunk, block, &om) == 0);
+            CHECK_OK(caterva_get_slice(f.ctx, f.arr, lo, hi, &ds, &out));
+            CHECK(m_slice(&f.m, lo, hi, chunk, block, &om) == 0);
         }
-        if (m_recheck(ctx, &out, ds.urlpath, &om)) {
+        if (m_recheck(f.ctx, &out, ds.urlpath, &om)) {
             return 1;
         }
-        CHECK_OK(caterva_free(ctx, &out));
-        CHECK_OK(caterva_remove(ctx, dpath));
+        CHECK_OK(caterva_free(f.ctx, &out));
+        CHECK_OK(caterva_remove(f.ctx, dpath));
         m_free(&om);
     }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 void suite_reshape_mixed(void) {

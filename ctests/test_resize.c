@@ -7,232 +7,185 @@
 
 #include "reshape_model.h"
 
-/* Resize arr and the model the same way, then check the array. */
-static int resize_both(caterva_ctx_t *ctx, caterva_array_t *arr, model_t *m, const int64_t *new_shape,
-                       const int64_t *start) {
+/* Resize f's array and model the same way, then check the array. */
+static int resize_both(fixture_t *f, const int64_t *new_shape, const int64_t *start) {
     int64_t shape_c[CATERVA_MAX_DIM], start_c[CATERVA_MAX_DIM];
     memcpy(shape_c, new_shape, sizeof(shape_c));
     if (start != NULL) {
         memcpy(start_c, start, sizeof(start_c));
     }
-    CHECK_OK(caterva_resize(ctx, arr, shape_c, start != NULL ? start_c : NULL));
+    CHECK_OK(caterva_resize(f->ctx, f->arr, shape_c, start != NULL ? start_c : NULL));
     /* The arguments are not modified. */
     CHECK(memcmp(shape_c, new_shape, sizeof(shape_c)) == 0);
     CHECK(start == NULL || memcmp(start_c, start, sizeof(start_c)) == 0);
-    CHECK(m_resize(m, new_shape, start) == 0);
-    return m_check(ctx, arr, m);
+    CHECK(m_resize(&f->m, new_shape, start) == 0);
+    return fx_check(f);
 }
 
 /* Grow at the end (start NULL), then inside, then at the front; axes whose
  * chunkshape is 0 (an empty axis) keep their length. */
 static int test_resize_grow(const test_case_t *tc) {
-    if (m_skip(tc)) {
-        return 0;
-    }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "resize_grow", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    m_keep_meta(&storage);
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
-    if (m_add_vlmeta(ctx, arr)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "resize_grow", true);
     int8_t ndim = tc->shape.ndim;
     int64_t shape[CATERVA_MAX_DIM] = {0}, start[CATERVA_MAX_DIM] = {0};
 
     /* The same shape: nothing changes, with or without start. */
-    memcpy(shape, m.shape, sizeof(shape));
-    if (resize_both(ctx, arr, &m, shape, NULL) || resize_both(ctx, arr, &m, shape, start)) {
+    memcpy(shape, f.m.shape, sizeof(shape));
+    if (resize_both(&f, shape, NULL) || resize_both(&f, shape, start)) {
         return 1;
     }
 
     /* At the end, by an unaligned amount (and one that may cross chunks). */
     for (int i = 0; i < ndim; i++) {
-        int64_t k = m_amount(ndim, 1 + m.shape[i] / 2);
-        shape[i] = m.shape[i] + (m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 0) ? k : 0);
+        int64_t k = m_amount(ndim, 1 + f.m.shape[i] / 2);
+        shape[i] = f.m.shape[i] + (f.m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 0) ? k : 0);
     }
-    if (resize_both(ctx, arr, &m, shape, NULL)) {
+    if (resize_both(&f, shape, NULL)) {
         return 1;
     }
 
     /* Inside, at an unaligned position, by a whole chunk (first axis) or by
      * an unaligned amount (the others). */
     for (int i = 0; i < ndim; i++) {
-        start[i] = m.shape[i] / 3;
-        int64_t k = m_amount(ndim, i == 0 ? m.chunkshape[i] : 2);
-        shape[i] = m.shape[i] + (m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 1) ? k : 0);
+        start[i] = f.m.shape[i] / 3;
+        int64_t k = m_amount(ndim, i == 0 ? f.m.chunkshape[i] : 2);
+        shape[i] = f.m.shape[i] + (f.m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 1) ? k : 0);
     }
-    if (resize_both(ctx, arr, &m, shape, start)) {
+    if (resize_both(&f, shape, start)) {
         return 1;
     }
 
     /* At the front, and explicitly at the end (start == shape). */
     for (int i = 0; i < ndim; i++) {
-        start[i] = i % 2 == 0 ? 0 : m.shape[i];
-        shape[i] = m.shape[i] + (m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 2) ? 1 : 0);
+        start[i] = i % 2 == 0 ? 0 : f.m.shape[i];
+        shape[i] = f.m.shape[i] + (f.m.chunkshape[i] > 0 && m_busy_axis(ndim, i, 2) ? 1 : 0);
     }
-    if (resize_both(ctx, arr, &m, shape, start)) {
+    if (resize_both(&f, shape, start)) {
         return 1;
     }
 
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
     /* The reopened array grows as well. */
-    if (ndim > 0 && m.chunkshape[0] > 0) {
-        memcpy(shape, m.shape, sizeof(shape));
+    if (ndim > 0 && f.m.chunkshape[0] > 0) {
+        memcpy(shape, f.m.shape, sizeof(shape));
         shape[0] += m_amount(ndim, 3);
-        if (resize_both(ctx, arr, &m, shape, NULL) || m_recheck(ctx, &arr, path, &m)) {
+        if (resize_both(&f, shape, NULL) || fx_recheck(&f)) {
             return 1;
         }
     }
-    /* User metalayers and vlmetalayers survive. */
-    if (m_expect_kept(ctx, arr)) {
-        return 1;
-    }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* Shrink at the end and inside; growing back shows zeros, not the removed
  * items; shrinking an axis to 0 and growing it again. */
 static int test_resize_shrink(const test_case_t *tc) {
-    if (m_skip(tc)) {
-        return 0;
-    }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "resize_shrink", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "resize_shrink", false);
     int8_t ndim = tc->shape.ndim;
     int64_t shape[CATERVA_MAX_DIM] = {0}, start[CATERVA_MAX_DIM] = {0}, orig[CATERVA_MAX_DIM] = {0};
-    memcpy(orig, m.shape, sizeof(orig));
+    memcpy(orig, f.m.shape, sizeof(orig));
 
     /* At the end, leaving a partial last chunk in general. */
     for (int i = 0; i < ndim; i++) {
-        shape[i] = m.shape[i] - m.shape[i] / 3;
+        shape[i] = f.m.shape[i] - f.m.shape[i] / 3;
     }
-    if (resize_both(ctx, arr, &m, shape, NULL)) {
+    if (resize_both(&f, shape, NULL)) {
         return 1;
     }
     /* Inside, at unaligned positions. */
     for (int i = 0; i < ndim; i++) {
-        start[i] = m.shape[i] / 4;
-        shape[i] = m.shape[i] - m.shape[i] / 3;
+        start[i] = f.m.shape[i] / 4;
+        shape[i] = f.m.shape[i] - f.m.shape[i] / 3;
     }
-    if (resize_both(ctx, arr, &m, shape, start)) {
+    if (resize_both(&f, shape, start)) {
         return 1;
     }
     /* At the front, by one. */
     for (int i = 0; i < ndim; i++) {
         start[i] = 0;
-        shape[i] = m.shape[i] > 1 ? m.shape[i] - 1 : m.shape[i];
+        shape[i] = f.m.shape[i] > 1 ? f.m.shape[i] - 1 : f.m.shape[i];
     }
-    if (resize_both(ctx, arr, &m, shape, start)) {
+    if (resize_both(&f, shape, start)) {
         return 1;
     }
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
 
     /* Back to the original shape at the end: the new items are zeros, also
      * those inside the chunks that held the removed items. */
     for (int i = 0; i < ndim; i++) {
-        shape[i] = m.chunkshape[i] > 0 ? orig[i] : m.shape[i];
+        shape[i] = f.m.chunkshape[i] > 0 ? orig[i] : f.m.shape[i];
     }
-    if (resize_both(ctx, arr, &m, shape, NULL)) {
+    if (resize_both(&f, shape, NULL)) {
         return 1;
     }
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
 
     /* The first axis down to 0 and up again. */
     if (ndim > 0) {
-        memcpy(shape, m.shape, sizeof(shape));
+        memcpy(shape, f.m.shape, sizeof(shape));
         shape[0] = 0;
-        if (resize_both(ctx, arr, &m, shape, NULL)) {
+        if (resize_both(&f, shape, NULL)) {
             return 1;
         }
-        CHECK(arr->nitems == 0);
-        if (m_recheck(ctx, &arr, path, &m)) {
+        CHECK(f.arr->nitems == 0);
+        if (fx_recheck(&f)) {
             return 1;
         }
         shape[0] = orig[0] + 1;
-        if (resize_both(ctx, arr, &m, shape, NULL)) {
+        if (resize_both(&f, shape, NULL)) {
             return 1;
         }
-        for (int64_t k = 0; k < m_nitems(&m); k++) {
-            CHECK(m.v[k] == 0);
+        for (int64_t k = 0; k < m_nitems(&f.m); k++) {
+            CHECK(f.m.v[k] == 0);
         }
     }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* One axis grows while another shrinks, each at its own position. */
 static int test_resize_mixed(const test_case_t *tc) {
-    if (m_skip(tc) || tc->shape.ndim < 2) {
+    if (tc->shape.ndim < 2) {
         return 0;
     }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "resize_mixed", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    m_keep_meta(&storage);
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
-    if (m_add_vlmeta(ctx, arr)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "resize_mixed", true);
     int8_t ndim = tc->shape.ndim;
     int64_t shape[CATERVA_MAX_DIM] = {0}, start[CATERVA_MAX_DIM] = {0};
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < ndim; i++) {
             bool grow = (i + round) % 2 == 0;
-            if (grow && m.chunkshape[i] > 0) {
-                start[i] = m.shape[i] / 2;
-                shape[i] = m.shape[i] + m_amount(ndim, 3);
+            if (grow && f.m.chunkshape[i] > 0) {
+                start[i] = f.m.shape[i] / 2;
+                shape[i] = f.m.shape[i] + m_amount(ndim, 3);
             } else {
-                start[i] = m.shape[i] / 3;
-                shape[i] = m.shape[i] - m.shape[i] / 2;
+                start[i] = f.m.shape[i] / 3;
+                shape[i] = f.m.shape[i] - f.m.shape[i] / 2;
             }
         }
-        if (resize_both(ctx, arr, &m, shape, start)) {
+        if (resize_both(&f, shape, start)) {
             return 1;
         }
         /* The same with start NULL: at the end. */
         for (int i = 0; i < ndim; i++) {
             bool grow = (i + round) % 2 == 1;
-            int64_t k = m_amount(ndim, m.chunkshape[i] + 1);
-            shape[i] = grow && m.chunkshape[i] > 0 ? m.shape[i] + k : m.shape[i] - m.shape[i] / 4;
+            int64_t k = m_amount(ndim, f.m.chunkshape[i] + 1);
+            shape[i] = grow && f.m.chunkshape[i] > 0 ? f.m.shape[i] + k : f.m.shape[i] - f.m.shape[i] / 4;
         }
-        if (resize_both(ctx, arr, &m, shape, NULL)) {
+        if (resize_both(&f, shape, NULL)) {
             return 1;
         }
     }
-    if (m_recheck(ctx, &arr, path, &m)) {
+    if (fx_recheck(&f)) {
         return 1;
     }
-    /* User metalayers and vlmetalayers survive. */
-    if (m_expect_kept(ctx, arr)) {
-        return 1;
-    }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* Growing a caterva_full array at the end: new items inside the old chunks
@@ -242,36 +195,31 @@ static int test_resize_full(const test_case_t *tc) {
     if (m_skip(tc) || tc->shape.ndim == 0) {
         return 0;
     }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "resize_full", &ctx, path, &params, &storage));
+    fixture_t f;
+    CHECK(fx_setup(&f, tc, "resize_full") == 0);
     uint8_t fill[8] = {0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x17, 0x28};
     uint64_t fillv = h_get(fill, 0, tc->itemsize);
-    caterva_array_t *arr = NULL;
-    CHECK_OK(caterva_full(ctx, &params, &storage, fill, &arr));
-    model_t m;
-    CHECK(m_init_value(&m, tc, fillv) == 0);
-    if (m_check(ctx, arr, &m)) {
+    CHECK_OK(caterva_full(f.ctx, &f.params, &f.storage, fill, &f.arr));
+    CHECK(m_init_value(&f.m, tc, fillv) == 0);
+    if (fx_check(&f)) {
         return 1;
     }
     int8_t ndim = tc->shape.ndim;
     int64_t old[CATERVA_MAX_DIM], ext[CATERVA_MAX_DIM], shape[CATERVA_MAX_DIM] = {0};
-    memcpy(old, m.shape, sizeof(old));
+    memcpy(old, f.m.shape, sizeof(old));
     for (int i = 0; i < ndim; i++) {
-        int64_t c = m.chunkshape[i];
+        int64_t c = f.m.chunkshape[i];
         ext[i] = c > 0 ? (old[i] + c - 1) / c * c : old[i];
         /* Past the old last chunk on even axes; inside it (when there is
          * padding) on odd ones. From 5-D on, only the first and last axes. */
         bool grow = c > 0 && (ndim <= 4 || i == 0 || i == ndim - 1);
         shape[i] = !grow ? old[i] : (i % 2 == 0 ? old[i] + c + 1 : (ext[i] > old[i] ? ext[i] : old[i] + 1));
     }
-    CHECK_OK(caterva_resize(ctx, arr, shape, NULL));
-    CHECK(m_resize(&m, shape, NULL) == 0);
+    CHECK_OK(caterva_resize(f.ctx, f.arr, shape, NULL));
+    CHECK(m_resize(&f.m, shape, NULL) == 0);
     /* New items inside the old extended shape read the fill value. */
     int64_t idx[CATERVA_MAX_DIM] = {0};
-    if (m_nitems(&m) > 0) {
+    if (m_nitems(&f.m) > 0) {
         do {
             bool is_new = false, in_old_chunk = true;
             for (int i = 0; i < ndim; i++) {
@@ -279,24 +227,24 @@ static int test_resize_full(const test_case_t *tc) {
                 in_old_chunk &= idx[i] < ext[i];
             }
             if (is_new && in_old_chunk) {
-                m.v[h_linear(ndim, m.shape, idx)] = fillv;
+                f.m.v[h_linear(ndim, f.m.shape, idx)] = fillv;
             }
-        } while (h_next_index(ndim, m.shape, idx));
+        } while (h_next_index(ndim, f.m.shape, idx));
     }
-    if (m_check(ctx, arr, &m) || m_recheck(ctx, &arr, path, &m)) {
+    if (fx_check(&f) || fx_recheck(&f)) {
         return 1;
     }
     /* A grow inside (not at the end) gives zeros, wherever it falls. */
-    if (m.chunkshape[0] > 0) {
-        memcpy(shape, m.shape, sizeof(shape));
+    if (f.m.chunkshape[0] > 0) {
+        memcpy(shape, f.m.shape, sizeof(shape));
         int64_t start[CATERVA_MAX_DIM] = {0};
-        start[0] = m.shape[0] / 2;
+        start[0] = f.m.shape[0] / 2;
         shape[0] += 2;
-        if (resize_both(ctx, arr, &m, shape, start) || m_recheck(ctx, &arr, path, &m)) {
+        if (resize_both(&f, shape, start) || fx_recheck(&f)) {
             return 1;
         }
     }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* The worked example: a full array of shape {10}, chunks {4}: growing to 12
@@ -307,24 +255,20 @@ static int test_resize_full_example(const test_case_t *tc) {
         return 0;
     }
     for (int variant = 0; variant < 2; variant++) {
-        caterva_ctx_t *ctx = NULL;
-        char path[256];
-        caterva_params_t params;
-        caterva_storage_t storage;
-        CHECK_OK(h_setup(tc, "resize_full_example", &ctx, path, &params, &storage));
+        fixture_t f;
+        CHECK(fx_setup(&f, tc, "resize_full_example") == 0);
         uint8_t fill[8] = {9, 8, 7, 6, 5, 4, 3, 2};
         uint64_t fillv = h_get(fill, 0, tc->itemsize);
-        caterva_array_t *arr = NULL;
-        CHECK_OK(caterva_full(ctx, &params, &storage, fill, &arr));
+        CHECK_OK(caterva_full(f.ctx, &f.params, &f.storage, fill, &f.arr));
         int64_t target = variant == 0 ? 12 : 16;
         int64_t shape[CATERVA_MAX_DIM] = {target};
-        CHECK_OK(caterva_resize(ctx, arr, shape, NULL));
-        CHECK(arr->shape[0] == target && arr->nitems == target && arr->extshape[0] == (target + 3) / 4 * 4);
-        if (m_reopen(ctx, &arr, path)) {
+        CHECK_OK(caterva_resize(f.ctx, f.arr, shape, NULL));
+        CHECK(f.arr->shape[0] == target && f.arr->nitems == target && f.arr->extshape[0] == (target + 3) / 4 * 4);
+        if (m_reopen(f.ctx, &f.arr, f.path)) {
             return 1;
         }
         uint8_t buf[16 * 8];
-        CHECK_OK(caterva_to_buffer(ctx, arr, buf, target * tc->itemsize));
+        CHECK_OK(caterva_to_buffer(f.ctx, f.arr, buf, target * tc->itemsize));
         for (int64_t i = 0; i < target; i++) {
             uint64_t expected = i < 12 ? fillv : 0;
             if (h_get(buf, i, tc->itemsize) != expected) {
@@ -333,11 +277,11 @@ static int test_resize_full_example(const test_case_t *tc) {
             }
             CHECK(h_get(buf, i, tc->itemsize) == expected);
         }
-        CHECK_OK(caterva_free(ctx, &arr));
-        if (path[0] != '\0') {
-            CHECK_OK(caterva_remove(ctx, path));
+        CHECK_OK(caterva_free(f.ctx, &f.arr));
+        if (f.path[0] != '\0') {
+            CHECK_OK(caterva_remove(f.ctx, f.path));
         }
-        CHECK_OK(caterva_ctx_free(&ctx));
+        CHECK_OK(caterva_ctx_free(&f.ctx));
     }
     return 0;
 }

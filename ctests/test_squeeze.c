@@ -46,52 +46,33 @@ static int still_works(caterva_ctx_t *ctx, caterva_array_t *arr, model_t *m) {
 }
 
 static int test_squeeze(const test_case_t *tc) {
-    if (m_skip(tc)) {
-        return 0;
-    }
-    caterva_ctx_t *ctx = NULL;
-    char path[256];
-    caterva_params_t params;
-    caterva_storage_t storage;
-    CHECK_OK(h_setup(tc, "squeeze", &ctx, path, &params, &storage));
-    caterva_array_t *arr = NULL;
-    model_t m;
-    m_keep_meta(&storage);
-    if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
-        return 1;
-    }
-    if (m_add_vlmeta(ctx, arr)) {
-        return 1;
-    }
+    fixture_t f;
+    FX_BEGIN(&f, tc, "squeeze", true);
     bool index[CATERVA_MAX_DIM] = {false};
     int8_t expected_ndim = 0;
-    for (int i = 0; i < m.ndim; i++) {
-        index[i] = m.shape[i] == 1;
+    for (int i = 0; i < f.m.ndim; i++) {
+        index[i] = f.m.shape[i] == 1;
         expected_ndim += !index[i];
     }
-    CHECK_OK(caterva_squeeze(ctx, arr));
-    CHECK(m_squeeze(&m, index) == 0);
-    CHECK(arr->ndim == expected_ndim);
-    if (m_check(ctx, arr, &m) || m_check_caterva_meta(ctx, arr, &m)) {
+    CHECK_OK(caterva_squeeze(f.ctx, f.arr));
+    CHECK(m_squeeze(&f.m, index) == 0);
+    CHECK(f.arr->ndim == expected_ndim);
+    if (fx_check(&f) || m_check_caterva_meta(f.ctx, f.arr, &f.m)) {
         return 1;
     }
     /* Squeezing again changes nothing. */
-    CHECK_OK(caterva_squeeze(ctx, arr));
-    if (m_check(ctx, arr, &m)) {
+    CHECK_OK(caterva_squeeze(f.ctx, f.arr));
+    if (fx_check(&f)) {
         return 1;
     }
-    if (m_recheck(ctx, &arr, path, &m) || m_check_caterva_meta(ctx, arr, &m)) {
+    if (fx_recheck(&f) || m_check_caterva_meta(f.ctx, f.arr, &f.m)) {
         return 1;
     }
     if (expected_ndim < tc->shape.ndim &&
-        (still_works(ctx, arr, &m) || m_recheck(ctx, &arr, path, &m))) {
+        (still_works(f.ctx, f.arr, &f.m) || fx_recheck(&f))) {
         return 1;
     }
-    /* User metalayers and vlmetalayers survive. */
-    if (m_expect_kept(ctx, arr)) {
-        return 1;
-    }
-    return m_finish(&ctx, &arr, &m, path);
+    return fx_end(&f);
 }
 
 /* squeeze_index: one flagged axis at a time, then none, then all of them. */
@@ -119,27 +100,20 @@ static int test_squeeze_index(const test_case_t *tc) {
                 continue; /* the same as ax == -1 */
             }
         }
-        caterva_ctx_t *ctx = NULL;
-        char path[256];
-        caterva_params_t params;
-        caterva_storage_t storage;
-        CHECK_OK(h_setup(tc, "squeeze_index", &ctx, path, &params, &storage));
-        caterva_array_t *arr = NULL;
-        model_t m;
-        if (m_from_buffer(ctx, tc, &params, &storage, &arr, &m)) {
+        fixture_t f;
+        if (fx_setup(&f, tc, "squeeze_index") || fx_create(&f, tc, false)) {
             return 1;
         }
         bool copy[CATERVA_MAX_DIM];
         memcpy(copy, index, sizeof(copy));
-        CHECK_OK(caterva_squeeze_index(ctx, arr, index));
+        CHECK_OK(caterva_squeeze_index(f.ctx, f.arr, index));
         CHECK(memcmp(copy, index, sizeof(copy)) == 0);
-        CHECK(m_squeeze(&m, index) == 0);
-        if (m_check(ctx, arr, &m) || m_recheck(ctx, &arr, path, &m) ||
-            m_check_caterva_meta(ctx, arr, &m)) {
+        CHECK(m_squeeze(&f.m, index) == 0);
+        if (fx_check(&f) || fx_recheck(&f) || m_check_caterva_meta(f.ctx, f.arr, &f.m)) {
             fprintf(stderr, "    squeeze_index flag %d\n", ax);
             return 1;
         }
-        if (m_finish(&ctx, &arr, &m, path)) {
+        if (fx_end(&f)) {
             return 1;
         }
     }
