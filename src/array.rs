@@ -130,6 +130,29 @@ fn prepare_path(storage: &Storage) -> Result<()> {
     }
 }
 
+/// Write a frame with `write` at a temporary path beside `target`, then
+/// rename it over `target`, so that a failure leaves whatever was at
+/// `target` untouched. A file is replaced atomically by the rename; a
+/// sparse-frame directory cannot be, so an existing one goes first.
+fn write_beside(
+    target: &str,
+    contiguous: bool,
+    exists: bool,
+    write: impl FnOnce(&Storage) -> Result<()>,
+) -> Result<()> {
+    let tmp = format!("{target}.caterva-tmp-{}", std::process::id());
+    let st = Storage { contiguous, urlpath: Some(tmp.clone()) };
+    prepare_path(&st)?;
+    let mut cleanup = Cleanup(Some(&tmp));
+    write(&st)?;
+    if exists && !contiguous {
+        schunk::remove_urlpath(target)?;
+    }
+    std::fs::rename(&tmp, target)?;
+    cleanup.0 = None;
+    Ok(())
+}
+
 /// Removes a half-built frame from disk unless defused.
 struct Cleanup<'a>(Option<&'a str>);
 
@@ -344,21 +367,8 @@ impl Array {
     /// not a frame of that kind; [`Error::BloscFailed`] if writing fails.
     pub fn save(&self, urlpath: &str) -> Result<()> {
         let contiguous = self.sc.storage().contiguous;
-        let target = Storage { contiguous, urlpath: Some(urlpath.to_owned()) };
-        let exists = check_replaceable(&target)?;
-        let tmp = format!("{urlpath}.caterva-tmp-{}", std::process::id());
-        let tmp_storage = Storage { contiguous, urlpath: Some(tmp.clone()) };
-        prepare_path(&tmp_storage)?;
-        let mut cleanup = Cleanup(Some(&tmp));
-        drop(self.sc.copy_to(&tmp_storage, self.ctx.nthreads())?);
-        // A file is replaced atomically by the rename; a directory cannot be,
-        // so the old one goes first.
-        if exists && !contiguous {
-            schunk::remove_urlpath(urlpath)?;
-        }
-        std::fs::rename(&tmp, urlpath)?;
-        cleanup.0 = None;
-        Ok(())
+        let exists = check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
+        write_beside(urlpath, contiguous, exists, |st| self.sc.copy_to(st, self.ctx.nthreads()).map(drop))
     }
 
     /// Remove a persisted array (frame file or sparse-frame directory). A
@@ -817,25 +827,20 @@ impl Array {
     /// are the old axes `keep` (the others have length 1).
     fn relayout(&mut self, new_geom: Geometry, keep: &[usize]) -> Result<()> {
         let storage = self.sc.storage();
-        let target = storage.urlpath.clone();
-        let tmp = target.as_ref().map(|u| format!("{u}.caterva-tmp-{}", std::process::id()));
-        let st = Storage { contiguous: storage.contiguous, urlpath: tmp.clone() };
-        let axes = keep.iter().map(|&i| AxisMap::slice(0, self.shape()[i])).collect();
-        let mut cleanup = Cleanup(tmp.as_deref());
-        let fresh = self.derive_to(&self.ctx.clone(), new_geom, &st, axes, keep, &self.user_metalayers(), true)?;
-        match (target, tmp.as_deref()) {
-            (Some(target), Some(tmp)) => {
-                drop(fresh);
-                if !storage.contiguous {
-                    schunk::remove_urlpath(&target)?;
-                }
-                std::fs::rename(tmp, &target)?;
-                cleanup.0 = None;
+        let axes: Vec<AxisMap> = keep.iter().map(|&i| AxisMap::slice(0, self.shape()[i])).collect();
+        let metas = self.user_metalayers();
+        let ctx = self.ctx.clone();
+        match storage.urlpath.clone() {
+            Some(target) => {
+                write_beside(&target, storage.contiguous, true, |st| {
+                    self.derive_to(&ctx, new_geom, st, axes, keep, &metas, true).map(drop)
+                })?;
                 let reopened = SChunk::open(&target)?;
                 self.geom = geometry_of(&reopened)?;
                 self.sc = reopened;
             }
-            _ => {
+            None => {
+                let fresh = self.derive_to(&ctx, new_geom, &storage, axes, keep, &metas, true)?;
                 self.geom = fresh.geom;
                 self.sc = fresh.sc;
             }
