@@ -560,6 +560,40 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
                              struct caterva_array_t *array);
 
 /**
+ * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the
+ * arrays created from now on with `ctx`: from_buffer, zeros, full, copy,
+ * get_slice… Each array then records the XXH3-64 hash of every compressed
+ * chunk in its `caterva.xxh3` vlmetalayer, checks it on every read of the
+ * chunk (a mismatch is `CATERVA_ERR_BLOSC_FAILED`, never data) and keeps it
+ * current on every write. Arrays that already keep checksums always do.
+ * Other readers ignore the vlmetalayer.
+ *
+ * Not thread-safe with respect to other calls using `ctx`.
+ *
+ * # Safety
+ * `ctx` must be NULL or a live context from `caterva_ctx_new`.
+ */
+int caterva_ctx_set_checksums(struct caterva_ctx_t *ctx, bool enable);
+
+/**
+ * Start keeping per-chunk checksums in an existing array: every chunk is
+ * hashed now and the table stored with the array. Nothing changes if it
+ * already keeps them.
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.
+ */
+int caterva_enable_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *array);
+
+/**
+ * Set `*enabled` to whether `array` keeps per-chunk checksums.
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; `enabled` NULL or writable.
+ */
+int caterva_has_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bool *enabled);
+
+/**
  * Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).
  *
  * # Safety

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::checksum;
 use crate::context::Context;
 use crate::engine;
 use crate::error::{invalid, Error, Result};
@@ -80,6 +81,13 @@ impl std::fmt::Debug for Array {
 /// Names that hold geometry and are managed by the library itself.
 fn is_reserved(name: &str) -> bool {
     name == CATERVA_META || name == B2ND_META
+}
+
+fn check_user_vlmeta(name: &str) -> Result<()> {
+    if name == checksum::VLMETA_NAME {
+        invalid!("vlmetalayer '{name}' holds the chunk checksums and is the library's to write");
+    }
+    Ok(())
 }
 
 fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
@@ -218,8 +226,12 @@ impl Array {
         for m in metalayers {
             sc.meta_add(&m.name, &m.content)?;
         }
+        if ctx.config().checksums {
+            sc.enable_checksums()?;
+        }
         let mut arr = Array { geom, sc, ctx: ctx.clone() };
         fill(&mut arr)?;
+        arr.sc.flush_checksums()?;
         cleanup.0 = None;
         Ok(arr)
     }
@@ -474,10 +486,8 @@ impl Array {
             buffer,
             buffershape,
         )?;
-        for (n, chunk) in built {
-            self.sc.update_chunk(n, &chunk)?;
-        }
-        Ok(())
+        let r = built.into_iter().try_for_each(|(n, chunk)| self.sc.update_chunk(n, &chunk));
+        self.written(r)
     }
 
     /// Read the outer product of one index list per axis into `buffer`, a
@@ -507,10 +517,8 @@ impl Array {
         let cparams = *self.ctx.cparams();
         let built = engine::build_selection(&self.ctx, &cparams, &self.sc, &self.geom, &sel, buffer, buffershape)?;
         self.detach()?;
-        for (n, chunk) in built {
-            self.sc.update_chunk(n, &chunk)?;
-        }
-        Ok(())
+        let r = built.into_iter().try_for_each(|(n, chunk)| self.sc.update_chunk(n, &chunk));
+        self.written(r)
     }
 
     /// Change the shape. On each axis whose length grows, the new items go in
@@ -752,6 +760,31 @@ impl Array {
         Ok(())
     }
 
+    /// Store what a write changed besides the chunks (the checksum table),
+    /// also after a write that failed part way, then pass on its outcome.
+    fn written<T>(&mut self, r: Result<T>) -> Result<T> {
+        let flushed = self.sc.flush_checksums();
+        let v = r?;
+        flushed.map(|()| v)
+    }
+
+    /// Whether this array keeps per-chunk checksums (see [`crate::checksum`]).
+    #[must_use]
+    pub fn has_checksums(&self) -> bool {
+        self.sc.has_checksums()
+    }
+
+    /// Start keeping per-chunk checksums: hash every chunk now, store the
+    /// table, and keep it current on every later write through this library.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if a chunk cannot be read or the table cannot be stored.
+    pub fn enable_checksums(&mut self) -> Result<()> {
+        self.detach()?;
+        let r = self.sc.enable_checksums();
+        self.written(r)
+    }
+
     /// Record a new geometry (same chunk layout) in the geometry metalayers
     /// present and in the struct.
     fn write_geometry(&mut self, geom: Geometry) -> Result<()> {
@@ -819,7 +852,8 @@ impl Array {
             reshape::build(&self.ctx, &cparams, &new_geom, &m, &parts, true)?
         };
         self.detach()?;
-        reshape::apply_in_place(&mut self.sc, built)?;
+        let r = reshape::apply_in_place(&mut self.sc, built);
+        self.written(r)?;
         self.write_geometry(new_geom)
     }
 
@@ -883,7 +917,8 @@ impl Array {
             )));
         }
         let vl: Vec<(String, Vec<u8>)> = if vlmeta {
-            self.sc.vlmeta_names().into_iter().map(|n| self.vlmeta_get(&n).map(|c| (n, c))).collect::<Result<_>>()?
+            let names = self.sc.vlmeta_names().into_iter().filter(|n| n != checksum::VLMETA_NAME);
+            names.map(|n| self.vlmeta_get(&n).map(|c| (n, c))).collect::<Result<_>>()?
         } else {
             Vec::new()
         };
@@ -897,6 +932,9 @@ impl Array {
         let reuse = ctx.cparams().same_encoding(&self.sc.cparams());
         let dtype = self.dtype().unwrap_or_else(|| meta::default_dtype(self.itemsize()));
         Array::create_with(ctx, geom, st, metalayers, &dtype, |arr| {
+            if self.sc.has_checksums() {
+                arr.sc.enable_checksums()?;
+            }
             let parts = reshape::chunk_parts(&arr.geom);
             let batch = (ctx.nthreads() * 4).max(16);
             for group in parts.chunks(batch) {
@@ -973,6 +1011,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] if it already exists or the name is invalid.
     pub fn vlmeta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        check_user_vlmeta(name)?;
         let cp = *self.ctx.cparams();
         self.detach()?;
         self.sc.vlmeta_put(name, content, false, &cp)
@@ -983,6 +1022,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] if it does not exist.
     pub fn vlmeta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        check_user_vlmeta(name)?;
         let cp = *self.ctx.cparams();
         self.detach()?;
         self.sc.vlmeta_put(name, content, true, &cp)

@@ -14,12 +14,15 @@ pub struct Config {
     pub cparams: CParams,
     /// Total threads an operation may use (chunk workers × blosc threads).
     pub nthreads: usize,
+    /// Keep per-chunk checksums in the arrays this context creates (see
+    /// [`crate::checksum`]). Arrays that already keep them always do.
+    pub checksums: bool,
 }
 
 impl Default for Config {
     /// The defaults of `CATERVA_CONFIG_DEFAULTS`: ZSTD level 5, shuffle, one thread.
     fn default() -> Self {
-        Config { cparams: CParams::default(), nthreads: 1 }
+        Config { cparams: CParams::default(), nthreads: 1, checksums: false }
     }
 }
 

@@ -24,6 +24,9 @@ pub enum Error {
     /// An index is out of range, or an axis cannot be squeezed
     /// (`CATERVA_ERR_INVALID_INDEX`, as the original reported these).
     InvalidIndex(String),
+    /// Stored data fails its integrity check (a chunk whose checksum does
+    /// not match, see [`crate::checksum`]).
+    Corrupt(String),
 }
 
 impl Error {
@@ -32,7 +35,7 @@ impl Error {
     pub fn code(&self) -> i32 {
         match self {
             Error::InvalidArgument(_) | Error::InvalidFormat(_) => crate::ffi::CATERVA_ERR_INVALID_ARGUMENT,
-            Error::BloscFailed(_) | Error::Io(_) => crate::ffi::CATERVA_ERR_BLOSC_FAILED,
+            Error::BloscFailed(_) | Error::Io(_) | Error::Corrupt(_) => crate::ffi::CATERVA_ERR_BLOSC_FAILED,
             Error::InvalidStorage(_) => crate::ffi::CATERVA_ERR_INVALID_STORAGE,
             Error::NullPointer(_) => crate::ffi::CATERVA_ERR_NULL_POINTER,
             Error::InvalidIndex(_) => crate::ffi::CATERVA_ERR_INVALID_INDEX,
@@ -49,7 +52,8 @@ impl Error {
             | Error::NullPointer(m)
             | Error::InvalidFormat(m)
             | Error::Io(m)
-            | Error::InvalidIndex(m) => m,
+            | Error::InvalidIndex(m)
+            | Error::Corrupt(m) => m,
         }
     }
 }
@@ -64,6 +68,7 @@ impl fmt::Display for Error {
             Error::InvalidFormat(_) => "invalid format",
             Error::Io(_) => "i/o error",
             Error::InvalidIndex(_) => "invalid index",
+            Error::Corrupt(_) => "corrupt data",
         };
         write!(f, "{kind}: {}", self.message())
     }

@@ -28,6 +28,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod array;
+pub mod checksum;
 pub mod context;
 mod engine;
 pub mod error;

@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
+use crate::checksum::{self, Table};
 use crate::error::{Error, Result};
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
@@ -370,6 +371,8 @@ pub struct SChunk {
     /// The frame lives in a caller's buffer (`from_cframe` without a copy):
     /// c-blosc2 would `realloc` it on a write, so it must not be written.
     borrowed: bool,
+    /// Per-chunk checksums (see [`crate::checksum`]), when the super-chunk keeps them.
+    sums: Option<Table>,
 }
 
 // SAFETY: the super-chunk is owned; every call made through &self holds `lock`.
@@ -379,7 +382,9 @@ unsafe impl Sync for SChunk {}
 
 impl SChunk {
     fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::BloscFailed(format!("{what} failed")))
+        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::BloscFailed(format!("{what} failed")))?;
+        sc.load_checksums()?;
+        Ok(sc)
     }
 
     fn adopt(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
@@ -394,7 +399,7 @@ impl SChunk {
         if r.frame.is_null() && !r.data.is_null() && r.data_len < table {
             r.data_len = table;
         }
-        SChunk { ptr, lock: Mutex::new(()), borrowed: false }
+        SChunk { ptr, lock: Mutex::new(()), borrowed: false, sums: None }
     }
 
     fn guard(&self) -> MutexGuard<'_, ()> {
@@ -499,7 +504,9 @@ impl SChunk {
     /// # Errors
     /// [`Error::NullPointer`] if `p` is NULL.
     pub unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))?;
+        sc.load_checksums()?;
+        Ok(sc)
     }
 
     /// Whether the frame lives in a caller's buffer (see [`SChunk::from_cframe`]);
@@ -758,7 +765,17 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::BloscFailed`] if it cannot be read.
+    /// [`Error::Corrupt`] if it fails its checksum.
     pub fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
+        let chunk = self.chunk_unchecked(n)?;
+        if let Some(t) = &self.sums {
+            t.check(n, self.nchunks(), chunk.bytes())?;
+        }
+        Ok(chunk)
+    }
+
+    /// [`SChunk::chunk`] without the checksum check.
+    fn chunk_unchecked(&self, n: i64) -> Result<Chunk<'_>> {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
         }
@@ -779,6 +796,11 @@ impl SChunk {
         Ok(Chunk { data, len, needs_free, _owner: std::marker::PhantomData })
     }
 
+    /// Chunk `n`'s checksum, as [`SChunk::chunk`] hands it back.
+    fn chunk_hash(&self, n: i64) -> Result<u64> {
+        self.chunk_unchecked(n).map(|c| checksum::hash(c.bytes()))
+    }
+
     /// Append a compressed chunk.
     ///
     /// # Errors
@@ -790,7 +812,7 @@ impl SChunk {
         if rc != before + 1 {
             return Err(blosc_err("appending a chunk", rc));
         }
-        Ok(())
+        self.track(|sc, t| sc.chunk_hash(before).map(|h| t.push(h)))
     }
 
     /// Replace chunk `n`.
@@ -803,7 +825,7 @@ impl SChunk {
         if rc < 0 {
             return Err(blosc_err(&format!("updating chunk {n}"), rc));
         }
-        Ok(())
+        self.track(|sc, t| sc.chunk_hash(n).map(|h| t.set(n as usize, h)))
     }
 
     /// Remove chunk `n`; the chunks after it move down by one.
@@ -819,7 +841,10 @@ impl SChunk {
         if rc < 0 {
             return Err(blosc_err(&format!("deleting chunk {n}"), rc));
         }
-        Ok(())
+        self.track(|_, t| {
+            t.remove(n as usize);
+            Ok(())
+        })
     }
 
     /// Permute the chunks without touching their data: chunk `i` becomes the
@@ -845,7 +870,10 @@ impl SChunk {
         if rc < 0 {
             return Err(blosc_err("reordering chunks", i64::from(rc)));
         }
-        Ok(())
+        self.track(|_, t| {
+            t.reorder(&order);
+            Ok(())
+        })
     }
 
     /// Fill an empty super-chunk with `nchunks` special chunks of `chunk_nbytes` bytes.
@@ -869,7 +897,12 @@ impl SChunk {
         if rc < 0 || self.nchunks() != nchunks {
             return Err(blosc_err("filling with special chunks", rc));
         }
-        Ok(())
+        // Every special chunk of one kind comes back as the same bytes.
+        self.track(|sc, t| {
+            let sum = sc.chunk_hash(0)?;
+            (0..nchunks).for_each(|_| t.push(sum));
+            Ok(())
+        })
     }
 
     /// Serialise to a contiguous frame: `(pointer, length, needs_free)`. When
@@ -911,6 +944,57 @@ impl SChunk {
             unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) }
         };
         Self::wrap(p, "copying the super-chunk")
+    }
+
+    /// Apply `change` to the checksum table, if the super-chunk keeps one.
+    /// A change that cannot be recorded leaves a table that no longer
+    /// matches, so reads report it instead of trusting stale sums.
+    fn track(&mut self, change: impl FnOnce(&SChunk, &mut Table) -> Result<()>) -> Result<()> {
+        let Some(mut t) = self.sums.take() else { return Ok(()) };
+        let r = change(self, &mut t);
+        self.sums = Some(t);
+        r
+    }
+
+    /// Whether the super-chunk keeps per-chunk checksums.
+    #[must_use]
+    pub fn has_checksums(&self) -> bool {
+        self.sums.is_some()
+    }
+
+    /// Start keeping per-chunk checksums (hashing every chunk now); stored
+    /// by the next [`SChunk::flush_checksums`]. Nothing happens if it already keeps them.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if a chunk cannot be read.
+    pub fn enable_checksums(&mut self) -> Result<()> {
+        if self.sums.is_none() {
+            let sums = (0..self.nchunks()).map(|n| self.chunk_hash(n)).collect::<Result<Vec<_>>>()?;
+            self.sums = Some(Table::new(sums));
+        }
+        Ok(())
+    }
+
+    /// Store the checksum table if it changed since it was last stored.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if the vlmetalayer cannot be written.
+    pub fn flush_checksums(&mut self) -> Result<()> {
+        let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
+        let update = self.vlmeta_exists(checksum::VLMETA_NAME)?;
+        let r = self.vlmeta_put(checksum::VLMETA_NAME, &content, update, &CParams::default());
+        if r.is_err() {
+            self.sums.as_mut().map(Table::mark_dirty);
+        }
+        r
+    }
+
+    /// Read the checksum table, if the super-chunk stores one.
+    fn load_checksums(&mut self) -> Result<()> {
+        if let Some(content) = self.vlmeta_get(checksum::VLMETA_NAME)? {
+            self.sums = Some(Table::decode(&content)?);
+        }
+        Ok(())
     }
 
     /// Give up ownership, returning the raw pointer.

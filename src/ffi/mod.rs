@@ -16,11 +16,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
+mod integrity;
 mod meta;
 mod reshape;
 mod types;
 
 pub use array::*;
+pub use integrity::*;
 pub use meta::*;
 pub use reshape::*;
 pub use types::*;

@@ -270,6 +270,7 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
             preparams: cfg.pparams,
         },
         nthreads: cfg.nthreads as usize,
+        checksums: false,
     })
 }
 

@@ -1,0 +1,64 @@
+//! Per-chunk checksums from C (beyond the original API; see [`crate::checksum`]).
+
+use std::ffi::c_int;
+
+use super::meta::with_array;
+use super::{boundary, deref_mut, CtxBox, CATERVA_SUCCEED};
+use super::{caterva_array_t, caterva_ctx_t};
+use crate::context::{Config, Context};
+
+/// Ask (`enable` true) or stop asking (false) for per-chunk checksums in the
+/// arrays created from now on with `ctx`: from_buffer, zeros, full, copy,
+/// get_slice… Each array then records the XXH3-64 hash of every compressed
+/// chunk in its `caterva.xxh3` vlmetalayer, checks it on every read of the
+/// chunk (a mismatch is `CATERVA_ERR_BLOSC_FAILED`, never data) and keeps it
+/// current on every write. Arrays that already keep checksums always do.
+/// Other readers ignore the vlmetalayer.
+///
+/// Not thread-safe with respect to other calls using `ctx`.
+///
+/// # Safety
+/// `ctx` must be NULL or a live context from `caterva_ctx_new`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_ctx_set_checksums(ctx: *mut caterva_ctx_t, enable: bool) -> c_int {
+    boundary("caterva_ctx_set_checksums", || {
+        // SAFETY: the public struct is the first field of a repr(C) CtxBox (caller's contract).
+        let b = unsafe { deref_mut(ctx.cast::<CtxBox>(), "ctx") }?;
+        if b.ctx.config().checksums != enable {
+            b.ctx = Context::new(Config { checksums: enable, ..*b.ctx.config() })?;
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// Start keeping per-chunk checksums in an existing array: every chunk is
+/// hashed now and the table stored with the array. Nothing changes if it
+/// already keeps them.
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_enable_checksums(ctx: *mut caterva_ctx_t, array: *mut caterva_array_t) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe { with_array("caterva_enable_checksums", ctx, array, |a| a.array.enable_checksums()) }
+}
+
+/// Set `*enabled` to whether `array` keeps per-chunk checksums.
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or live handles; `enabled` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_has_checksums(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    enabled: *mut bool,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe {
+        with_array("caterva_has_checksums", ctx, array, |a| {
+            let out = super::out_ptr(enabled, "enabled")?;
+            *out = a.array.has_checksums();
+            Ok(())
+        })
+    }
+}
