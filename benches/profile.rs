@@ -1,0 +1,99 @@
+//! A profiling driver, not a benchmark: runs one operation of the issue's
+//! workload (3-D int64, chunks {50, 150, 100}, blocks {13, 21, 30}, ZSTD 5 +
+//! shuffle, 2 threads) a few times, for a profiler to look at:
+//!
+//! ```sh
+//! CARGO_PROFILE_BENCH_DEBUG=true cargo bench --bench profile --no-run
+//! valgrind --tool=callgrind target/release/deps/profile-* to_buffer 60
+//! ```
+//!
+//! The first run of a given size caches the array as a frame in the temp
+//! directory. Arguments: the operation (`to_buffer`, `floor`, `planes`, `boxes`,
+//! `from_buffer`, `append`, `set_plane`) and the length of axis 0 (default
+//! 300; the other axes are the issue's 745 × 400).
+
+// A bench target is a binary: nothing here is public API.
+#![allow(missing_docs)]
+
+use caterva::{Array, Config, Context, Params, StorageParams};
+
+const CHUNKS: [i32; 3] = [50, 150, 100];
+const BLOCKS: [i32; 3] = [13, 21, 30];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let op = args.first().map_or("to_buffer", String::as_str);
+    let len0: i64 = args.get(1).map_or(300, |s| s.parse().expect("axis-0 length"));
+    let shape = vec![len0, 745, 400];
+    let n: i64 = shape.iter().product();
+    let data: Vec<u8> = (0..n).flat_map(i64::to_le_bytes).collect();
+    let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+    let params = Params { itemsize: 8, shape: shape.clone(), dtype: None };
+    let storage = StorageParams { chunkshape: CHUNKS.to_vec(), blockshape: BLOCKS.to_vec(), ..Default::default() };
+    // The array comes from a frame cached on disk, so that a profile of a
+    // read is not drowned in the compression that built it.
+    let cache = std::env::temp_dir().join(format!("caterva-profile-{len0}.b2frame"));
+    let mut arr = match std::fs::read(&cache) {
+        Ok(frame) => Array::from_cframe(&ctx, &frame).unwrap(),
+        Err(_) => {
+            let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+            std::fs::write(&cache, arr.to_cframe().unwrap()).unwrap();
+            arr
+        }
+    };
+    let mut out = vec![0u8; data.len()];
+    let t0 = std::time::Instant::now();
+    match op {
+        "to_buffer" => arr.to_buffer(&mut out).unwrap(),
+        "floor" => {
+            let mut dctx = caterva::schunk::DCtx::new(2).unwrap();
+            let mut dst = vec![0u8; arr.schunk().chunksize() as usize];
+            for k in 0..arr.schunk().nchunks() {
+                dctx.decompress(&arr.schunk().chunk(k).unwrap(), &mut dst, None).unwrap();
+            }
+        }
+        "planes" => {
+            for axis in 0..3 {
+                let mut start = vec![0i64; 3];
+                let mut stop = shape.clone();
+                start[axis] = shape[axis] / 2;
+                stop[axis] = start[axis] + 1;
+                let bshape: Vec<i64> = (0..3).map(|i| stop[i] - start[i]).collect();
+                let len = bshape.iter().product::<i64>() as usize * 8;
+                arr.get_slice_buffer(&start, &stop, &mut out[..len], &bshape).unwrap();
+            }
+        }
+        "boxes" => {
+            let mut x = 0x5eed_cafe_f00d_u64;
+            for _ in 0..300 {
+                let start: Vec<i64> = shape
+                    .iter()
+                    .map(|&s| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x % (s as u64 - 15)) as i64
+                    })
+                    .collect();
+                let stop: Vec<i64> = start.iter().map(|s| s + 16).collect();
+                arr.get_slice_buffer(&start, &stop, &mut out[..16 * 16 * 16 * 8], &[16, 16, 16]).unwrap();
+            }
+        }
+        "from_buffer" => drop(Array::from_buffer(&ctx, &params, &storage, &data).unwrap()),
+        "append" => {
+            let slab = 50 * 745 * 400 * 8;
+            let first = Params { shape: vec![50, 745, 400], ..params.clone() };
+            let mut a = Array::from_buffer(&ctx, &first, &storage, &data[..slab]).unwrap();
+            for s in 1..(len0 / 50) as usize {
+                a.append(&data[s * slab..(s + 1) * slab], 0).unwrap();
+            }
+        }
+        "set_plane" => {
+            let plane = 745 * 400 * 8;
+            let (start, stop) = (vec![len0 / 2, 0, 0], vec![len0 / 2 + 1, 745, 400]);
+            arr.set_slice_buffer(&data[..plane], &[1, 745, 400], &start, &stop).unwrap();
+        }
+        other => panic!("unknown operation {other}"),
+    }
+    eprintln!("{op}: {:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+}
