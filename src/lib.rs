@@ -37,9 +37,11 @@ pub mod geometry;
 pub mod meta;
 mod reshape;
 pub mod schunk;
+pub mod verify;
 
 pub use array::{Array, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, Result};
 pub use geometry::{Geometry, Region, MAX_DIM};
 pub use schunk::{CParams, Storage};
+pub use verify::ChunkProblem;

@@ -1,0 +1,319 @@
+//! `caterva cat` and `caterva slice`: print an array or a region of it like
+//! NumPy does, nested brackets with one innermost row per line:
+//!
+//! ```text
+//! [[0, 1, 2],
+//!  [3, 4, 5]]
+//! ```
+//!
+//! Items are read a bounded box at a time and printed as they come, so
+//! arrays of any size stream through in constant memory.
+
+use std::io::Write;
+
+use caterva::geometry::for_each_index;
+use caterva::Array;
+
+use crate::args::{Opt, Parsed};
+use crate::items::ItemFormat;
+use crate::progress::{self, Bar};
+use crate::{Command, Failure, Outcome, NO_PROGRESS, THREADS};
+
+const OPTS: &[Opt] = &[
+    Opt::value("dtype", "DTYPE", "read items as this NumPy dtype (<i8, <f4, |u1...) instead of the stored one"),
+    Opt::flag("all", "print even a huge region (over 100000 items) to a terminal"),
+    THREADS,
+    NO_PROGRESS,
+];
+
+const FORMAT: &str = "Items print by the dtype of the 'b2nd' metalayer (or --dtype): integers,\n\
+floats in their shortest exact form, complex numbers as 1.5-2.0j, booleans as\n\
+true/false; other items (no dtype, structured or string dtypes) as 0x and their\n\
+bytes in storage order. A 0-dim array prints its one item alone.";
+
+/// `caterva cat`.
+pub const CAT: Command = Command {
+    name: "cat",
+    usage: "cat PATH [OPTIONS]",
+    summary: "print every item, NumPy style (nested brackets, one row per line)",
+    details: FORMAT,
+    opts: OPTS,
+    run: cat,
+};
+
+/// `caterva slice`.
+pub const SLICE: Command = Command {
+    name: "slice",
+    usage: "slice PATH SELECTION [OPTIONS]",
+    summary: "print a region, selected NumPy style: '0:2,:,5', '-3:', '1,2:4'",
+    details: "SELECTION has one entry per leading axis (missing ones select the whole axis):\n\
+START:STOP (either may be left out; negative counts from the end; clipped to\n\
+the axis) or an index (negative from the end), which drops that axis from the\n\
+output. Steps are not supported.\n\n",
+    opts: OPTS,
+    run: slice,
+};
+
+/// Regions larger than this do not print to a terminal without `--all`.
+const TERMINAL_LIMIT: i64 = 100_000;
+/// Bytes read per box.
+const BOX_BYTES: i64 = 4 << 20;
+
+fn cat(p: &Parsed) -> Outcome {
+    let [path] = crate::positionals(p, &["PATH"])?[..] else { unreachable!("one positional") };
+    let arr = crate::open(&crate::context(p, Default::default())?, path)?;
+    let sel = Selection::whole(arr.shape());
+    print(p, &arr, &sel)
+}
+
+fn slice(p: &Parsed) -> Outcome {
+    let [path, spec] = crate::positionals(p, &["PATH", "SELECTION"])?[..] else { unreachable!("two positionals") };
+    let arr = crate::open(&crate::context(p, Default::default())?, path)?;
+    let sel = Selection::parse(spec, arr.shape()).map_err(Failure::Usage)?;
+    print(p, &arr, &sel)
+}
+
+/// A box of the array and the axes of it that are printed.
+#[derive(Debug, PartialEq, Eq)]
+struct Selection {
+    start: Vec<i64>,
+    stop: Vec<i64>,
+    /// Axes selected by a single index are dropped from the output.
+    kept: Vec<bool>,
+}
+
+impl Selection {
+    fn whole(shape: &[i64]) -> Selection {
+        Selection { start: vec![0; shape.len()], stop: shape.to_vec(), kept: vec![true; shape.len()] }
+    }
+
+    /// Parse a NumPy-like selection (`0:2,:,5`) for an array of `shape`.
+    fn parse(spec: &str, shape: &[i64]) -> Result<Selection, String> {
+        let mut sel = Selection::whole(shape);
+        let parts: Vec<&str> = if spec.trim().is_empty() { Vec::new() } else { spec.split(',').collect() };
+        if parts.len() > shape.len() {
+            return Err(format!("selection '{spec}' has {} entries; the array has {} axes", parts.len(), shape.len()));
+        }
+        for (axis, part) in parts.iter().enumerate() {
+            let len = shape[axis];
+            let bound = |s: &str, default: i64| -> Result<i64, String> {
+                if s.trim().is_empty() {
+                    return Ok(default);
+                }
+                let v: i64 =
+                    s.trim().parse().map_err(|_| format!("'{part}' (axis {axis}) is not START:STOP or an index"))?;
+                Ok(if v < 0 { (v + len).max(0) } else { v.min(len) })
+            };
+            match part.split(':').collect::<Vec<_>>()[..] {
+                [index] if !index.trim().is_empty() => {
+                    let i: i64 = index.trim().parse().map_err(|_| format!("'{part}' (axis {axis}) is not an index"))?;
+                    let at = if i < 0 { i + len } else { i };
+                    if at < 0 || at >= len {
+                        return Err(format!("index {i} is out of bounds for axis {axis} with size {len}"));
+                    }
+                    (sel.start[axis], sel.stop[axis], sel.kept[axis]) = (at, at + 1, false);
+                }
+                [a, b] => {
+                    sel.start[axis] = bound(a, 0)?;
+                    sel.stop[axis] = bound(b, len)?.max(sel.start[axis]);
+                }
+                [_, _, _] => return Err(format!("'{part}' (axis {axis}): steps are not supported")),
+                _ => return Err(format!("'{part}' (axis {axis}) is not START:STOP or an index")),
+            }
+        }
+        Ok(sel)
+    }
+
+    fn shape(&self) -> Vec<i64> {
+        self.start.iter().zip(&self.stop).map(|(a, b)| b - a).collect()
+    }
+
+    /// The shape of the printed array.
+    fn printed_shape(&self) -> Vec<i64> {
+        self.shape().into_iter().zip(&self.kept).filter(|(_, &k)| k).map(|(s, _)| s).collect()
+    }
+}
+
+/// Print `sel` of `arr` on stdout.
+fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
+    let dtype = match p.value("dtype") {
+        Some(d) => {
+            caterva::meta::check_dtype(d, arr.itemsize()).map_err(|e| Failure::Usage(e.message().to_owned()))?;
+            Some(d.to_owned())
+        }
+        None => arr.dtype(),
+    };
+    let format = ItemFormat::new(dtype.as_deref(), arr.itemsize());
+    let nitems: i64 = sel.shape().iter().product();
+    let to_terminal = progress::stdout_is_tty();
+    if to_terminal && nitems > TERMINAL_LIMIT && !p.flag("all") {
+        return Err(Failure::Usage(format!(
+            "the selection holds {nitems} items; pass --all to print them to the terminal anyway, \
+             or select a smaller region with 'caterva slice'"
+        )));
+    }
+    // Data goes to stdout: a bar on the same terminal would garble it.
+    let mut bar = Bar::new("cat", "items", nitems as u64, progress::wanted(p) && !to_terminal);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut nested = Nested::new(sel.printed_shape());
+    let mut text = String::new();
+    let mut done = 0u64;
+    for_each_box(arr, sel, |items| {
+        for item in items.chunks_exact(arr.itemsize()) {
+            text.clear();
+            format.write(item, &mut text);
+            nested.item(&text, &mut out)?;
+        }
+        done += (items.len() / arr.itemsize()) as u64;
+        bar.update(done);
+        Ok(())
+    })?;
+    nested.finish(&mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Call `f` with the items of `sel` in C order, a box of at most about
+/// [`BOX_BYTES`] at a time. The boxes hold one index on the axes before
+/// some axis `a`, a run of indices on `a`, and everything after it.
+fn for_each_box(arr: &Array, sel: &Selection, mut f: impl FnMut(&[u8]) -> Outcome) -> Outcome {
+    let shape = sel.shape();
+    if shape.contains(&0) {
+        return Ok(());
+    }
+    let n = shape.len();
+    let item = arr.itemsize() as i64;
+    // inner[a]: bytes of one index along axis a (everything after it).
+    let inner: Vec<i64> = (0..n).map(|a| shape[a + 1..].iter().fold(item, |acc, &s| acc.saturating_mul(s))).collect();
+    let Some(a) = (0..n).find(|&a| inner[a] <= BOX_BYTES) else {
+        return read_box(arr, &sel.start, &sel.stop, &mut f);
+    };
+    let run = (BOX_BYTES / inner[a]).clamp(1, shape[a]);
+    let mut failure = Ok(());
+    for_each_index(&vec![0; a], &shape[..a], |outer| {
+        let mut j = 0;
+        while failure.is_ok() && j < shape[a] {
+            let mut lo = sel.start.clone();
+            let mut hi = sel.stop.clone();
+            for (i, &o) in outer.iter().enumerate() {
+                lo[i] += o;
+                hi[i] = lo[i] + 1;
+            }
+            lo[a] = sel.start[a] + j;
+            hi[a] = lo[a] + run.min(shape[a] - j);
+            failure = read_box(arr, &lo, &hi, &mut f);
+            j += run;
+        }
+    });
+    failure
+}
+
+/// Read `[lo, hi)` and hand its items to `f`.
+fn read_box(arr: &Array, lo: &[i64], hi: &[i64], f: &mut impl FnMut(&[u8]) -> Outcome) -> Outcome {
+    let shape: Vec<i64> = lo.iter().zip(hi).map(|(a, b)| b - a).collect();
+    let mut buf = vec![0u8; shape.iter().product::<i64>() as usize * arr.itemsize()];
+    arr.get_slice_buffer(lo, hi, &mut buf, &shape)
+        .map_err(|e| Failure::Failed(format!("cannot read items {lo:?}..{hi:?}: {e}")))?;
+    f(&buf)
+}
+
+/// Writes items in C order with NumPy's brackets and line breaks.
+struct Nested {
+    shape: Vec<i64>,
+    /// Index of the next item.
+    index: Vec<i64>,
+    /// Brackets to open before the next item (those that just closed).
+    open: usize,
+    finished: bool,
+}
+
+impl Nested {
+    fn new(shape: Vec<i64>) -> Nested {
+        let open = shape.len();
+        let index = vec![0; shape.len()];
+        Nested { shape, index, open, finished: false }
+    }
+
+    /// Write the next item.
+    fn item(&mut self, text: &str, out: &mut impl Write) -> std::io::Result<()> {
+        let n = self.shape.len();
+        write!(out, "{}{text}", "[".repeat(self.open))?;
+        // Advance the index; the axes that wrap around close their brackets.
+        let mut closed = 0;
+        for axis in (0..n).rev() {
+            self.index[axis] += 1;
+            if self.index[axis] < self.shape[axis] {
+                break;
+            }
+            self.index[axis] = 0;
+            closed += 1;
+        }
+        write!(out, "{}", "]".repeat(closed))?;
+        if closed == n {
+            self.finished = true;
+            return writeln!(out);
+        }
+        if closed == 0 {
+            write!(out, ", ")?;
+        } else {
+            write!(out, ",{}{}", "\n".repeat(closed), " ".repeat(n - closed))?;
+        }
+        self.open = closed;
+        Ok(())
+    }
+
+    /// End the output: an array without items still prints `[]`.
+    fn finish(&self, out: &mut impl Write) -> std::io::Result<()> {
+        if !self.finished {
+            writeln!(out, "[]")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(shape: &[i64]) -> String {
+        let mut out = Vec::new();
+        let mut nest = Nested::new(shape.to_vec());
+        let n: i64 = shape.iter().product();
+        for i in 0..n {
+            nest.item(&i.to_string(), &mut out).unwrap();
+        }
+        nest.finish(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn nested_like_numpy() {
+        assert_eq!(nested(&[]), "0\n");
+        assert_eq!(nested(&[3]), "[0, 1, 2]\n");
+        assert_eq!(nested(&[2, 2]), "[[0, 1],\n [2, 3]]\n");
+        assert_eq!(nested(&[2, 1, 2]), "[[[0, 1]],\n\n [[2, 3]]]\n");
+        assert_eq!(nested(&[0]), "[]\n");
+        assert_eq!(nested(&[2, 0]), "[]\n");
+    }
+
+    fn sel(start: &[i64], stop: &[i64], kept: &[bool]) -> Selection {
+        Selection { start: start.to_vec(), stop: stop.to_vec(), kept: kept.to_vec() }
+    }
+
+    #[test]
+    fn selections() {
+        let shape = [5, 6, 7];
+        assert_eq!(Selection::parse("", &shape).unwrap(), Selection::whole(&shape));
+        assert_eq!(Selection::parse("0:2,:,5", &shape).unwrap(), sel(&[0, 0, 5], &[2, 6, 6], &[true, true, false]));
+        assert_eq!(Selection::parse("-2:, 1", &shape).unwrap(), sel(&[3, 1, 0], &[5, 2, 7], &[true, false, true]));
+        assert_eq!(Selection::parse(":-4,3:100", &shape).unwrap(), sel(&[0, 3, 0], &[1, 6, 7], &[true, true, true]));
+        assert_eq!(Selection::parse("4:2", &shape).unwrap(), sel(&[4, 0, 0], &[4, 6, 7], &[true, true, true]));
+        assert_eq!(Selection::parse("-1", &shape).unwrap(), sel(&[4, 0, 0], &[5, 6, 7], &[false, true, true]));
+        assert!(Selection::parse("5", &shape).unwrap_err().contains("out of bounds for axis 0 with size 5"));
+        assert!(Selection::parse("0:4:2", &shape).unwrap_err().contains("steps"));
+        assert!(Selection::parse("1,2,3,4", &shape).unwrap_err().contains("3 axes"));
+        assert!(Selection::parse("a:b", &shape).is_err());
+        assert!(Selection::parse("1,,2", &shape).is_err());
+        assert_eq!(Selection::parse("", &[]).unwrap(), Selection::whole(&[]));
+    }
+}

@@ -1,0 +1,119 @@
+//! [`Array::verify`]: read every chunk of an array back and report the ones
+//! that cannot be read, one [`ChunkProblem`] each.
+//!
+//! The check is a per-chunk loop ([`Array::check_chunk`]): each chunk is
+//! fetched from its storage and decompressed in full into a worker's scratch
+//! buffer. Chunks are checked in parallel on the array's context pool, in
+//! batches, so that progress is reported from the calling thread.
+
+use rayon::prelude::*;
+
+use crate::array::Array;
+use crate::engine::{self, Lease, Worker};
+use crate::error::{Error, Result};
+
+/// A chunk that failed a check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkProblem {
+    /// Index of the chunk in the super-chunk.
+    pub nchunk: i64,
+    /// What is wrong with it.
+    pub error: Error,
+}
+
+impl std::fmt::Display for ChunkProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chunk {}: {}", self.nchunk, self.error)
+    }
+}
+
+impl Array {
+    /// Read and decompress every chunk, returning the problems found (an
+    /// empty list when the array is sound). `progress(done, total)` is
+    /// called on the calling thread as chunks complete, first with
+    /// `done == 0` and last with `done == total`.
+    ///
+    /// Chunks are checked in parallel with the context's threads. A chunk
+    /// the super-chunk never initialised (sparse frames) reads as zeros and
+    /// is sound.
+    ///
+    /// # Errors
+    /// None today: every failure belongs to a chunk and is reported in the
+    /// list. The `Result` leaves room for checks that need the whole array
+    /// (a damaged checksum table, for one).
+    pub fn verify(&self, progress: &mut dyn FnMut(i64, i64)) -> Result<Vec<ChunkProblem>> {
+        let total = self.schunk().nchunks();
+        let ctx = self.context();
+        // A few chunks per worker per batch: progress stays fine-grained and
+        // the workers stay busy.
+        let batch = (ctx.nthreads() * 4).max(1) as i64;
+        let mut problems = Vec::new();
+        progress(0, total);
+        let mut done = 0;
+        while done < total {
+            let end = (done + batch).min(total);
+            let nthreads = engine::blosc_threads(ctx, (end - done) as usize);
+            let found: Vec<ChunkProblem> = ctx.run(|| {
+                (done..end)
+                    .into_par_iter()
+                    .map_init(
+                        || Lease::new(ctx),
+                        |w, n| self.check_chunk(w, n, nthreads).err().map(|error| ChunkProblem { nchunk: n, error }),
+                    )
+                    .flatten()
+                    .collect()
+            });
+            problems.extend(found);
+            done = end;
+            progress(done, total);
+        }
+        Ok(problems)
+    }
+
+    /// Every check of chunk `n`, in order; the first failure is its problem.
+    fn check_chunk(&self, w: &mut Worker, n: i64, nthreads: usize) -> Result<()> {
+        // The chunk is fetched and decompresses to a whole chunk of the
+        // geometry (leaving it in `w.scratch` for any check that follows).
+        w.load(self.schunk(), self.geometry(), n, None, nthreads)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Array, Config, Context, Params, StorageParams};
+
+    fn array() -> (Context, Array) {
+        let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+        let params = Params { itemsize: 8, shape: vec![10, 10], dtype: None };
+        let storage = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 2], ..Default::default() };
+        let data: Vec<u8> = (0..100u64).flat_map(|v| (v * v).to_le_bytes()).collect();
+        let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+        (ctx, arr)
+    }
+
+    #[test]
+    fn a_sound_array_has_no_problems_and_progress_counts_up() {
+        let (_, arr) = array();
+        let mut calls = Vec::new();
+        assert!(arr.verify(&mut |done, total| calls.push((done, total))).unwrap().is_empty());
+        assert_eq!(calls.first(), Some(&(0, 9)));
+        assert_eq!(calls.last(), Some(&(9, 9)));
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0), "{calls:?}");
+    }
+
+    #[test]
+    fn a_damaged_chunk_is_reported_alone() {
+        let (ctx, arr) = array();
+        let chunk = arr.schunk().chunk(4).unwrap().bytes().to_vec();
+        let mut frame = arr.to_cframe().unwrap();
+        let at = (0..frame.len() - chunk.len()).find(|&i| frame[i..i + chunk.len()] == chunk[..]).unwrap();
+        // The chunk header's uncompressed size.
+        frame[at + 5] ^= 0xff;
+        let damaged = Array::from_cframe(&ctx, &frame).unwrap();
+        let problems = damaged.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].nchunk, 4);
+        assert!(problems[0].to_string().starts_with("chunk 4: "), "{}", problems[0]);
+    }
+}
