@@ -2,8 +2,10 @@
 //! that cannot be read, one [`ChunkProblem`] each.
 //!
 //! The check is a per-chunk loop ([`Array::check_chunk`]): each chunk is
-//! fetched from its storage and decompressed in full into a worker's scratch
-//! buffer. Chunks are checked in parallel on the array's context pool, in
+//! fetched from its storage, checked against its checksum when the array
+//! keeps them (see [`crate::checksum`]; a flipped bit in the codec's payload
+//! is caught only this way), and decompressed in full into a worker's
+//! scratch buffer. Chunks are checked in parallel on the array's context pool, in
 //! batches, so that progress is reported from the calling thread.
 
 use rayon::prelude::*;
@@ -72,8 +74,9 @@ impl Array {
 
     /// Every check of chunk `n`, in order; the first failure is its problem.
     fn check_chunk(&self, w: &mut Worker, n: i64, nthreads: usize) -> Result<()> {
-        // The chunk is fetched and decompresses to a whole chunk of the
-        // geometry (leaving it in `w.scratch` for any check that follows).
+        // The chunk is fetched (which checks its checksum, if it has one) and
+        // decompresses to a whole chunk of the geometry (leaving it in
+        // `w.scratch` for any check that follows).
         w.load(self.schunk(), self.geometry(), n, None, nthreads)?;
         Ok(())
     }

@@ -485,6 +485,28 @@ fn verify_reports_damaged_chunks() {
 }
 
 #[test]
+fn verify_checks_checksums() {
+    let dir = out_dir("verify-sums");
+    // A flipped bit at the end of a chunk (codec payload): only a checksum sees it.
+    let last_byte = |array: &Path, n: i64| {
+        let chunk = Array::open(&ctx(), s(array)).unwrap().schunk().chunk(n).unwrap().bytes().to_vec();
+        let mut bytes = std::fs::read(array).unwrap();
+        let at = (0..bytes.len() - chunk.len() + 1).find(|&i| bytes[i..i + chunk.len()] == chunk).unwrap();
+        bytes[at + chunk.len() - 1] ^= 0x01;
+        std::fs::write(array, bytes).unwrap();
+    };
+    let file = dir.join("sums.b2frame");
+    ok(&["copy", &case("ours_i8").spec.path, s(&file), "--checksums"]);
+    assert!(Array::open(&ctx(), s(&file)).unwrap().has_checksums());
+    ok(&["verify", s(&file)]);
+    last_byte(&file, 1);
+    let r = caterva(&["verify", s(&file)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.starts_with("chunk 1: corrupt data: chunk 1 fails its checksum"), "{}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn usage_errors_exit_2_with_a_hint() {
     let dir = out_dir("usage");
     let p = case("ours_i8").spec.path.as_str();

@@ -25,6 +25,7 @@ recompressing them. Metalayers and vlmetalayers are copied.",
         Opt::flag("contiguous", "write one frame file"),
         Opt::flag("sparse", "write a sparse-frame directory (one file per chunk)"),
         Opt::flag("force", "replace DST if it is an array already"),
+        Opt::flag("checksums", "keep per-chunk checksums in the copy (kept anyway if SRC has them)"),
         THREADS,
         NO_PROGRESS,
     ],
@@ -37,7 +38,11 @@ fn run(p: &Parsed) -> Outcome {
     let arr = crate::open(&reader, src)?;
     let storage = storage(p, &arr, dst)?;
     check_destination(p, src, dst)?;
-    let ctx = crate::context(p, cparams(p, &arr)?)?;
+    let mut ctx = crate::context(p, cparams(p, &arr)?)?;
+    if p.flag("checksums") {
+        let config = caterva::Config { checksums: true, ..*ctx.config() };
+        ctx = caterva::Context::new(config).map_err(|e| Failure::Usage(e.message().to_owned()))?;
+    }
     let copy = progress::spinner("copy", progress::wanted(p), || arr.copy(&ctx, &storage)).map_err(|e| {
         let msg = format!("cannot write '{dst}': {e}");
         match e {

@@ -183,7 +183,8 @@ pub fn context(p: &Parsed, cparams: caterva::CParams) -> Result<caterva::Context
             n => n,
         },
     };
-    caterva::Context::new(caterva::Config { cparams, nthreads }).map_err(|e| Failure::Usage(e.message().to_owned()))
+    caterva::Context::new(caterva::Config { cparams, nthreads, checksums: false })
+        .map_err(|e| Failure::Usage(e.message().to_owned()))
 }
 
 /// Open the array at `path` for reading.
