@@ -21,8 +21,43 @@ fn main() {
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
     // So does the `caterva` command-line tool, installed beside them.
     println!("cargo:rustc-link-arg-bins=-Wl,-rpath,$ORIGIN");
+    let soname = set_soname();
     if let Some(profile_dir) = out_dir.ancestors().nth(3) {
         copy_blosc2(&manifest, &out_dir, profile_dir);
+        if let Some(soname) = soname {
+            link_soname(profile_dir, &soname);
+        }
+    }
+}
+
+/// Give ELF builds of libcaterva.so the soname `libcaterva.so.<major>`, the
+/// crate's major version (0: the caterva 0.x C ABI, which this crate keeps;
+/// a C ABI break means a new major version, hence a new soname). Returns it.
+fn set_soname() -> Option<String> {
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let family = env::var("CARGO_CFG_TARGET_FAMILY").unwrap_or_default();
+    if family != "unix" || matches!(os.as_str(), "macos" | "ios" | "tvos" | "watchos" | "visionos") {
+        return None;
+    }
+    let major = env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets CARGO_PKG_VERSION_MAJOR");
+    let soname = format!("libcaterva.so.{major}");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    Some(soname)
+}
+
+/// Programs linked against target/<profile>/libcaterva.so record its soname
+/// and look for that name at run time: point it at the library cargo links.
+fn link_soname(profile_dir: &Path, soname: &str) {
+    let link = profile_dir.join(soname);
+    if fs::read_link(&link).is_ok_and(|t| t == Path::new("libcaterva.so")) {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let tmp = profile_dir.join(format!(".{soname}.tmp"));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink("libcaterva.so", &tmp).expect("target dir is writable");
+        fs::rename(&tmp, &link).expect("target dir is writable");
     }
 }
 
