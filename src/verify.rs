@@ -1,7 +1,7 @@
 //! [`Array::verify`]: read every chunk of an array back and report the ones
 //! that cannot be read, one [`ChunkProblem`] each.
 //!
-//! The check is a per-chunk loop ([`Array::check_chunk`]): each chunk is
+//! The check is a per-chunk loop (`Array::check_chunk`): each chunk is
 //! fetched from its storage, checked against its checksum when the array
 //! keeps them (see [`crate::checksum`]; a flipped bit in the codec's payload
 //! is caught only this way), and decompressed in full into a worker's
