@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
+use caterva::{checksum, Array, Config, Context, Metalayer, Params, StorageParams};
 
 mod common;
 use common::{
@@ -87,8 +87,12 @@ const OURS: &[Ours] = &[
 /// Write every case of [`OURS`] in each of the four storages (in-memory
 /// arrays are saved to a file the peers can open) and describe them in `dir`.
 fn write_ours(dir: &Path) {
-    let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+    let plain = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+    // The array built by streaming writes also keeps checksums: the peers
+    // must read it as any other, and python-blosc2 decode its table.
+    let summed = Context::new(Config { nthreads: 2, checksums: true, ..Config::default() }).unwrap();
     for (seed, o) in OURS.iter().enumerate() {
+        let ctx = if o.appended > 0 { &summed } else { &plain };
         for (contiguous, on_disk) in [(true, true), (false, true), (true, false), (false, false)] {
             let name =
                 format!("{}_{}_{}", o.name, if contiguous { "c" } else { "s" }, if on_disk { "disk" } else { "mem" });
@@ -104,7 +108,7 @@ fn write_ours(dir: &Path) {
             let params = Params { itemsize: o.itemsize, shape: o.shape.to_vec(), dtype: o.dtype.map(str::to_owned) };
             let n: i64 = o.shape.iter().product();
             let mut data = pattern(n as usize * o.itemsize, seed);
-            let mut arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+            let mut arr = Array::from_buffer(ctx, &params, &storage, &data).unwrap();
             let mut shape = o.shape.to_vec();
             if o.appended > 0 {
                 // Stream rows in, then cut one off the front and grow a column at the end.
@@ -126,6 +130,10 @@ fn write_ours(dir: &Path) {
             }
             arr.vlmeta_add("history", &msgpack_str("written by caterva-rs")).unwrap();
             assert_eq!(arr.to_vec().unwrap(), data, "{name}: our own bytes");
+            let mut vlmeta = vec![("history".into(), msgpack_str("written by caterva-rs"))];
+            if arr.has_checksums() {
+                vlmeta.push((checksum::VLMETA_NAME.into(), arr.vlmeta_get(checksum::VLMETA_NAME).unwrap()));
+            }
             if !on_disk {
                 if contiguous {
                     std::fs::write(&path, arr.to_cframe().unwrap()).unwrap();
@@ -143,7 +151,7 @@ fn write_ours(dir: &Path) {
                 itemsize: o.itemsize,
                 dtype: Some(o.dtype.map_or_else(|| caterva::meta::default_dtype(o.itemsize), str::to_owned)),
                 meta: vec![("units".into(), msgpack_str(&format!("m/{name}")))],
-                vlmeta: vec![("history".into(), msgpack_str("written by caterva-rs"))],
+                vlmeta,
             };
             write_spec(dir, &name, &spec, &data);
         }
