@@ -1,7 +1,7 @@
 /* Concurrent reads: 8 POSIX threads read one caterva_array_t at once
  * (caterva_get_slice_buffer, caterva_get_orthogonal_selection,
- * caterva_to_buffer), on every backend, and compare every byte with the
- * C-order reference. Reads need no locking by the caller. */
+ * caterva_to_buffer, the metalayer getters), on every backend, and compare
+ * every byte with the C-order reference. Reads need no locking by the caller. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -121,6 +121,37 @@ static int read_whole(reader_t *r, uint8_t *buf) {
     return 0;
 }
 
+/* The metalayer getters, which must not touch the shared array either. */
+static int read_meta(reader_t *r) {
+    caterva_metalayer_t m = {NULL, NULL, 0};
+    int rc = caterva_vlmeta_get(r->ctx, r->arr, "note", &m);
+    if (rc != CATERVA_SUCCEED) {
+        return fail(r, "caterva_vlmeta_get failed", rc);
+    }
+    bool ok = m.size == 5 && memcmp(m.sdata, "hello", 5) == 0;
+    free(m.name);
+    free(m.sdata);
+    if (!ok) {
+        return fail(r, "caterva_vlmeta_get: wrong content", m.size);
+    }
+    bool exists = false;
+    rc = caterva_meta_exists(r->ctx, r->arr, "caterva", &exists);
+    if (rc != CATERVA_SUCCEED || !exists) {
+        return fail(r, "caterva_meta_exists failed", rc);
+    }
+    char *dtype = NULL;
+    rc = caterva_get_dtype(r->ctx, r->arr, &dtype);
+    ok = rc == CATERVA_SUCCEED && dtype != NULL && strcmp(dtype, "<u4") == 0;
+    free(dtype);
+    if (!ok) {
+        return fail(r, "caterva_get_dtype failed", rc);
+    }
+    if (r->arr->ndim != 3 || r->arr->shape[0] != SHAPE[0] || r->arr->nitems != SHAPE[0] * SHAPE[1] * SHAPE[2]) {
+        return fail(r, "the public fields changed", r->arr->ndim);
+    }
+    return 0;
+}
+
 static void *reader(void *arg) {
     reader_t *r = arg;
     /* Large enough for the whole array, or any region with its margin. */
@@ -133,7 +164,9 @@ static void *reader(void *arg) {
         int64_t what = rand_range(&r->seed, 0, 8);
         if (what == 0) {
             read_whole(r, buf);
-        } else if (what < 3) {
+        } else if (what == 1) {
+            read_meta(r);
+        } else if (what < 4) {
             read_selection(r, buf);
         } else {
             read_region(r, buf);
@@ -172,6 +205,8 @@ static int test_concurrent_reads(const test_case_t *tc) {
         storage.urlpath = BACKENDS[b].persistent ? path : NULL;
         caterva_array_t *arr = NULL;
         CHECK_OK(caterva_from_buffer(ctx, ref, nitems * ITEM, &params, &storage, &arr));
+        caterva_metalayer_t note = {"note", (uint8_t *)"hello", 5};
+        CHECK_OK(caterva_vlmeta_add(ctx, arr, &note));
 
         pthread_t threads[NTHREADS];
         reader_t readers[NTHREADS];

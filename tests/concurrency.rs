@@ -176,11 +176,11 @@ fn storage(contiguous: bool, urlpath: Option<String>) -> StorageParams {
     StorageParams { chunkshape: CHUNKS.to_vec(), blockshape: BLOCKS.to_vec(), contiguous, urlpath, metalayers: vec![] }
 }
 
-/// A scratch path for this process.
-fn path(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("caterva-concurrency-{}", std::process::id()));
+/// A scratch directory for one test of this process.
+fn scratch(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("caterva-concurrency-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name).to_string_lossy().into_owned()
+    dir
 }
 
 fn run_on(contiguous: bool, urlpath: Option<String>) {
@@ -227,10 +227,14 @@ fn cframe_backed() {
 
 #[test]
 fn contiguous_file() {
-    run_on(true, Some(path("shared.b2frame")));
+    let dir = scratch("file");
+    run_on(true, Some(dir.join("shared.b2frame").to_string_lossy().into_owned()));
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn sparse_directory() {
-    run_on(false, Some(path("shared.b2nd")));
+    let dir = scratch("dir");
+    run_on(false, Some(dir.join("shared.b2nd").to_string_lossy().into_owned()));
+    std::fs::remove_dir_all(dir).unwrap();
 }
