@@ -2,13 +2,17 @@
 #include "harness.h"
 
 #define SUITES(X) X(abi) X(zeros) X(full) X(roundtrip) X(get_slice_buffer) X(set_slice_buffer) X(persistency) X(save) X(metalayers) X(serialize) X(cframe) X(bad_input) X(dtype) X(checksums) \
-    X(resize) X(insert) X(delete) X(squeeze) X(get_slice) X(copy) X(orthogonal) X(reshape_mixed) X(reshape_bad_input)
+    X(resize) X(insert) X(delete) X(squeeze) X(get_slice) X(copy) X(orthogonal) X(reshape_mixed) X(reshape_bad_input) \
+    X(hardening) X(threads)
 
 #define DECLARE(name) void suite_##name(void);
 SUITES(DECLARE)
 
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
+    /* Line by line, so that the progress stays in order with stderr and
+     * survives an abort (a sanitizer report). */
+    setvbuf(stdout, NULL, _IOLBF, 0);
 #define RUN(name)                                                    \
     if (only == NULL || strcmp(only, #name) == 0) {                  \
         int before_ = h_failed;                                      \

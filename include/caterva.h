@@ -376,7 +376,11 @@ extern "C" {
 /**
  * Create a context holding a copy of `cfg`.
  *
- * `*ctx` receives a context to release with `caterva_ctx_free`.
+ * `*ctx` receives a context to release with `caterva_ctx_free`. `cfg` is
+ * checked: `alloc` and `free` must be set (`CATERVA_ERR_NULL_POINTER`); the
+ * codec, the filters (Blosc2's own, or ids of registered plugins, 32 and
+ * up), `complevel` (0..=9), `splitmode` and `nthreads` (at least 1) must be
+ * valid (`CATERVA_ERR_INVALID_ARGUMENT`).
  *
  * # Safety
  * `cfg` must point to a valid config and `ctx` to writable memory.
@@ -385,6 +389,10 @@ int caterva_ctx_new(struct caterva_config_t *cfg, struct caterva_ctx_t **ctx);
 
 /**
  * Free a context and set `*ctx` to NULL. Arrays made with it stay valid.
+ * A `*ctx` that is not a live context (freed already) gives
+ * `CATERVA_ERR_INVALID_ARGUMENT` and is left alone.
+ *
+ * Needs exclusive access to the context: no other call may use it meanwhile.
  *
  * # Safety
  * `*ctx` must be NULL or a context from `caterva_ctx_new` not yet freed.
@@ -450,7 +458,11 @@ int caterva_from_buffer(struct caterva_ctx_t *ctx,
                         struct caterva_array_t **array);
 
 /**
- * Free an array (its data on disk stays) and set `*array` to NULL.
+ * Free an array (its data on disk stays) and set `*array` to NULL. An
+ * `*array` that is not a live array (freed already) gives
+ * `CATERVA_ERR_INVALID_ARGUMENT` and is left alone.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * `*array` must be NULL or an array from this library not yet freed.
@@ -459,7 +471,9 @@ int caterva_free(struct caterva_ctx_t *ctx, struct caterva_array_t **array);
 
 /**
  * Wrap a super-chunk that carries a `caterva` metalayer. On success the
- * array owns `schunk` (freed by `caterva_free`); on failure it stays the caller's.
+ * array owns `schunk` (freed by `caterva_free`); on failure it stays the
+ * caller's. The super-chunk of a live array (its `arr->sc`) is refused
+ * with `CATERVA_ERR_INVALID_ARGUMENT`: both arrays would free it.
  *
  * # Safety
  * `schunk` must be a live super-chunk that the caller owns.
@@ -472,6 +486,8 @@ int caterva_from_schunk(struct caterva_ctx_t *ctx,
  * Serialise an array to one contiguous frame. When `*needs_free` is true
  * the caller releases `*cframe` with `free()`; otherwise it points into the
  * array and lives as long as the array is unchanged.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * All pointers must be valid.
@@ -506,6 +522,8 @@ int caterva_open(struct caterva_ctx_t *ctx, const char *urlpath, struct caterva_
 /**
  * Write a copy of the array to `urlpath` (same partitions and contiguity).
  *
+ * Only reads the array: several threads may call this on one array at once.
+ *
  * # Safety
  * `urlpath` must be a NUL-terminated string.
  */
@@ -522,6 +540,8 @@ int caterva_remove(struct caterva_ctx_t *ctx, char *urlpath);
 /**
  * Copy the whole array into `buffer` in C order.
  *
+ * Only reads the array: several threads may call this on one array at once.
+ *
  * # Safety
  * `buffer` must hold `buffersize` writable bytes.
  */
@@ -533,6 +553,8 @@ int caterva_to_buffer(struct caterva_ctx_t *ctx,
 /**
  * Copy `array[start:stop]` into `buffer`, a C-order array of shape
  * `buffershape` (each entry at least `stop - start`) and `buffersize` bytes.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `start`, `stop` and `buffershape` must hold `ndim` items; `buffer` `buffersize` bytes.
@@ -547,6 +569,8 @@ int caterva_get_slice_buffer(struct caterva_ctx_t *ctx,
 
 /**
  * Write `buffer`, a C-order array of shape `buffershape`, into `array[start:stop]`.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * As `caterva_get_slice_buffer`.
@@ -596,6 +620,8 @@ int caterva_has_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *arr
 /**
  * Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * `vlmeta` must be a valid metalayer.
  */
@@ -605,6 +631,8 @@ int caterva_vlmeta_add(struct caterva_ctx_t *ctx,
 
 /**
  * Replace a variable-length metalayer's content (any length).
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * As `caterva_vlmeta_add`.
@@ -617,6 +645,8 @@ int caterva_vlmeta_update(struct caterva_ctx_t *ctx,
  * Fetch a variable-length metalayer. `vlmeta->name` and `vlmeta->sdata`
  * are malloc'ed; the caller frees both with `free()`.
  *
+ * Only reads the array: several threads may call this on one array at once.
+ *
  * # Safety
  * `name` must be a NUL-terminated string and `vlmeta` writable.
  */
@@ -627,6 +657,8 @@ int caterva_vlmeta_get(struct caterva_ctx_t *ctx,
 
 /**
  * Whether a variable-length metalayer exists.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `name` must be a NUL-terminated string and `exists` writable.
@@ -640,6 +672,8 @@ int caterva_vlmeta_exists(struct caterva_ctx_t *ctx,
  * Fetch a fixed-size metalayer. `meta->name` and `meta->sdata` are
  * malloc'ed; the caller frees both with `free()`.
  *
+ * Only reads the array: several threads may call this on one array at once.
+ *
  * # Safety
  * `name` must be a NUL-terminated string and `meta` writable.
  */
@@ -650,6 +684,8 @@ int caterva_meta_get(struct caterva_ctx_t *ctx,
 
 /**
  * Whether a fixed-size metalayer exists.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `name` must be a NUL-terminated string and `exists` writable.
@@ -662,6 +698,8 @@ int caterva_meta_exists(struct caterva_ctx_t *ctx,
 /**
  * Replace a user metalayer's content; the size must not change.
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * `meta` must be a valid metalayer.
  */
@@ -671,6 +709,8 @@ int caterva_meta_update(struct caterva_ctx_t *ctx,
 
 /**
  * Print the geometry recorded in the `caterva` metalayer to stdout.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `array` must be NULL or a valid array.
@@ -711,6 +751,8 @@ int32_t caterva_deserialize_meta(uint8_t *smeta,
  * original library had no dtype). Without it arrays record the unsigned
  * integer of their item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * `dtype` must be a NUL-terminated string.
  */
@@ -720,6 +762,8 @@ int caterva_set_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, 
  * Fetch the dtype string of the array's `b2nd` metalayer into `*dtype`
  * (malloc'ed, for the caller to `free`), or NULL when the array has no
  * `b2nd` metalayer (files written by the original library).
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `dtype` must point to writable memory.
@@ -738,6 +782,8 @@ int caterva_get_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, 
  * array made by `caterva_full`). Items cut off by a shrink are cleared and
  * never come back.
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * `new_shape` (and a non-NULL `start`) must hold `ndim` items.
  */
@@ -749,6 +795,8 @@ int caterva_resize(struct caterva_ctx_t *ctx,
 /**
  * Insert `buffer` (`buffersize` bytes: whole slabs of the array along
  * `axis`, in C order) at index `insert_start` of `axis`.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * `buffer` must hold `buffersize` readable bytes.
@@ -764,6 +812,8 @@ int caterva_insert(struct caterva_ctx_t *ctx,
  * Append `buffer` (whole slabs, as for `caterva_insert`) at the end of
  * `axis`. An axis of length 0 created with a real chunk length grows this way.
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * As `caterva_insert`.
  */
@@ -775,6 +825,8 @@ int caterva_append(struct caterva_ctx_t *ctx,
 
 /**
  * Remove `delete_len` items of `axis` from `delete_start` on.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * The pointers must be NULL or valid.
@@ -789,6 +841,8 @@ int caterva_delete(struct caterva_ctx_t *ctx,
  * Remove the axes flagged in `index` (`ndim` flags); each must have length 1
  * (`CATERVA_ERR_INVALID_INDEX` otherwise).
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * `index` must hold `ndim` bools.
  */
@@ -799,6 +853,8 @@ int caterva_squeeze_index(struct caterva_ctx_t *ctx,
 /**
  * Remove every axis of length 1.
  *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
  * # Safety
  * The pointers must be NULL or valid.
  */
@@ -808,6 +864,8 @@ int caterva_squeeze(struct caterva_ctx_t *ctx, struct caterva_array_t *array);
  * A new array holding `src[start:stop]`, with the partitions, location and
  * metalayers of `storage`; `src`'s vlmetalayers are not copied. `*array`
  * receives an array to release with `caterva_free`.
+ *
+ * Only reads `src`: several threads may call this on one array at once.
  *
  * # Safety
  * `start` and `stop` must hold `ndim` items; `storage` must be valid.
@@ -826,6 +884,8 @@ int caterva_get_slice(struct caterva_ctx_t *ctx,
  * compressed chunks are copied as they are. `*array` receives an array to
  * release with `caterva_free`.
  *
+ * Only reads `src`: several threads may call this on one array at once.
+ *
  * # Safety
  * `storage` must be valid.
  */
@@ -840,6 +900,8 @@ int caterva_copy(struct caterva_ctx_t *ctx,
  * `(j0, j1, …)` receives `array[selection[0][j0], selection[1][j1], …]`.
  * Lists may be unsorted and hold repeats. An index outside its axis gives
  * `CATERVA_ERR_INVALID_INDEX`.
+ *
+ * Only reads the array: several threads may call this on one array at once.
  *
  * # Safety
  * `selection` must hold `ndim` pointers to `selection_size[i]` items each;
@@ -856,6 +918,8 @@ int caterva_get_orthogonal_selection(struct caterva_ctx_t *ctx,
 /**
  * Write `buffer` (laid out as for `caterva_get_orthogonal_selection`) into
  * the selected items; where an index repeats, the last position wins.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
  *
  * # Safety
  * As `caterva_get_orthogonal_selection`.

@@ -712,3 +712,207 @@ pub(crate) fn build_selection(
     };
     ctx.run(|| jobs.par_iter().map_init(|| Lease::new(ctx), work).collect())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The index arithmetic and raw-pointer copies, without c-blosc2 (so
+    //! that Miri can run them): chunks are laid out by hand here.
+    use super::*;
+    use crate::geometry::checked_product;
+
+    const ITEM: usize = 2;
+
+    /// The offset (in items) of chunk-local coordinates `x` in a chunk's
+    /// block layout, computed independently of the engine: the block grid
+    /// in C order, each block in C order.
+    fn chunk_offset(g: &Geometry, x: &[i64]) -> usize {
+        let n = g.dims();
+        let block_strides = c_strides(&g.block_grid()[..n]);
+        let bshape: Vec<i64> = g.blockshape_full()[..n].iter().map(|&b| i64::from(b)).collect();
+        let in_block = c_strides(&bshape);
+        let (mut nblock, mut off) = (0, 0);
+        for i in 0..n {
+            let x = x.get(i).copied().unwrap_or(0);
+            nblock += x / bshape[i] * block_strides[i];
+            off += x % bshape[i] * in_block[i];
+        }
+        (nblock * g.block_nitems() + off) as usize
+    }
+
+    /// Where the item at array coordinates `coords` lives: its chunk and
+    /// its offset in that chunk.
+    fn locate(g: &Geometry, coords: &[i64]) -> (i64, usize) {
+        let n = g.dims();
+        let cs = g.chunkshape_full();
+        let chunk_strides = c_strides(&g.chunk_grid()[..n]);
+        let (mut nchunk, mut x) = (0, vec![0i64; n]);
+        for i in 0..n {
+            let c = coords.get(i).copied().unwrap_or(0);
+            nchunk += c / i64::from(cs[i]) * chunk_strides[i];
+            x[i] = c % i64::from(cs[i]);
+        }
+        (nchunk, chunk_offset(g, &x))
+    }
+
+    /// The test value of the item at `coords`: its C-order index (+1, so that 0 means unset).
+    fn value(g: &Geometry, coords: &[i64]) -> [u8; ITEM] {
+        let st = c_strides(g.shape());
+        (coords.iter().zip(&st).map(|(c, s)| c * s).sum::<i64>() as u16 + 1).to_le_bytes()
+    }
+
+    fn geometries() -> Vec<Geometry> {
+        let cases: [(&[i64], &[i32], &[i32]); 5] = [
+            (&[], &[], &[]),
+            (&[9], &[4], &[3]),
+            (&[7, 6], &[3, 4], &[2, 3]),
+            (&[5, 1, 6], &[2, 1, 4], &[1, 1, 3]),
+            (&[3, 4, 2, 3], &[2, 3, 2, 2], &[1, 2, 1, 2]),
+        ];
+        cases.iter().map(|(s, c, b)| Geometry::new(ITEM, s, c, b).unwrap()).collect()
+    }
+
+    /// The whole array, a box inside it, and an empty box.
+    fn regions(g: &Geometry) -> Vec<Region> {
+        let s = g.shape();
+        let inner: (Vec<i64>, Vec<i64>) = s.iter().map(|&x| (x / 3, x - x / 4)).unzip();
+        let empty: Vec<i64> = s.iter().map(|&x| x / 2).collect();
+        vec![g.full_region(), g.region(&inner.0, &inner.1).unwrap(), g.region(&empty, &empty).unwrap()]
+    }
+
+    /// Chunk `nchunk` of the test array, in block layout; padding holds 0xEE.
+    fn chunk_bytes(g: &Geometry, nchunk: i64) -> Vec<u8> {
+        let mut chunk = vec![0xEE; g.chunk_nbytes()];
+        for_each_index(&[0; MAX_DIM][..g.ndim()], g.shape(), |c| {
+            let (k, off) = locate(g, c);
+            if k == nchunk {
+                chunk[off * ITEM..(off + 1) * ITEM].copy_from_slice(&value(g, c));
+            }
+        });
+        chunk
+    }
+
+    #[test]
+    fn reads_copy_each_block_row_to_its_place() {
+        for g in geometries() {
+            for region in regions(&g) {
+                // A user buffer one item larger than the region on every axis.
+                let shape = region.shape();
+                let bshape: Vec<i64> = shape.iter().map(|&x| x + 1).collect();
+                let mut user = vec![0u8; checked_product(&bshape).unwrap() as usize * ITEM];
+                check_user_buffer(&g, &region, &bshape, user.len()).unwrap();
+                let buf = UserBuf::new(user.as_mut_ptr(), &g, &bshape);
+                for part in collect_parts(&g, &region) {
+                    let mut chunk = chunk_bytes(&g, part.nchunk);
+                    g.for_each_block_in(&part, |b| {
+                        // SAFETY: `user` covers the region's box; one thread.
+                        unsafe { copy_block(&g, &region, &part, &b, &mut chunk, buf, Dir::Read) };
+                    });
+                }
+                let ust = c_strides(&bshape);
+                for_each_index(&[0; MAX_DIM][..g.ndim()], &bshape, |j| {
+                    let off = j.iter().zip(&ust).map(|(a, b)| a * b).sum::<i64>() as usize * ITEM;
+                    let got = &user[off..off + ITEM];
+                    if (0..g.ndim()).all(|i| j[i] < shape[i]) {
+                        let c: Vec<i64> = (0..g.ndim()).map(|i| region.start()[i] + j[i]).collect();
+                        assert_eq!(got, value(&g, &c), "{g:?}: item {c:?}");
+                    } else {
+                        assert_eq!(got, [0; ITEM], "{g:?}: {j:?} is outside the region");
+                    }
+                });
+                if g.ndim() == 0 {
+                    assert_eq!(user, value(&g, &[]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn writes_pack_the_region_into_a_zeroed_chunk() {
+        for g in geometries() {
+            for region in regions(&g) {
+                let shape = region.shape();
+                // The source: each item holds the value of where it goes.
+                let mut src = Vec::new();
+                for_each_index(&[0; MAX_DIM][..g.ndim()], &shape, |j| {
+                    let c: Vec<i64> = (0..g.ndim()).map(|i| region.start()[i] + j[i]).collect();
+                    src.extend_from_slice(&value(&g, &c));
+                });
+                let user = UserBuf::new(src.as_mut_ptr(), &g, &shape);
+                let mut w = Worker::new();
+                for part in collect_parts(&g, &region) {
+                    // SAFETY: `src` holds the region's box (C order).
+                    unsafe { w.pack(&g, &region, &part, user) };
+                    let mut want = vec![0u8; g.chunk_nbytes()];
+                    let (lo, hi): (Vec<i64>, Vec<i64>) =
+                        (0..g.ndim()).map(|i| (part.origin[i] + part.start[i], part.origin[i] + part.stop[i])).unzip();
+                    for_each_index(&lo, &hi, |c| {
+                        let (k, off) = locate(&g, c);
+                        assert_eq!(k, part.nchunk);
+                        want[off * ITEM..(off + 1) * ITEM].copy_from_slice(&value(&g, c));
+                    });
+                    assert!(w.out == want, "{g:?}: chunk {} of {region:?}", part.nchunk);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn clearing_a_box_zeroes_exactly_it() {
+        let g = Geometry::new(ITEM, &[7, 6], &[3, 4], &[2, 3]).unwrap();
+        let mut chunk = vec![0xFF; g.chunk_nbytes()];
+        let (mut lo, mut hi) = ([0i64; MAX_DIM], [1i64; MAX_DIM]);
+        (lo[0], hi[0], lo[1], hi[1]) = (1, 4, 2, 6);
+        clear_box(&g, &mut chunk, &lo, &hi);
+        // The stored chunk is 4 x 6 (3 x 4 rounded up to blocks of 2 x 3).
+        for_each_index(&[0, 0], &[4, 6], |x| {
+            let off = chunk_offset(&g, x);
+            let inside = (1..4).contains(&x[0]) && (2..6).contains(&x[1]);
+            let want = if inside { [0, 0] } else { [0xFF, 0xFF] };
+            assert_eq!(chunk[off * ITEM..(off + 1) * ITEM], want, "{x:?}");
+        });
+    }
+
+    #[test]
+    fn selections_map_every_position_to_its_chunk_offset() {
+        let g = Geometry::new(ITEM, &[7, 6, 5], &[3, 4, 2], &[2, 3, 1]).unwrap();
+        let lists: [&[i64]; 3] = [&[6, 0, 3, 3, 5], &[5], &[4, 0, 1, 4]];
+        let sel = Selection::new(&g, &lists, false).unwrap();
+        assert_eq!(sel.shape(), &[5, 1, 4]);
+        let ust = c_strides(sel.shape());
+        let mut visits = std::collections::BTreeMap::new();
+        for job in sel.jobs() {
+            let (nchunk, mask, contrib) = sel.chunk_plan(&g, &job);
+            assert_eq!(mask.len() as i64, g.nblocks());
+            for_each_selected(&contrib, &ust, |coff, uoff| {
+                let j = [uoff / ust[0], uoff % ust[0] / ust[1], uoff % ust[1]];
+                let c: Vec<i64> = (0..3).map(|i| lists[i][j[i] as usize]).collect();
+                assert_eq!(locate(&g, &c), (nchunk, coff), "position {j:?} = item {c:?}");
+                assert!(!mask[coff / g.block_nitems() as usize], "the block of {c:?} is masked out");
+                *visits.entry(uoff).or_insert(0) += 1;
+            });
+        }
+        assert_eq!(visits.len(), 20);
+        assert!(visits.values().all(|&v| v == 1));
+        // With last_wins, a repeated index keeps its last position only.
+        let sel = Selection::new(&g, &lists, true).unwrap();
+        let kept: usize = sel.axes[0].entries.len();
+        assert_eq!((kept, sel.axes[0].entries[1]), (4, (3, 3)));
+        // Out of range, and the wrong number of lists.
+        assert!(matches!(Selection::new(&g, &[&[7], &[0], &[0]], false), Err(Error::InvalidIndex(_))));
+        assert!(matches!(Selection::new(&g, &[&[0], &[-1], &[0]], false), Err(Error::InvalidIndex(_))));
+        assert!(matches!(Selection::new(&g, &[&[0], &[0]], false), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn buffer_checks() {
+        let g = Geometry::new(4, &[6, 5], &[3, 5], &[3, 5]).unwrap();
+        let r = g.region(&[1, 0], &[3, 5]).unwrap();
+        assert!(check_user_buffer(&g, &r, &[2, 5], 40).is_ok());
+        assert!(check_user_buffer(&g, &r, &[3, 6], 72).is_ok());
+        assert!(check_user_buffer(&g, &r, &[2, 5], 39).is_err());
+        assert!(check_user_buffer(&g, &r, &[1, 5], 400).is_err());
+        assert!(check_user_buffer(&g, &r, &[2, -5], 400).is_err());
+        assert!(check_user_buffer(&g, &r, &[2], 400).is_err());
+        assert!(check_user_buffer(&g, &r, &[i64::MAX, 5], usize::MAX).is_err());
+    }
+}

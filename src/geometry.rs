@@ -597,4 +597,119 @@ mod tests {
         for_each_index(&[0, 0], &[0, 3], |_| count += 1);
         assert_eq!(count, 1);
     }
+
+    /// Small geometries over 0 to 4 dims: ragged edges, length-1 and empty
+    /// axes, blocks equal to chunks.
+    fn sample_geometries() -> Vec<Geometry> {
+        let cases: [(&[i64], &[i32], &[i32]); 7] = [
+            (&[], &[], &[]),
+            (&[9], &[4], &[3]),
+            (&[10, 10], &[6, 6], &[4, 4]),
+            (&[7, 1, 5], &[3, 1, 5], &[2, 1, 2]),
+            (&[5, 0], &[2, 3], &[1, 2]),
+            (&[4, 3, 2, 5], &[2, 3, 1, 4], &[1, 2, 1, 3]),
+            (&[3, 4], &[3, 4], &[3, 4]),
+        ];
+        cases.iter().map(|(s, c, b)| Geometry::new(2, s, c, b).unwrap()).collect()
+    }
+
+    #[test]
+    fn chunks_and_blocks_partition_every_region() {
+        // Each item of a region is visited exactly once, through the chunk
+        // and block that hold it; no item outside the region is visited.
+        for g in sample_geometries() {
+            let n = g.ndim();
+            let shape = g.shape().to_vec();
+            let regions = [
+                (vec![0; n], shape.clone()),
+                (shape.iter().map(|&s| s / 3).collect(), shape.iter().map(|&s| s - s / 4).collect()),
+            ];
+            for (start, stop) in regions {
+                let r = g.region(&start, &stop).unwrap();
+                let mut seen = std::collections::BTreeMap::new();
+                let cs = g.chunkshape_full();
+                let bs = g.blockshape_full();
+                g.for_each_chunk_in(&r, |p| {
+                    g.for_each_block_in(&p, |b| {
+                        assert!(b.nblock < g.nblocks());
+                        let lo: Vec<i64> = (0..g.dims()).map(|i| p.origin[i] + b.origin[i] + b.start[i]).collect();
+                        let hi: Vec<i64> = (0..g.dims()).map(|i| p.origin[i] + b.origin[i] + b.stop[i]).collect();
+                        for i in 0..g.dims() {
+                            assert!(b.stop[i] <= i64::from(bs[i]) && p.stop[i] <= i64::from(cs[i]));
+                        }
+                        for_each_index(&lo, &hi, |idx| *seen.entry(idx.to_vec()).or_insert(0) += 1);
+                    });
+                });
+                let mut want = 0;
+                for_each_index(&r.start()[..g.dims()], &r.stop()[..g.dims()], |idx| {
+                    want += 1;
+                    assert_eq!(seen.get(idx), Some(&1), "{g:?}: item {idx:?} of {start:?}..{stop:?}");
+                });
+                assert_eq!(seen.len(), want, "{g:?}: items outside {start:?}..{stop:?} visited");
+                assert_eq!(want as i64, if n == 0 { 1 } else { r.nitems() });
+            }
+        }
+    }
+
+    #[test]
+    fn derived_sizes_agree() {
+        for g in sample_geometries() {
+            let n = g.ndim();
+            assert_eq!(g.nitems(), g.shape().iter().product::<i64>());
+            assert_eq!(g.chunk_nbytes(), g.chunk_stored_nitems() as usize * g.itemsize());
+            assert_eq!(g.block_nbytes(), g.block_nitems() as usize * g.itemsize());
+            assert_eq!(g.nblocks() * g.block_nitems(), g.chunk_stored_nitems());
+            let full = g.full_region();
+            let mut parts = 0;
+            g.for_each_chunk_in(&full, |p| {
+                assert!(p.covers_chunk);
+                assert_eq!(p.nchunk, parts);
+                parts += 1;
+            });
+            assert_eq!(parts, g.nchunks());
+            for i in 0..n {
+                assert!(g.extshape()[i] >= g.shape()[i]);
+                assert_eq!(g.extshape()[i] % i64::from(g.chunkshape()[i].max(1)), 0);
+            }
+            for i in n..MAX_DIM {
+                assert_eq!((g.shape_full()[i], g.chunkshape_full()[i], g.blockshape_full()[i]), (1, 1, 1));
+            }
+        }
+    }
+
+    #[test]
+    fn arithmetic_helpers_at_the_edges() {
+        assert_eq!(div_ceil(0, 3), 0);
+        assert_eq!(div_ceil(7, 7), 1);
+        assert_eq!(div_ceil(i64::MAX, 1), i64::MAX);
+        assert_eq!(div_ceil(i64::MAX, 2), i64::MAX / 2 + 1);
+        assert_eq!(round_up(5, 0), 0);
+        assert_eq!(round_up(i64::MAX, 2), i64::MAX);
+        assert_eq!(checked_product(&[]), Some(1));
+        assert_eq!(checked_product(&[i64::MAX, 2]), None);
+        assert_eq!(c_strides(&[i64::MAX, 3, 4])[0], 12);
+        assert_eq!(c_strides(&[]), [0; MAX_DIM]);
+        // Saturates rather than wrapping.
+        assert_eq!(c_strides(&[2, i64::MAX, 4])[0], i64::MAX);
+    }
+
+    #[test]
+    fn regions_refuse_every_bad_bound() {
+        let g = Geometry::new(1, &[4, 5], &[2, 2], &[1, 1]).unwrap();
+        for (start, stop) in [
+            ([0, 0], [5, 5]),
+            ([0, -1], [4, 5]),
+            ([i64::MIN, 0], [4, 5]),
+            ([0, 0], [4, i64::MAX]),
+            ([3, 0], [2, 5]),
+            ([5, 0], [5, 5]),
+        ] {
+            assert!(g.region(&start, &stop).is_err(), "{start:?}..{stop:?}");
+        }
+        assert!(g.region(&[4, 5], &[4, 5]).unwrap().is_empty());
+        assert!(g.region(&[0, 0, 0], &[1, 1, 1]).is_err());
+        let z = Geometry::new(1, &[], &[], &[]).unwrap();
+        assert!(z.region(&[], &[]).is_ok());
+        assert!(z.region(&[0], &[1]).is_err());
+    }
 }

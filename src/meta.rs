@@ -281,4 +281,73 @@ mod tests {
         assert!(decode(&[0x95, 0, 1, 0x91, 1, 0x91, 0xd3, 0, 0, 0, 1, 0, 0, 0, 0, 0x91, 1]).is_err()); // chunk > i32
         assert!(encode_caterva(&[1, 2], &[1], &[1]).is_err());
     }
+
+    #[test]
+    fn roundtrip_over_dims_and_extremes() {
+        let values = [0i64, 1, 127, 128, 255, 65_536, i64::from(i32::MAX), i64::MAX];
+        for ndim in 0..=MAX_DIM {
+            let shape: Vec<i64> = (0..ndim).map(|i| values[i % values.len()]).collect();
+            let chunks: Vec<i32> = (0..ndim).map(|i| [1, i32::MAX, 0, 300][i % 4]).collect();
+            let blocks: Vec<i32> = (0..ndim).map(|i| [1, 17, 0, 2][i % 4]).collect();
+            let e = encode_caterva(&shape, &chunks, &blocks).unwrap();
+            assert_eq!(e.len(), 6 + 9 * ndim + 5 * 2 * ndim);
+            let (g, used) = decode(&e).unwrap();
+            assert_eq!(
+                (g.shape, g.chunkshape, g.blockshape, g.dtype, used),
+                (shape.clone(), chunks.clone(), blocks.clone(), None, e.len())
+            );
+            let b = encode_b2nd_reserved(&shape, &chunks, &blocks, "|V3").unwrap();
+            let (g, _) = decode(&b).unwrap();
+            assert_eq!((g.shape, g.dtype.as_deref()), (shape, Some("|V3")));
+        }
+        assert!(encode_caterva(&[1; MAX_DIM + 1], &[1; MAX_DIM + 1], &[1; MAX_DIM + 1]).is_err());
+        assert!(encode_b2nd(&[1], &[1], &[1, 1], "|u1").is_err());
+    }
+
+    #[test]
+    fn b2nd_truncations_and_bad_dtypes_fail_cleanly() {
+        let e = encode_b2nd(&[6, 4], &[3, 4], &[1, 2], "<i4").unwrap();
+        for len in 0..e.len() {
+            assert!(decode(&e[..len]).is_err(), "prefix of {len} bytes decoded");
+        }
+        // A dtype string that is not UTF-8, or longer than the buffer.
+        let mut bad = e.clone();
+        let n = bad.len();
+        bad[n - 1] = 0xff;
+        assert!(decode(&bad).is_err());
+        let mut long = e.clone();
+        long[n - 4] = 9;
+        assert!(decode(&long).is_err());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        // A deterministic stream of byte strings, biased towards msgpack
+        // array and integer markers; decoding must fail or succeed, never panic
+        // or read out of bounds (Miri checks the latter).
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let markers =
+            [0x95u8, 0x97, 0x90, 0x91, 0x92, 0xd0, 0xd2, 0xd3, 0xcc, 0xcf, 0xdb, 0xd9, 0xa3, 0x00, 0x08, 0xff];
+        for _ in 0..300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 48) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|i| {
+                    let r = x.rotate_left(i as u32 * 5);
+                    if r % 3 == 0 {
+                        markers[(r >> 8) as usize % markers.len()]
+                    } else {
+                        (r >> 16) as u8
+                    }
+                })
+                .collect();
+            if let Ok((g, used)) = decode(&bytes) {
+                assert!(used <= bytes.len());
+                assert!(g.shape.len() <= MAX_DIM);
+                assert!(g.shape.len() == g.chunkshape.len() && g.shape.len() == g.blockshape.len());
+            }
+        }
+    }
 }

@@ -409,3 +409,102 @@ pub(crate) fn apply_in_place(sc: &mut SChunk, new: Vec<Built>) -> Result<()> {
 pub(crate) fn chunk_parts(geom: &Geometry) -> Vec<ChunkPart> {
     engine::collect_parts(geom, &geom.full_region())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(m: &AxisMap, lo: i64, hi: i64) -> Vec<(i64, i64, Source)> {
+        m.pieces(lo, hi)
+    }
+
+    #[test]
+    fn axis_maps_cover_the_new_axis_in_order() {
+        let m = AxisMap::insert(10, 3, 2, Source::Buffer(0));
+        assert_eq!(m.len, 12);
+        assert_eq!(pieces(&m, 0, 12), vec![(0, 3, Source::Old(0)), (3, 5, Source::Buffer(0)), (5, 12, Source::Old(3))]);
+        // Clipped runs start at the right source index.
+        assert_eq!(pieces(&m, 4, 7), vec![(4, 5, Source::Buffer(1)), (5, 7, Source::Old(3))]);
+        assert_eq!(pieces(&m, 11, 12), vec![(11, 12, Source::Old(9))]);
+        assert!(pieces(&m, 12, 20).is_empty());
+        assert!(pieces(&m, 5, 5).is_empty());
+
+        let d = AxisMap::delete(10, 2, 3);
+        assert_eq!(d.len, 7);
+        assert_eq!(pieces(&d, 0, 7), vec![(0, 2, Source::Old(0)), (2, 7, Source::Old(5))]);
+        // Deleting everything, or nothing, at either end.
+        assert_eq!(AxisMap::delete(4, 0, 4).len, 0);
+        assert_eq!(pieces(&AxisMap::delete(4, 4, 0), 0, 4), vec![(0, 4, Source::Old(0))]);
+        // Inserting at the ends, and nothing.
+        assert_eq!(
+            pieces(&AxisMap::insert(3, 0, 2, Source::Fill), 0, 5),
+            vec![(0, 2, Source::Fill), (2, 5, Source::Old(0))]
+        );
+        assert_eq!(
+            pieces(&AxisMap::insert(3, 3, 2, Source::Fill), 0, 5),
+            vec![(0, 3, Source::Old(0)), (3, 5, Source::Fill)]
+        );
+        assert_eq!(AxisMap::insert(3, 1, 0, Source::Fill).segs.len(), 2);
+        assert_eq!(pieces(&AxisMap::slice(4, 3), 1, 3), vec![(1, 3, Source::Old(5))]);
+        assert!(AxisMap::slice(4, 0).segs.is_empty());
+    }
+
+    fn fate(m: &AxisMap, o: i64, valid: i64, c: i64, old_len: i64) -> String {
+        match axis_fate(m, o, valid, c, old_len) {
+            AxisFate::AllFill => "fill".into(),
+            AxisFate::Same(k) => format!("same {k}"),
+            AxisFate::Shrunk(k, new, was) => format!("shrunk {k} {new} {was}"),
+            AxisFate::Mixed => "mixed".into(),
+        }
+    }
+
+    #[test]
+    fn chunk_axes_are_classified() {
+        // Chunks of 4 on an old axis of 10 (chunks 0..4, 4..8, 8..10).
+        let same = AxisMap::slice(0, 10);
+        assert_eq!(fate(&same, 4, 4, 4, 10), "same 1");
+        assert_eq!(fate(&same, 8, 2, 4, 10), "same 2");
+        // Grow at the end: the last old chunk grows into its padding.
+        let grow = AxisMap::insert(10, 10, 3, Source::Fill);
+        assert_eq!(fate(&grow, 8, 4, 4, 10), "same 2");
+        assert_eq!(fate(&grow, 12, 1, 4, 10), "fill");
+        // Shrink: the chunk at 4 keeps 2 of its 4 items.
+        let shrink = AxisMap::delete(10, 6, 4);
+        assert_eq!(fate(&shrink, 4, 2, 4, 10), "shrunk 1 2 4");
+        assert_eq!(fate(&shrink, 0, 4, 4, 10), "same 0");
+        // Chunk-aligned shift: the new first chunk is the old second one.
+        assert_eq!(fate(&AxisMap::delete(12, 0, 4), 0, 4, 4, 12), "same 1");
+        // Unaligned shifts, buffer data and new items in the middle are built.
+        assert_eq!(fate(&AxisMap::delete(10, 1, 1), 0, 4, 4, 10), "mixed");
+        assert_eq!(fate(&AxisMap::slice(1, 8), 0, 4, 4, 10), "mixed");
+        assert_eq!(fate(&AxisMap::insert(8, 4, 4, Source::Buffer(0)), 4, 4, 4, 8), "mixed");
+        assert_eq!(fate(&AxisMap::insert(8, 4, 4, Source::Fill), 4, 4, 4, 8), "fill");
+        assert_eq!(fate(&AxisMap::insert(8, 2, 4, Source::Fill), 0, 4, 4, 8), "mixed");
+    }
+
+    #[test]
+    fn boxes_are_copied_between_strided_buffers() {
+        // A 3 x 4 box of 2-byte items from a 5 x 6 source (at row 1, col 2)
+        // into a 5 x 7 destination (at row 2, col 1).
+        let item = 2;
+        let src: Vec<u8> = (0..(5 * 6 * item) as u16).map(|v| v as u8).collect();
+        let mut dst = vec![0xEEu8; 5 * 7 * item];
+        let (mut ss, mut ds) = ([0i64; MAX_DIM], [0i64; MAX_DIM]);
+        (ss[0], ss[1], ds[0], ds[1]) = (6, 1, 7, 1);
+        let at = |r: usize, c: usize, width: usize| (r * width + c) * item;
+        // SAFETY: the destination box (rows 2..5, cols 1..5 of 5 x 7) lies inside dst.
+        let base = unsafe { dst.as_mut_ptr().add(at(2, 1, 7)) };
+        copy_box(&src[at(1, 2, 6)..], &ss, base, &ds, &[3, 4], item);
+        for r in 0..5 {
+            for c in 0..7 {
+                let got = &dst[at(r, c, 7)..at(r, c, 7) + item];
+                if (2..5).contains(&r) && (1..5).contains(&c) {
+                    let s = at(r - 2 + 1, c - 1 + 2, 6);
+                    assert_eq!(got, &src[s..s + item], "({r}, {c})");
+                } else {
+                    assert_eq!(got, &[0xEE, 0xEE], "({r}, {c}) outside the box");
+                }
+            }
+        }
+    }
+}

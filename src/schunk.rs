@@ -444,6 +444,12 @@ impl SChunk {
     /// [`Error::BloscFailed`] if it does not exist or is not a frame.
     pub fn open(urlpath: &str) -> Result<Self> {
         init();
+        let dir = std::path::Path::new(urlpath);
+        if dir.is_dir() && !dir.join("chunks.b2frame").is_file() {
+            // Refused here: c-blosc2 2.15 leaks a copy of the path when it
+            // finds no sparse-frame index (frame_from_file_offset).
+            return Err(Error::BloscFailed(format!("opening '{urlpath}' failed: no sparse-frame index in it")));
+        }
         let url = cstring(urlpath, "urlpath")?;
         // SAFETY: url is a valid C string for the call.
         let p = unsafe { b::blosc2_schunk_open(url.as_ptr()) };

@@ -8,14 +8,18 @@ use super::types::{
     caterva_array_t, caterva_config_t, caterva_ctx_t, caterva_params_t, caterva_storage_t, ndim_of, params_from_c,
     storage_from_c, ArrayBox, CtxBox,
 };
-use super::{boundary, bytes, bytes_mut, deref, deref_mut, out_ptr, slice, string, CATERVA_SUCCEED};
+use super::{boundary, bytes, bytes_mut, deref, deref_mut, handles, out_ptr, slice, string, CATERVA_SUCCEED};
 use crate::array::{Array, Params, StorageParams};
 use crate::error::{Error, Result};
 use crate::schunk::SChunk;
 
 /// Create a context holding a copy of `cfg`.
 ///
-/// `*ctx` receives a context to release with `caterva_ctx_free`.
+/// `*ctx` receives a context to release with `caterva_ctx_free`. `cfg` is
+/// checked: `alloc` and `free` must be set (`CATERVA_ERR_NULL_POINTER`); the
+/// codec, the filters (Blosc2's own, or ids of registered plugins, 32 and
+/// up), `complevel` (0..=9), `splitmode` and `nthreads` (at least 1) must be
+/// valid (`CATERVA_ERR_INVALID_ARGUMENT`).
 ///
 /// # Safety
 /// `cfg` must point to a valid config and `ctx` to writable memory.
@@ -33,6 +37,10 @@ pub unsafe extern "C" fn caterva_ctx_new(cfg: *mut caterva_config_t, ctx: *mut *
 }
 
 /// Free a context and set `*ctx` to NULL. Arrays made with it stay valid.
+/// A `*ctx` that is not a live context (freed already) gives
+/// `CATERVA_ERR_INVALID_ARGUMENT` and is left alone.
+///
+/// Needs exclusive access to the context: no other call may use it meanwhile.
 ///
 /// # Safety
 /// `*ctx` must be NULL or a context from `caterva_ctx_new` not yet freed.
@@ -41,11 +49,8 @@ pub unsafe extern "C" fn caterva_ctx_free(ctx: *mut *mut caterva_ctx_t) -> c_int
     boundary("caterva_ctx_free", || {
         // SAFETY: caller's contract.
         let slot = unsafe { deref_mut(ctx, "ctx") }?;
-        if !slot.is_null() {
-            // SAFETY: *slot came from CtxBox::create (Box::into_raw).
-            drop(unsafe { Box::from_raw(slot.cast::<CtxBox>()) });
-            *slot = std::ptr::null_mut();
-        }
+        // SAFETY: the caller gives us exclusive use of the context.
+        unsafe { CtxBox::free(slot) }?;
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -71,8 +76,8 @@ unsafe fn create(
         let s = unsafe { storage_from_c(deref(storage, "storage")?, p.shape.len()) }?;
         let out = out_ptr(array, "array")?;
         let arr = build(&c.ctx, &p, &s)?;
-        // SAFETY: out is non-NULL and writable; c.public.cfg points at the context's config.
-        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -171,7 +176,11 @@ pub unsafe extern "C" fn caterva_from_buffer(
     unsafe { create("caterva_from_buffer", ctx, params, storage, array, build) }
 }
 
-/// Free an array (its data on disk stays) and set `*array` to NULL.
+/// Free an array (its data on disk stays) and set `*array` to NULL. An
+/// `*array` that is not a live array (freed already) gives
+/// `CATERVA_ERR_INVALID_ARGUMENT` and is left alone.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// `*array` must be NULL or an array from this library not yet freed.
@@ -182,17 +191,16 @@ pub unsafe extern "C" fn caterva_free(ctx: *mut caterva_ctx_t, array: *mut *mut 
         unsafe { CtxBox::get(ctx) }?;
         // SAFETY: caller's contract.
         let slot = unsafe { deref_mut(array, "array") }?;
-        if !slot.is_null() {
-            // SAFETY: *slot came from ArrayBox::into_raw (Box::into_raw).
-            drop(unsafe { Box::from_raw(slot.cast::<ArrayBox>()) });
-            *slot = std::ptr::null_mut();
-        }
+        // SAFETY: the caller gives us exclusive use of the array.
+        unsafe { ArrayBox::free(slot) }?;
         Ok(CATERVA_SUCCEED)
     })
 }
 
 /// Wrap a super-chunk that carries a `caterva` metalayer. On success the
-/// array owns `schunk` (freed by `caterva_free`); on failure it stays the caller's.
+/// array owns `schunk` (freed by `caterva_free`); on failure it stays the
+/// caller's. The super-chunk of a live array (its `arr->sc`) is refused
+/// with `CATERVA_ERR_INVALID_ARGUMENT`: both arrays would free it.
 ///
 /// # Safety
 /// `schunk` must be a live super-chunk that the caller owns.
@@ -206,7 +214,9 @@ pub unsafe extern "C" fn caterva_from_schunk(
         // SAFETY: caller's contract.
         let c = unsafe { CtxBox::get(ctx) }?;
         let out = out_ptr(array, "array")?;
-        // SAFETY: schunk is live and owned by the caller, who hands it over.
+        handles::check_unowned(schunk)?;
+        // SAFETY: schunk is live and owned by the caller (not by one of our
+        // arrays: checked), who hands it over.
         let sc = unsafe { SChunk::from_raw(schunk) }?;
         let arr = match Array::try_from_schunk(&c.ctx, sc) {
             Ok(a) => a,
@@ -217,7 +227,7 @@ pub unsafe extern "C" fn caterva_from_schunk(
             }
         };
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -225,6 +235,8 @@ pub unsafe extern "C" fn caterva_from_schunk(
 /// Serialise an array to one contiguous frame. When `*needs_free` is true
 /// the caller releases `*cframe` with `free()`; otherwise it points into the
 /// array and lives as long as the array is unchanged.
+///
+/// Only reads the array: several threads may call this on one array at once.
 ///
 /// # Safety
 /// All pointers must be valid.
@@ -239,8 +251,8 @@ pub unsafe extern "C" fn caterva_to_cframe(
     boundary("caterva_to_cframe", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract (a read).
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         let (o1, o2, o3) =
             (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
         let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
@@ -277,7 +289,7 @@ pub unsafe extern "C" fn caterva_from_cframe(
         let sc = unsafe { SChunk::from_cframe(buf.as_ptr(), buf.len(), copy) }?;
         let arr = Array::from_schunk(&c.ctx, sc)?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -300,12 +312,14 @@ pub unsafe extern "C" fn caterva_open(
         let out = out_ptr(array, "array")?;
         let arr = Array::open(&c.ctx, url)?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)
     })
 }
 
 /// Write a copy of the array to `urlpath` (same partitions and contiguity).
+///
+/// Only reads the array: several threads may call this on one array at once.
 ///
 /// # Safety
 /// `urlpath` must be a NUL-terminated string.
@@ -318,8 +332,8 @@ pub unsafe extern "C" fn caterva_save(
     boundary("caterva_save", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract (a read).
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         // SAFETY: caller's contract.
         let url = unsafe { string(urlpath, "urlpath") }?;
         a.array.save(url)?;
@@ -345,6 +359,8 @@ pub unsafe extern "C" fn caterva_remove(ctx: *mut caterva_ctx_t, urlpath: *mut c
 
 /// Copy the whole array into `buffer` in C order.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `buffer` must hold `buffersize` writable bytes.
 #[no_mangle]
@@ -357,8 +373,8 @@ pub unsafe extern "C" fn caterva_to_buffer(
     boundary("caterva_to_buffer", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract (a read).
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         // SAFETY: caller's contract.
         let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
         a.array.to_buffer(buf)?;
@@ -378,6 +394,8 @@ unsafe fn coords<'a>(p: *const i64, ndim: usize, what: &str) -> Result<&'a [i64]
 /// Copy `array[start:stop]` into `buffer`, a C-order array of shape
 /// `buffershape` (each entry at least `stop - start`) and `buffersize` bytes.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `start`, `stop` and `buffershape` must hold `ndim` items; `buffer` `buffersize` bytes.
 #[no_mangle]
@@ -393,8 +411,8 @@ pub unsafe extern "C" fn caterva_get_slice_buffer(
     boundary("caterva_get_slice_buffer", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract (a read).
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         let n = a.array.ndim();
         // SAFETY: caller's contract.
         let (start, stop, shape) =
@@ -407,6 +425,8 @@ pub unsafe extern "C" fn caterva_get_slice_buffer(
 }
 
 /// Write `buffer`, a C-order array of shape `buffershape`, into `array[start:stop]`.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// As `caterva_get_slice_buffer`.

@@ -2,8 +2,8 @@
 
 use std::ffi::c_int;
 
-use super::meta::with_array;
-use super::{boundary, deref_mut, CtxBox, CATERVA_SUCCEED};
+use super::meta::{read_array, with_array};
+use super::{boundary, CtxBox, CATERVA_SUCCEED};
 use super::{caterva_array_t, caterva_ctx_t};
 use crate::context::{Config, Context};
 
@@ -22,8 +22,11 @@ use crate::context::{Config, Context};
 #[no_mangle]
 pub unsafe extern "C" fn caterva_ctx_set_checksums(ctx: *mut caterva_ctx_t, enable: bool) -> c_int {
     boundary("caterva_ctx_set_checksums", || {
-        // SAFETY: the public struct is the first field of a repr(C) CtxBox (caller's contract).
-        let b = unsafe { deref_mut(ctx.cast::<CtxBox>(), "ctx") }?;
+        // SAFETY: caller's contract; `get` checks that ctx is a live context.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: ctx is a live CtxBox (checked above) and, by the caller's
+        // contract, nobody else uses it during the call.
+        let b = unsafe { &mut *ctx.cast::<CtxBox>() };
         if b.ctx.config().checksums != enable {
             b.ctx = Context::new(Config { checksums: enable, ..*b.ctx.config() })?;
         }
@@ -55,7 +58,7 @@ pub unsafe extern "C" fn caterva_has_checksums(
 ) -> c_int {
     // SAFETY: forwarded caller's contract.
     unsafe {
-        with_array("caterva_has_checksums", ctx, array, |a| {
+        read_array("caterva_has_checksums", ctx, array, |a| {
             let out = super::out_ptr(enabled, "enabled")?;
             *out = a.array.has_checksums();
             Ok(())

@@ -45,12 +45,14 @@ unsafe fn write_metalayer(out: *mut caterva_metalayer_t, name: &str, data: &[u8]
     Ok(())
 }
 
-/// The shared part of the calls on one array: check ctx and array, run `f`,
-/// then refresh the public fields (also after an error: a failure inside
-/// c-blosc2, or a borrowed frame copied before a write, may have changed them).
+/// The shared part of the calls that change one array: check ctx and array,
+/// run `f`, then refresh the public fields (also after an error: a failure
+/// inside c-blosc2, or a borrowed frame copied before a write, may have
+/// changed them).
 ///
 /// # Safety
-/// `ctx` and `array` must be NULL or valid.
+/// `ctx` and `array` must be NULL or handles from this library; nobody else
+/// may use the array during the call.
 pub(crate) unsafe fn with_array(
     func: &str,
     ctx: *mut caterva_ctx_t,
@@ -65,6 +67,27 @@ pub(crate) unsafe fn with_array(
         let r = f(a);
         a.sync();
         r.map(|()| CATERVA_SUCCEED)
+    })
+}
+
+/// The shared part of the calls that only read one array: check ctx and
+/// array and run `f` (several threads may do this on one array at once).
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or handles from this library; nobody may
+/// change or free the array during the call.
+pub(crate) unsafe fn read_array(
+    func: &str,
+    ctx: *mut caterva_ctx_t,
+    array: *const caterva_array_t,
+    f: impl FnOnce(&ArrayBox) -> Result<()>,
+) -> c_int {
+    boundary(func, || {
+        // SAFETY: caller's contract.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
+        f(a).map(|()| CATERVA_SUCCEED)
     })
 }
 
@@ -100,7 +123,7 @@ unsafe fn get_into(
     out: *mut caterva_metalayer_t,
     get: fn(&Array, &str) -> Result<Vec<u8>>,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
+    let f = |a: &ArrayBox| {
         // SAFETY: caller's contract.
         let name = unsafe { string(name, "name") }?;
         let out = out_ptr(out, "output metalayer")?;
@@ -109,7 +132,7 @@ unsafe fn get_into(
         unsafe { write_metalayer(out, name, &data) }
     };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array(func, ctx, array, f) }
+    unsafe { read_array(func, ctx, array, f) }
 }
 
 /// Shared body of `caterva_meta_exists` and `caterva_vlmeta_exists`.
@@ -124,7 +147,7 @@ unsafe fn exists_into(
     out: *mut bool,
     exists: fn(&Array, &str) -> Result<bool>,
 ) -> c_int {
-    let f = |a: &mut ArrayBox| {
+    let f = |a: &ArrayBox| {
         // SAFETY: caller's contract.
         let name = unsafe { string(name, "name") }?;
         let out = out_ptr(out, "exists")?;
@@ -134,10 +157,12 @@ unsafe fn exists_into(
         Ok(())
     };
     // SAFETY: forwarded caller's contract.
-    unsafe { with_array(func, ctx, array, f) }
+    unsafe { read_array(func, ctx, array, f) }
 }
 
 /// Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// `vlmeta` must be a valid metalayer.
@@ -152,6 +177,8 @@ pub unsafe extern "C" fn caterva_vlmeta_add(
 }
 
 /// Replace a variable-length metalayer's content (any length).
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// As `caterva_vlmeta_add`.
@@ -168,6 +195,8 @@ pub unsafe extern "C" fn caterva_vlmeta_update(
 /// Fetch a variable-length metalayer. `vlmeta->name` and `vlmeta->sdata`
 /// are malloc'ed; the caller frees both with `free()`.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `name` must be a NUL-terminated string and `vlmeta` writable.
 #[no_mangle]
@@ -182,6 +211,8 @@ pub unsafe extern "C" fn caterva_vlmeta_get(
 }
 
 /// Whether a variable-length metalayer exists.
+///
+/// Only reads the array: several threads may call this on one array at once.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string and `exists` writable.
@@ -199,6 +230,8 @@ pub unsafe extern "C" fn caterva_vlmeta_exists(
 /// Fetch a fixed-size metalayer. `meta->name` and `meta->sdata` are
 /// malloc'ed; the caller frees both with `free()`.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `name` must be a NUL-terminated string and `meta` writable.
 #[no_mangle]
@@ -213,6 +246,8 @@ pub unsafe extern "C" fn caterva_meta_get(
 }
 
 /// Whether a fixed-size metalayer exists.
+///
+/// Only reads the array: several threads may call this on one array at once.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string and `exists` writable.
@@ -229,6 +264,8 @@ pub unsafe extern "C" fn caterva_meta_exists(
 
 /// Replace a user metalayer's content; the size must not change.
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// `meta` must be a valid metalayer.
 #[no_mangle]
@@ -243,13 +280,15 @@ pub unsafe extern "C" fn caterva_meta_update(
 
 /// Print the geometry recorded in the `caterva` metalayer to stdout.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `array` must be NULL or a valid array.
 #[no_mangle]
 pub unsafe extern "C" fn caterva_print_meta(array: *mut caterva_array_t) -> c_int {
     boundary("caterva_print_meta", || {
         // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         let text =
             std::ffi::CString::new(a.array.meta_summary()?).map_err(|_| Error::InvalidFormat("NUL in text".into()))?;
         // Through C's stdout, so the text stays in order with the caller's printf output.
@@ -349,6 +388,8 @@ const _: () = assert!(CATERVA_DTYPE_MAXLEN == meta::DTYPE_RESERVE);
 /// original library had no dtype). Without it arrays record the unsigned
 /// integer of their item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// `dtype` must be a NUL-terminated string.
 #[no_mangle]
@@ -370,6 +411,8 @@ pub unsafe extern "C" fn caterva_set_dtype(
 /// (malloc'ed, for the caller to `free`), or NULL when the array has no
 /// `b2nd` metalayer (files written by the original library).
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `dtype` must point to writable memory.
 #[no_mangle]
@@ -380,7 +423,7 @@ pub unsafe extern "C" fn caterva_get_dtype(
 ) -> c_int {
     // SAFETY: caller's contract.
     unsafe {
-        with_array("caterva_get_dtype", ctx, array, |a| {
+        read_array("caterva_get_dtype", ctx, array, |a| {
             let out = out_ptr(dtype, "dtype")?;
             let value = match a.array.dtype() {
                 Some(d) => malloc_cstr(&d)?,

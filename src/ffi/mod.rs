@@ -7,6 +7,19 @@
 //! - outputs are written only on success;
 //! - on failure, the reason is printed on stderr when the environment
 //!   variable `CATERVA_TRACE` is set.
+//! - handles are checked against the registry of live ones ([`handles`]): a
+//!   freed context or array (a double free, a use after free) or one the
+//!   caller made itself gives `CATERVA_ERR_INVALID_ARGUMENT`, never a crash.
+//!
+//! Threads: any number of threads may read one array at once
+//! (`caterva_to_buffer`, `caterva_get_slice_buffer`,
+//! `caterva_get_orthogonal_selection`, `caterva_get_slice`, `caterva_copy`,
+//! `caterva_save`, `caterva_to_cframe`, the metalayer getters). A call that
+//! changes an array (the setters, `caterva_resize`, `caterva_insert`,
+//! `caterva_append`, `caterva_delete`, the squeezes, `caterva_set_dtype`,
+//! the metalayer adders and updaters) and `caterva_free` need exclusive
+//! access: no other call on that array may run meanwhile. A context may be
+//! used by many threads at once, except by `caterva_ctx_free`.
 
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
@@ -16,6 +29,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
+mod handles;
 mod integrity;
 mod meta;
 mod reshape;

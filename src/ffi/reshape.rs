@@ -37,6 +37,8 @@ unsafe fn change(
 /// array made by `caterva_full`). Items cut off by a shrink are cleared and
 /// never come back.
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// `new_shape` (and a non-NULL `start`) must hold `ndim` items.
 #[no_mangle]
@@ -59,6 +61,8 @@ pub unsafe extern "C" fn caterva_resize(
 
 /// Insert `buffer` (`buffersize` bytes: whole slabs of the array along
 /// `axis`, in C order) at index `insert_start` of `axis`.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// `buffer` must hold `buffersize` readable bytes.
@@ -83,6 +87,8 @@ pub unsafe extern "C" fn caterva_insert(
 /// Append `buffer` (whole slabs, as for `caterva_insert`) at the end of
 /// `axis`. An axis of length 0 created with a real chunk length grows this way.
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// As `caterva_insert`.
 #[no_mangle]
@@ -104,6 +110,8 @@ pub unsafe extern "C" fn caterva_append(
 
 /// Remove `delete_len` items of `axis` from `delete_start` on.
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// The pointers must be NULL or valid.
 #[no_mangle]
@@ -121,6 +129,8 @@ pub unsafe extern "C" fn caterva_delete(
 /// Remove the axes flagged in `index` (`ndim` flags); each must have length 1
 /// (`CATERVA_ERR_INVALID_INDEX` otherwise).
 ///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
 /// # Safety
 /// `index` must hold `ndim` bools.
 #[no_mangle]
@@ -132,13 +142,17 @@ pub unsafe extern "C" fn caterva_squeeze_index(
     // SAFETY: caller's contract.
     unsafe {
         change("caterva_squeeze_index", ctx, array, |a| {
-            let flags = slice(index, a.ndim(), "index")?;
-            a.squeeze_index(flags)
+            // Read as bytes: any byte other than 0 means true, as in C (a
+            // Rust bool may only hold 0 or 1).
+            let flags: Vec<bool> = slice(index.cast::<u8>(), a.ndim(), "index")?.iter().map(|&b| b != 0).collect();
+            a.squeeze_index(&flags)
         })
     }
 }
 
 /// Remove every axis of length 1.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// The pointers must be NULL or valid.
@@ -164,14 +178,14 @@ unsafe fn derive(
     boundary(func, || {
         // SAFETY: caller's contract.
         let c = unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let s = unsafe { ArrayBox::get(src) }?;
+        // SAFETY: caller's contract (src is only read).
+        let s = unsafe { ArrayBox::get_ref(src, "src") }?;
         // SAFETY: caller's contract.
         let st = unsafe { storage_from_c(deref(storage, "storage")?, s.array.ndim()) }?;
         let out = out_ptr(array, "array")?;
         let arr = build(&c.ctx, &s.array, &st)?;
-        // SAFETY: out is non-NULL and writable; c.public.cfg points at the context's config.
-        unsafe { *out = ArrayBox::into_raw(arr, &*c.public.cfg) };
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -179,6 +193,8 @@ unsafe fn derive(
 /// A new array holding `src[start:stop]`, with the partitions, location and
 /// metalayers of `storage`; `src`'s vlmetalayers are not copied. `*array`
 /// receives an array to release with `caterva_free`.
+///
+/// Only reads `src`: several threads may call this on one array at once.
 ///
 /// # Safety
 /// `start` and `stop` must hold `ndim` items; `storage` must be valid.
@@ -206,6 +222,8 @@ pub unsafe extern "C" fn caterva_get_slice(
 /// vlmetalayers. With unchanged partitions and compression parameters the
 /// compressed chunks are copied as they are. `*array` receives an array to
 /// release with `caterva_free`.
+///
+/// Only reads `src`: several threads may call this on one array at once.
 ///
 /// # Safety
 /// `storage` must be valid.
@@ -245,6 +263,8 @@ unsafe fn lists<'a>(selection: *const *mut i64, sizes: *const i64, ndim: usize) 
 /// Lists may be unsorted and hold repeats. An index outside its axis gives
 /// `CATERVA_ERR_INVALID_INDEX`.
 ///
+/// Only reads the array: several threads may call this on one array at once.
+///
 /// # Safety
 /// `selection` must hold `ndim` pointers to `selection_size[i]` items each;
 /// `buffershape` `ndim` items; `buffer` `buffersize` bytes.
@@ -261,8 +281,8 @@ pub unsafe extern "C" fn caterva_get_orthogonal_selection(
     boundary("caterva_get_orthogonal_selection", || {
         // SAFETY: caller's contract.
         unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
+        // SAFETY: caller's contract (a read).
+        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
         let n = a.array.ndim();
         // SAFETY: caller's contract.
         let (sel, shape) = unsafe { (lists(selection, selection_size, n)?, slice(buffershape, n, "buffershape")?) };
@@ -275,6 +295,8 @@ pub unsafe extern "C" fn caterva_get_orthogonal_selection(
 
 /// Write `buffer` (laid out as for `caterva_get_orthogonal_selection`) into
 /// the selected items; where an index repeats, the last position wins.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
 ///
 /// # Safety
 /// As `caterva_get_orthogonal_selection`.

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
-use super::{deref, slice, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
+use super::{handles, slice, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
 use crate::context::{Config, Context};
 use crate::error::{invalid, Error, Result};
@@ -166,14 +166,51 @@ impl CtxBox {
         // SAFETY: b was just allocated; pointing the public field at the box's
         // own cfg is fine because the box never moves.
         unsafe { (*b).public.cfg = &mut (*b).cfg };
+        handles::add_ctx(b);
         Ok(b.cast())
     }
 
+    /// The context behind `p`, checked: NULL, a pointer that is not a live
+    /// context (freed, or a struct the caller made) and a NULL `ctx->cfg`
+    /// are errors.
+    ///
     /// # Safety
-    /// `p` must be NULL or come from [`CtxBox::create`] and not be freed.
+    /// A live context must not be freed by another thread during the call.
     pub(crate) unsafe fn get<'a>(p: *const caterva_ctx_t) -> Result<&'a CtxBox> {
-        // SAFETY: the public struct is the first field of a repr(C) CtxBox.
-        unsafe { deref(p.cast::<CtxBox>(), "ctx") }
+        handles::check_ctx(p, "ctx")?;
+        // SAFETY: p is a live CtxBox (registry); the public struct is its first field.
+        let c = unsafe { &*p.cast::<CtxBox>() };
+        if c.public.cfg.is_null() {
+            return Err(Error::NullPointer("ctx->cfg is NULL".into()));
+        }
+        Ok(c)
+    }
+
+    /// The configuration `ctx->cfg` points at (the context's own copy unless
+    /// the caller pointed it elsewhere).
+    pub(crate) fn config(&self) -> &caterva_config_t {
+        // SAFETY: checked non-NULL by `get`, the only way to a &CtxBox; it
+        // points at the box's own cfg or at a config of the caller's.
+        unsafe { &*self.public.cfg }
+    }
+
+    /// Free the context in `*slot` (nothing if it is NULL) and set it to NULL.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `*slot` is not a live context (a double free);
+    /// `*slot` is then left alone.
+    ///
+    /// # Safety
+    /// No other thread may use the context during the call.
+    pub(crate) unsafe fn free(slot: &mut *mut caterva_ctx_t) -> Result<()> {
+        if slot.is_null() {
+            return Ok(());
+        }
+        handles::remove_ctx(*slot, "*ctx")?;
+        // SAFETY: *slot was live, so it came from Box::into_raw in `create`.
+        drop(unsafe { Box::from_raw(slot.cast::<CtxBox>()) });
+        *slot = std::ptr::null_mut();
+        Ok(())
     }
 }
 
@@ -200,17 +237,54 @@ impl ArrayBox {
         b.cast()
     }
 
+    /// The array behind `p`, for a call that changes it: NULL and pointers
+    /// that are not live arrays are errors.
+    ///
     /// # Safety
-    /// `p` must be NULL or come from [`ArrayBox::into_raw`] and not be freed.
+    /// No other thread may use the array during the call (writers need
+    /// exclusive access).
     pub(crate) unsafe fn get<'a>(p: *mut caterva_array_t) -> Result<&'a mut ArrayBox> {
-        // SAFETY: the public struct is the first field of a repr(C) ArrayBox.
-        unsafe { super::deref_mut(p.cast::<ArrayBox>(), "array") }
+        handles::check_array(p, "array")?;
+        // SAFETY: p is a live ArrayBox (registry), the public struct is its
+        // first field, and the caller has exclusive access.
+        Ok(unsafe { &mut *p.cast::<ArrayBox>() })
+    }
+
+    /// The array behind `p`, for a call that only reads it (any number of
+    /// threads may read one array at once).
+    ///
+    /// # Safety
+    /// No other thread may change or free the array during the call.
+    pub(crate) unsafe fn get_ref<'a>(p: *const caterva_array_t, what: &str) -> Result<&'a ArrayBox> {
+        handles::check_array(p, what)?;
+        // SAFETY: p is a live ArrayBox (registry); nobody changes it meanwhile.
+        Ok(unsafe { &*p.cast::<ArrayBox>() })
+    }
+
+    /// Free the array in `*slot` (nothing if it is NULL) and set it to NULL.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `*slot` is not a live array (a double free);
+    /// `*slot` is then left alone.
+    ///
+    /// # Safety
+    /// No other thread may use the array during the call.
+    pub(crate) unsafe fn free(slot: &mut *mut caterva_array_t) -> Result<()> {
+        if slot.is_null() {
+            return Ok(());
+        }
+        handles::remove_array(*slot, "*array")?;
+        // SAFETY: *slot was live, so it came from Box::into_raw in `into_raw`.
+        drop(unsafe { Box::from_raw(slot.cast::<ArrayBox>()) });
+        *slot = std::ptr::null_mut();
+        Ok(())
     }
 
     /// Refresh every public field from the core. Called after each change.
     pub(crate) fn sync(&mut self) {
         let g = self.array.geometry();
         let n = g.ndim();
+        handles::set_array(&self.public, self.array.schunk().as_ptr());
         let p = &mut self.public;
         p.sc = self.array.schunk().as_ptr();
         p.shape = g.shape_full();
@@ -252,10 +326,32 @@ impl ArrayBox {
     }
 }
 
-/// The Rust configuration of a C one.
+/// Whether `code` may name a codec (`is_codec`) or a filter: one that
+/// c-blosc2 defines, or an id in the ranges for registered plugins (32..=255;
+/// whether one is registered is only known when it is used). The rest of
+/// the range c-blosc2 reserves for its own (0..=31) names nothing.
+fn known_id(code: u8, is_codec: bool) -> bool {
+    const PLUGINS: u8 = 32;
+    let defined: &[u8] = if is_codec { &[0, 1, 2, 4, 5] } else { &[0, 1, 2, 3, 4] };
+    code >= PLUGINS || defined.contains(&code)
+}
+
+/// The Rust configuration of a C one, checked: `alloc` and `free` must be
+/// set (callers use `ctx->cfg->alloc` and `free`), the codec and filters
+/// must exist, and `nthreads` must be positive (the level and split mode
+/// are checked by [`Context::new`]).
 pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
+    if cfg.alloc.is_none() || cfg.free.is_none() {
+        return Err(Error::NullPointer("cfg->alloc and cfg->free must both be set".into()));
+    }
     if cfg.nthreads < 1 {
         invalid!("nthreads {} must be at least 1", cfg.nthreads);
+    }
+    if !known_id(cfg.compcodec, true) {
+        invalid!("compcodec {} is not a Blosc2 codec", cfg.compcodec);
+    }
+    if let Some(f) = cfg.filters.iter().find(|&&f| !known_id(f, false)) {
+        invalid!("filter {f} is not a Blosc2 filter");
     }
     Ok(Config {
         cparams: CParams {
@@ -313,12 +409,18 @@ pub(crate) unsafe fn storage_from_c(s: &caterva_storage_t, ndim: usize) -> Resul
             .map_err(|_| Error::InvalidArgument(format!("storage.metalayers[{i}].size {} is negative", m.size)))?;
         // SAFETY: as above.
         let content = unsafe { slice(m.sdata, size, &format!("storage.metalayers[{i}].sdata")) }?;
+        if metalayers.iter().any(|o: &Metalayer| o.name == name) {
+            invalid!("storage.metalayers: '{name}' is given twice");
+        }
         metalayers.push(Metalayer { name: name.to_owned(), content: content.to_vec() });
     }
     Ok(StorageParams {
         chunkshape: s.chunkshape[..ndim].to_vec(),
         blockshape: s.blockshape[..ndim].to_vec(),
-        contiguous: s.contiguous,
+        // Read as a byte: a C caller may leave any value in a bool field (memset),
+        // and any byte other than 0 means true, as in C.
+        // SAFETY: the field is one readable byte.
+        contiguous: unsafe { std::ptr::addr_of!(s.contiguous).cast::<u8>().read() } != 0,
         urlpath,
         metalayers,
     })

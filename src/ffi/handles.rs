@@ -1,0 +1,111 @@
+//! The handles this library has given to C and not yet freed: contexts, and
+//! arrays with the super-chunk each one owns.
+//!
+//! A handle that is not in this registry is never dereferenced: a freed
+//! pointer (a double free, a use after free), a struct the caller made
+//! itself or a stray pointer gives `CATERVA_ERR_INVALID_ARGUMENT` instead of a
+//! crash, and a super-chunk that an array owns cannot be adopted by a second
+//! array (which would free it twice). A freed address that the allocator has
+//! since handed to a new handle of the same kind is, of course, that new handle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::error::{Error, Result};
+
+/// The live handles, by address.
+struct Live {
+    /// Contexts.
+    ctxs: BTreeSet<usize>,
+    /// Arrays, each with the address of the super-chunk it owns.
+    arrays: BTreeMap<usize, usize>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live { ctxs: BTreeSet::new(), arrays: BTreeMap::new() });
+
+fn live() -> MutexGuard<'static, Live> {
+    // The registry is two plain collections, valid after any panic.
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The error for a handle that is NULL (`NullPointer`) or not live (`InvalidArgument`).
+fn refuse<T>(p: *const T, what: &str, kind: &str) -> Error {
+    if p.is_null() {
+        Error::NullPointer(format!("{what} is NULL"))
+    } else {
+        Error::InvalidArgument(format!(
+            "{what} ({p:p}) is not a live {kind}: already freed, or not made by this library"
+        ))
+    }
+}
+
+/// Record a new context.
+pub(crate) fn add_ctx<T>(p: *const T) {
+    live().ctxs.insert(p as usize);
+}
+
+/// Check that `p` is a live context.
+///
+/// # Errors
+/// `NullPointer` for NULL, `InvalidArgument` for anything else not live.
+pub(crate) fn check_ctx<T>(p: *const T, what: &str) -> Result<()> {
+    if live().ctxs.contains(&(p as usize)) {
+        Ok(())
+    } else {
+        Err(refuse(p, what, "context"))
+    }
+}
+
+/// Forget a context that is about to be freed.
+///
+/// # Errors
+/// As [`check_ctx`]; then nothing is forgotten.
+pub(crate) fn remove_ctx<T>(p: *const T, what: &str) -> Result<()> {
+    if live().ctxs.remove(&(p as usize)) {
+        Ok(())
+    } else {
+        Err(refuse(p, what, "context"))
+    }
+}
+
+/// Record a new array owning the super-chunk at `sc` (or record that it now owns `sc`).
+pub(crate) fn set_array<T, S>(p: *const T, sc: *const S) {
+    live().arrays.insert(p as usize, sc as usize);
+}
+
+/// Check that `p` is a live array.
+///
+/// # Errors
+/// `NullPointer` for NULL, `InvalidArgument` for anything else not live.
+pub(crate) fn check_array<T>(p: *const T, what: &str) -> Result<()> {
+    if live().arrays.contains_key(&(p as usize)) {
+        Ok(())
+    } else {
+        Err(refuse(p, what, "array"))
+    }
+}
+
+/// Forget an array that is about to be freed.
+///
+/// # Errors
+/// As [`check_array`]; then nothing is forgotten.
+pub(crate) fn remove_array<T>(p: *const T, what: &str) -> Result<()> {
+    if live().arrays.remove(&(p as usize)).is_some() {
+        Ok(())
+    } else {
+        Err(refuse(p, what, "array"))
+    }
+}
+
+/// Check that no live array owns the super-chunk at `sc`.
+///
+/// # Errors
+/// `InvalidArgument` if one does.
+pub(crate) fn check_unowned<S>(sc: *const S) -> Result<()> {
+    if live().arrays.values().any(|&owned| owned == sc as usize) {
+        return Err(Error::InvalidArgument(format!(
+            "schunk ({sc:p}) belongs to a live array (its arr->sc); adopting it again would free it twice"
+        )));
+    }
+    Ok(())
+}
