@@ -484,7 +484,7 @@ impl Array {
             buffer,
             buffershape,
         )?;
-        self.transaction(|a| built.into_iter().try_for_each(|(n, chunk)| a.sc.update_chunk(n, &chunk)))
+        self.transaction(|a| a.sc.update_chunks(&built))
     }
 
     /// Read the outer product of one index list per axis into `buffer`, a
@@ -514,7 +514,7 @@ impl Array {
         let cparams = *self.ctx.cparams();
         let built = engine::build_selection(&self.ctx, &cparams, &self.sc, &self.geom, &sel, buffer, buffershape)?;
         self.detach()?;
-        self.transaction(|a| built.into_iter().try_for_each(|(n, chunk)| a.sc.update_chunk(n, &chunk)))
+        self.transaction(|a| a.sc.update_chunks(&built))
     }
 
     /// Change the shape. On each axis whose length grows, the new items go in

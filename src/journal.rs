@@ -123,33 +123,34 @@ impl Slot {
         idle
     }
 
-    /// Record what `op` on `sc` may overwrite, making the journal first if
-    /// this is the write's first change.
+    /// Record what `ops` (about to run, in order) on `sc` may overwrite,
+    /// making the journal first if they are the write's first changes.
     ///
     /// # Errors
-    /// [`Error::Io`] if the journal cannot be written (then `op` must not run).
-    pub(crate) fn before(&mut self, sc: &SChunk, op: Op) -> Result<()> {
-        if matches!(self, Slot::Armed) {
-            *self = match sc.storage().urlpath {
-                Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url)?)),
-                None => Slot::Idle,
-            };
-        }
+    /// [`Error::Io`] if the journal cannot be written (then `ops` must not run).
+    pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
-            Slot::Open(j) => j.before(sc, op),
-            _ => Ok(()),
+            Slot::Idle => Ok(()),
+            Slot::Armed => {
+                *self = match sc.storage().urlpath {
+                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops)?)),
+                    None => Slot::Idle,
+                };
+                Ok(())
+            }
+            Slot::Open(j) => j.before(sc, ops),
         }
     }
 
-    /// The write is complete: sync the frame and delete the journal.
+    /// The write is complete: sync `sc`'s frame and delete the journal.
     ///
     /// # Errors
     /// [`Error::Io`] if syncing or deleting fails (the journal then stays
     /// open: [`Slot::abort`] rolls the write back).
-    pub(crate) fn commit(&mut self) -> Result<()> {
+    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<()> {
         if let Slot::Open(j) = self {
             // On an error the journal stays open, for abort to roll back.
-            j.commit()?;
+            j.commit(sc)?;
         }
         *self = Slot::Idle;
         Ok(())
@@ -171,6 +172,9 @@ impl Slot {
     }
 }
 
+/// A record to append: tag, key, payload.
+type Save = (u8, u64, Vec<u8>);
+
 /// What the journal protects, and what it has saved so far.
 enum Layout {
     File {
@@ -186,9 +190,75 @@ enum Layout {
         /// Chunk files the original index uses.
         in_use: BTreeSet<i64>,
         saved: BTreeSet<i64>,
-        /// Chunk files the write may have written (synced on commit).
-        touched: BTreeSet<i64>,
     },
+}
+
+impl Layout {
+    /// The original bytes `ops` may overwrite that no record holds yet.
+    ///
+    /// In a file, only an update of an original chunk by one that fits
+    /// overwrites data. In a directory, only an update or delete of a chunk
+    /// whose file the original index uses: a new chunk file gets a number
+    /// past every number in use, and an original number that high has left
+    /// the index during this write, by such an update or delete, which saved it.
+    fn saves(&mut self, sc: &SChunk, ops: &[Op]) -> Result<Vec<Save>> {
+        let chunks: Vec<(i64, u64)> = ops
+            .iter()
+            .filter_map(|op| match *op {
+                Op::Update { nchunk, cbytes } => Some((nchunk, cbytes)),
+                Op::Delete(nchunk) if matches!(self, Layout::Dir { .. }) => Some((nchunk, 0)),
+                _ => None,
+            })
+            .collect();
+        if chunks.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Updates and deletes of other chunks do not move a chunk's data.
+        let offsets = sc.frame_offsets()?;
+        let mut out = Vec::new();
+        for (nchunk, cbytes) in chunks {
+            // Special chunks (offset with the top bit set) have no bytes.
+            let Some(&off) = offsets.get(nchunk as usize).filter(|&&o| o >= 0) else { continue };
+            out.extend(match self {
+                Layout::File { path, header_len, data_end, saved } => {
+                    Self::save_chunk_bytes(path, *header_len + off as u64, *data_end, cbytes, saved)?
+                }
+                Layout::Dir { dir, in_use, saved } => {
+                    if !in_use.contains(&off) || !saved.insert(off) {
+                        continue;
+                    }
+                    let p = chunk_file(dir, off);
+                    Some((CHUNK_FILE, off as u64, std::fs::read(&p).map_err(io_err("reading", &p))?))
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// The bytes of the original chunk at `at` in `path`, if an update by
+    /// one of `cbytes` bytes would overwrite them (and they are not saved yet).
+    fn save_chunk_bytes(
+        path: &Path,
+        at: u64,
+        data_end: u64,
+        cbytes: u64,
+        saved: &mut BTreeSet<u64>,
+    ) -> Result<Option<Save>> {
+        // Chunks written by this write lie past data_end.
+        if at >= data_end || saved.contains(&at) {
+            return Ok(None);
+        }
+        let mut f = File::open(path).map_err(io_err("opening", path))?;
+        let head = read_at(&mut f, at, 16).map_err(io_err("reading", path))?;
+        let old = u64::from(u32::from_le_bytes(head[CHUNK_CBYTES_AT..16].try_into().unwrap_or_default()));
+        // c-blosc2 writes over the old chunk only when the new one fits.
+        if cbytes > old {
+            return Ok(None);
+        }
+        let bytes = read_at(&mut f, at, old.min(data_end - at) as usize).map_err(io_err("reading", path))?;
+        saved.insert(at);
+        Ok(Some((BYTES, at, bytes)))
+    }
 }
 
 /// An open journal, locked for the duration of one array-level write.
@@ -409,15 +479,21 @@ fn frame_layout(head: &[u8], len: u64) -> Option<(u64, u64)> {
 }
 
 impl Journal {
-    /// Write the journal for the array at `url` before its first change.
-    fn begin(sc: &SChunk, url: &str) -> Result<Journal> {
+    /// Write the journal for the array at `url` before its first changes, `ops`.
+    fn begin(sc: &SChunk, url: &str, ops: &[Op]) -> Result<Journal> {
         let path = journal_path(url);
         if path.exists() {
             return Err(Error::InvalidStorage(format!(
                 "'{url}' has an unfinished write from another handle; reopen the array"
             )));
         }
-        let (base, layout) = if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
+        let (mut base, mut layout) =
+            if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
+        // What the first changes need saved goes in at once (one sync less).
+        for (tag, key, bytes) in layout.saves(sc, ops)? {
+            base.extend(record(tag, key, &bytes));
+        }
+        base.extend(record(BASE_END, 0, &[]));
         let tmp = sibling(url, TMP_SUFFIX);
         let mut file = OpenOptions::new()
             .read(true)
@@ -460,7 +536,6 @@ impl Journal {
         base.extend(record(BYTES, 0, &header));
         let tail = read_at(&mut f, data_end, (len - data_end) as usize).map_err(io_err("reading", &path))?;
         base.extend(record(BYTES, data_end, &tail));
-        base.extend(record(BASE_END, 0, &[]));
         Ok((base, Layout::File { path, header_len, data_end, saved: BTreeSet::new() }))
     }
 
@@ -476,14 +551,16 @@ impl Journal {
         base.extend(record(TARGET, KIND_DIR, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
         base.extend(record(INDEX_COPY, 0, &content));
         base.extend(record(CHUNK_IDS, 0, &ids));
-        base.extend(record(BASE_END, 0, &[]));
-        let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new(), touched: BTreeSet::new() };
+        let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new() };
         Ok((base, layout))
     }
 
-    /// Append a save record and sync it before the change it guards.
-    fn append(&mut self, tag: u8, key: u64, payload: &[u8]) -> Result<()> {
-        let r = record(tag, key, payload);
+    /// Append save records and sync them before the changes they guard.
+    fn append(&mut self, saves: &[Save]) -> Result<()> {
+        if saves.is_empty() {
+            return Ok(());
+        }
+        let r: Vec<u8> = saves.iter().flat_map(|(tag, key, bytes)| record(*tag, *key, bytes)).collect();
         let write = |f: &mut File| -> std::io::Result<()> {
             f.seek(SeekFrom::End(0))?;
             f.write_all(&r)?;
@@ -492,76 +569,33 @@ impl Journal {
         write(&mut self.file).map_err(io_err("writing journal", &self.path))
     }
 
-    fn before(&mut self, sc: &SChunk, op: Op) -> Result<()> {
-        for (tag, key, bytes) in self.saves(sc, op)? {
-            self.append(tag, key, &bytes)?;
-        }
-        Ok(())
-    }
-
-    /// The original bytes `op` may overwrite that no record holds yet.
-    fn saves(&mut self, sc: &SChunk, op: Op) -> Result<Vec<(u8, u64, Vec<u8>)>> {
-        match (&mut self.layout, op) {
-            (Layout::File { path, header_len, data_end, saved }, Op::Update { nchunk, cbytes }) => {
-                let Some(&off) = sc.frame_offsets()?.get(nchunk as usize) else { return Ok(Vec::new()) };
-                let at = *header_len + off as u64;
-                // Special chunks (offset with the top bit set) have no bytes;
-                // chunks written by this write lie past data_end.
-                if off < 0 || at >= *data_end || saved.contains(&at) {
-                    return Ok(Vec::new());
-                }
-                let mut f = File::open(&*path).map_err(io_err("opening", path))?;
-                let head = read_at(&mut f, at, 16).map_err(io_err("reading", path))?;
-                let old = u64::from(u32::from_le_bytes(head[CHUNK_CBYTES_AT..16].try_into().unwrap_or_default()));
-                // c-blosc2 writes over the old chunk only when the new one fits.
-                if cbytes > old {
-                    return Ok(Vec::new());
-                }
-                let bytes = read_at(&mut f, at, old.min(*data_end - at) as usize).map_err(io_err("reading", path))?;
-                saved.insert(at);
-                Ok(vec![(BYTES, at, bytes)])
-            }
-            (Layout::File { .. }, _) | (Layout::Dir { .. }, Op::Meta) => Ok(Vec::new()),
-            (Layout::Dir { dir, in_use, saved, touched }, op) => {
-                let offsets = sc.frame_offsets()?;
-                // The number c-blosc2 gives a new chunk file.
-                let next = offsets.iter().copied().fold(-1, i64::max) + 1;
-                let (own, new) = match op {
-                    Op::Update { nchunk, .. } => (offsets.get(nchunk as usize).copied(), Some(next)),
-                    Op::Delete(nchunk) => (offsets.get(nchunk as usize).copied(), None),
-                    _ => (None, Some(next)),
-                };
-                let mut out = Vec::new();
-                for id in own.into_iter().filter(|&i| i >= 0).chain(new) {
-                    touched.insert(id);
-                    if in_use.contains(&id) && !saved.contains(&id) {
-                        let p = chunk_file(dir, id);
-                        out.push((CHUNK_FILE, id as u64, std::fs::read(&p).map_err(io_err("reading", &p))?));
-                        saved.insert(id);
-                    }
-                }
-                Ok(out)
-            }
-        }
+    fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
+        let saves = self.layout.saves(sc, ops)?;
+        self.append(&saves)
     }
 
     /// Sync what the write changed, then delete the journal.
-    fn commit(&self) -> Result<()> {
+    fn commit(&self, sc: &SChunk) -> Result<()> {
         if syncs() {
-            self.sync_changes()?;
+            self.sync_changes(sc)?;
         }
         // Deleting the journal is the commit. If this is lost in a power
         // failure, the next open rolls back: the state before, also valid.
         std::fs::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
     }
 
-    fn sync_changes(&self) -> Result<()> {
+    /// Sync the frame: the file, or the index and every chunk file written
+    /// (rewritten originals, which were saved, and files the original index
+    /// did not use) and the directory.
+    fn sync_changes(&self, sc: &SChunk) -> Result<()> {
         let sync = |p: &Path| File::open(p).and_then(|f| flush(&f)).map_err(io_err("syncing", p));
         match &self.layout {
             Layout::File { path, .. } => sync(path),
-            Layout::Dir { dir, touched, .. } => {
+            Layout::Dir { dir, in_use, saved } => {
                 sync(&dir.join(INDEX))?;
-                for p in touched.iter().map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
+                let offsets = sc.frame_offsets()?;
+                let new = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o));
+                for p in saved.iter().copied().chain(new).map(|id| chunk_file(dir, id)).filter(|p| p.exists()) {
                     sync(&p)?;
                 }
                 sync_dir(dir)
@@ -866,10 +900,13 @@ mod tests {
             assert_ne!(snapshot(url), before, "the write changed nothing");
             let journal = std::fs::read(journal_path(url)).unwrap();
             let records = parse(&journal).unwrap();
-            let saves: Vec<_> = records.iter().skip_while(|r| r.tag != BASE_END).skip(1).collect();
-            // Contiguous: chunks 0 and 2, overwritten in place (the new ones fit);
-            // sparse: the files of chunks 0, 2 and 1.
-            assert_eq!(saves.len(), if contiguous { 2 } else { 3 }, "{saves:?}");
+            // Contiguous: header, tail, and chunks 0 and 2, overwritten in place
+            // (the new ones fit); sparse: the files of chunks 0, 2 and 1. The
+            // first change's save goes in with the base records.
+            let saves = |tag| records.iter().filter(|r| r.tag == tag).count();
+            assert_eq!((saves(BYTES), saves(CHUNK_FILE)), if contiguous { (4, 0) } else { (0, 3) });
+            let base_end = records.iter().position(|r| r.tag == BASE_END).unwrap();
+            assert_eq!(records.len() - base_end - 1, if contiguous { 1 } else { 2 });
             recover(url).unwrap();
             assert_eq!(snapshot(url), before);
             assert!(!journal_path(url).exists());

@@ -637,7 +637,7 @@ impl SChunk {
         }
         let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
         let n = cstring(name, "metalayer name")?;
-        self.journal_before(Op::Meta)?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
         let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
         if rc < 0 {
@@ -667,7 +667,7 @@ impl SChunk {
         let mut padded = content.to_vec();
         padded.resize(old.len(), 0);
         let n = cstring(name, "metalayer name")?;
-        self.journal_before(Op::Meta)?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
         let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
         if rc < 0 {
@@ -734,7 +734,7 @@ impl SChunk {
         let mut cp = cparams.to_blosc(1, 0, 1);
         cp.prefilter = None;
         cp.preparams = ptr::null_mut();
-        self.journal_before(Op::Meta)?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
         let rc = unsafe {
             if update {
@@ -794,7 +794,7 @@ impl SChunk {
     /// [`Error::BloscFailed`] if c-blosc2 refuses it (size mismatch, I/O).
     pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
         let before = self.nchunks();
-        self.journal_before(Op::Append)?;
+        self.journal_before(&[Op::Append])?;
         // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
         let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
         if rc != before + 1 {
@@ -808,13 +808,25 @@ impl SChunk {
     /// # Errors
     /// [`Error::BloscFailed`] if c-blosc2 refuses it.
     pub fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
+        self.update_chunks(&[(n, chunk)])
+    }
+
+    /// Replace several chunks, in order (journaled in one go).
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses one (those before it are replaced).
+    pub fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
         // An unreadable header: blosc2 refuses it below, but save as if it fitted.
-        let cbytes = chunk_info(chunk).map_or(0, |i| i.cbytes as u64);
-        self.journal_before(Op::Update { nchunk: n, cbytes })?;
-        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
-        let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
-        if rc < 0 {
-            return Err(blosc_err(&format!("updating chunk {n}"), rc));
+        let cbytes = |c: &C| chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
+        let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
+        self.journal_before(&ops)?;
+        for (n, chunk) in chunks {
+            // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+            let rc =
+                unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), *n, chunk.as_ref().as_ptr().cast_mut(), true) };
+            if rc < 0 {
+                return Err(blosc_err(&format!("updating chunk {n}"), rc));
+            }
         }
         Ok(())
     }
@@ -827,7 +839,7 @@ impl SChunk {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
         }
-        self.journal_before(Op::Delete(n))?;
+        self.journal_before(&[Op::Delete(n)])?;
         // SAFETY: valid super-chunk and chunk index.
         let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
         if rc < 0 {
@@ -854,7 +866,7 @@ impl SChunk {
             return Ok(());
         }
         let mut order = order.to_vec();
-        self.journal_before(Op::Meta)?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk; order holds nchunks entries (checked).
         let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
         if rc < 0 {
@@ -879,7 +891,7 @@ impl SChunk {
             Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
             Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
         } as i32;
-        self.journal_before(Op::Meta)?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid, empty super-chunk.
         let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
         if rc < 0 || self.nchunks() != nchunks {
@@ -966,7 +978,10 @@ impl SChunk {
     /// # Errors
     /// [`Error::Io`] if the frame cannot be synced or the journal removed.
     pub(crate) fn journal_commit(&mut self) -> Result<()> {
-        self.journal.commit()
+        let mut slot = std::mem::take(&mut self.journal);
+        let r = slot.commit(self);
+        self.journal = slot;
+        r
     }
 
     /// End a failed array-level write, undoing its changes on disk. `true`
@@ -978,9 +993,9 @@ impl SChunk {
         self.journal.abort()
     }
 
-    fn journal_before(&mut self, op: Op) -> Result<()> {
+    fn journal_before(&mut self, ops: &[Op]) -> Result<()> {
         let mut slot = std::mem::take(&mut self.journal);
-        let r = slot.before(self, op);
+        let r = slot.before(self, ops);
         self.journal = slot;
         r
     }
