@@ -10,7 +10,8 @@
 //! continues from the state the previous one left.
 //!
 //! Every other writer runs with `CATERVA_JOURNAL_SYNC=0`. `CATERVA_CRASH_KILLS`
-//! sets the number of kills per storage (default 40).
+//! sets the number of kills per storage (default 40), `CATERVA_CRASH_SEED`
+//! varies the writes.
 
 mod common;
 
@@ -255,7 +256,9 @@ struct Outcomes {
 }
 
 fn crash_run(name: &str, contiguous: bool, seed: u64) -> Outcomes {
-    let kills: u64 = std::env::var("CATERVA_CRASH_KILLS").ok().and_then(|k| k.parse().ok()).unwrap_or(40);
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let kills = var("CATERVA_CRASH_KILLS").unwrap_or(40);
+    let seed = var("CATERVA_CRASH_SEED").map_or(seed, |s| s ^ seed);
     let dir = common::scratch_dir(name);
     let url = dir.join("a.b2nd").to_string_lossy().into_owned();
     let journal = caterva::journal::journal_path(&url);
