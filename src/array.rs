@@ -7,6 +7,7 @@ use crate::context::Context;
 use crate::engine;
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
+use crate::journal;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Built, Mapping, Source};
 use crate::schunk::{self, SChunk, Special, Storage, MAX_METALAYERS, METALAYER_NAME_MAXLEN};
@@ -133,7 +134,10 @@ fn check_replaceable(storage: &Storage) -> Result<bool> {
 /// frame of the same kind as creating a file would.
 fn prepare_path(storage: &Storage) -> Result<()> {
     match storage.urlpath.as_deref() {
-        Some(url) if check_replaceable(storage)? => schunk::remove_urlpath(url),
+        Some(url) if check_replaceable(storage)? => {
+            schunk::remove_urlpath(url)?;
+            journal::discard(url)
+        }
         _ => Ok(()),
     }
 }
@@ -141,7 +145,8 @@ fn prepare_path(storage: &Storage) -> Result<()> {
 /// Write a frame with `write` at a temporary path beside `target`, then
 /// rename it over `target`, so that a failure leaves whatever was at
 /// `target` untouched. A file is replaced atomically by the rename; a
-/// sparse-frame directory cannot be, so an existing one goes first.
+/// sparse-frame directory cannot be, so an existing one is renamed aside
+/// first (and put back on open if the process dies in between).
 fn write_beside(
     target: &str,
     contiguous: bool,
@@ -154,11 +159,13 @@ fn write_beside(
     let mut cleanup = Cleanup(Some(&tmp));
     write(&st)?;
     if exists && !contiguous {
-        schunk::remove_urlpath(target)?;
+        journal::replace_dir(&tmp, target)?;
+    } else {
+        std::fs::rename(&tmp, target)?;
     }
-    std::fs::rename(&tmp, target)?;
     cleanup.0 = None;
-    Ok(())
+    // A journal of what was there no longer applies.
+    journal::discard(target)
 }
 
 /// Removes a half-built frame from disk unless defused.
@@ -331,12 +338,14 @@ impl Array {
         }
     }
 
-    /// Open a persisted array (a frame file or a sparse-frame directory).
+    /// Open a persisted array (a frame file or a sparse-frame directory). A
+    /// write that was interrupted (the process died) is rolled back first.
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::BloscFailed`]
-    /// if it is not a frame; as [`Array::from_schunk`] otherwise.
+    /// if it is not a frame; as [`journal::recover`] and [`Array::from_schunk`] otherwise.
     pub fn open(ctx: &Context, urlpath: &str) -> Result<Array> {
+        journal::recover(urlpath)?;
         if std::fs::metadata(urlpath).is_err() {
             return Err(Error::InvalidStorage(format!("'{urlpath}' does not exist")));
         }
@@ -389,7 +398,8 @@ impl Array {
     /// # Errors
     /// [`Error::BloscFailed`] if it exists and cannot be removed.
     pub fn remove(urlpath: &str) -> Result<()> {
-        schunk::remove_urlpath(urlpath)
+        schunk::remove_urlpath(urlpath)?;
+        journal::discard(urlpath)
     }
 
     /// The geometry.
@@ -486,8 +496,7 @@ impl Array {
             buffer,
             buffershape,
         )?;
-        let r = built.into_iter().try_for_each(|(n, chunk)| self.sc.update_chunk(n, &chunk));
-        self.written(r)
+        self.transaction(|a| a.sc.update_chunks(&built))
     }
 
     /// Read the outer product of one index list per axis into `buffer`, a
@@ -517,8 +526,7 @@ impl Array {
         let cparams = *self.ctx.cparams();
         let built = engine::build_selection(&self.ctx, &cparams, &self.sc, &self.geom, &sel, buffer, buffershape)?;
         self.detach()?;
-        let r = built.into_iter().try_for_each(|(n, chunk)| self.sc.update_chunk(n, &chunk));
-        self.written(r)
+        self.transaction(|a| a.sc.update_chunks(&built))
     }
 
     /// Change the shape. On each axis whose length grows, the new items go in
@@ -681,7 +689,7 @@ impl Array {
         self.detach()?;
         if same_layout {
             // Axes of one chunk row and one block row: the stored layout is the same.
-            self.write_geometry(new_geom)
+            self.transaction(|a| a.write_geometry(new_geom))
         } else {
             self.relayout(new_geom, &keep)
         }
@@ -760,14 +768,6 @@ impl Array {
         Ok(())
     }
 
-    /// Store what a write changed besides the chunks (the checksum table),
-    /// also after a write that failed part way, then pass on its outcome.
-    fn written<T>(&mut self, r: Result<T>) -> Result<T> {
-        let flushed = self.sc.flush_checksums();
-        let v = r?;
-        flushed.map(|()| v)
-    }
-
     /// Whether this array keeps per-chunk checksums (see [`crate::checksum`]).
     #[must_use]
     pub fn has_checksums(&self) -> bool {
@@ -781,8 +781,7 @@ impl Array {
     /// [`Error::BloscFailed`] if a chunk cannot be read or the table cannot be stored.
     pub fn enable_checksums(&mut self) -> Result<()> {
         self.detach()?;
-        let r = self.sc.enable_checksums();
-        self.written(r)
+        self.transaction(|a| a.sc.enable_checksums())
     }
 
     /// Record a new geometry (same chunk layout) in the geometry metalayers
@@ -824,7 +823,7 @@ impl Array {
             invalid!("dtype '{dtype}' does not fit in this array's 'b2nd' metalayer ({} bytes)", old.len());
         }
         self.detach()?;
-        self.sc.meta_update(B2ND_META, &content)
+        self.transaction(|a| a.sc.meta_update(B2ND_META, &content))
     }
 
     /// Rebuild the chunk list for `new_geom` (same partitions) from the
@@ -852,9 +851,42 @@ impl Array {
             reshape::build(&self.ctx, &cparams, &new_geom, &m, &parts, true)?
         };
         self.detach()?;
-        let r = reshape::apply_in_place(&mut self.sc, built);
-        self.written(r)?;
-        self.write_geometry(new_geom)
+        self.transaction(|a| {
+            reshape::apply_in_place(&mut a.sc, built)?;
+            a.write_geometry(new_geom)
+        })
+    }
+
+    /// Run `write`, a change of this array, as one transaction: on a file or
+    /// directory array its changes on disk are journaled (see [`journal`]),
+    /// so that a crash at any point leaves the array as it was before or
+    /// after it, and an error undoes them (the super-chunk is reloaded).
+    fn transaction<T>(&mut self, write: impl FnOnce(&mut Array) -> Result<T>) -> Result<T> {
+        if !self.sc.journal_arm() {
+            return write(self);
+        }
+        // The checksum table is stored with the change it describes.
+        let result = write(self)
+            .and_then(|v| self.sc.flush_checksums().map(|()| v))
+            .and_then(|v| self.sc.journal_commit().map(|()| v));
+        if result.is_err() {
+            if self.sc.journal_abort()? {
+                self.reload()?;
+            } else {
+                // Nothing to undo (in memory): keep the table true to what was applied.
+                let _ = self.sc.flush_checksums();
+            }
+        }
+        result
+    }
+
+    /// Reopen the super-chunk of a persistent array from disk.
+    fn reload(&mut self) -> Result<()> {
+        let url = self.sc.storage().urlpath.ok_or_else(|| Error::InvalidStorage("the array is in memory".into()))?;
+        let sc = SChunk::open(&url)?;
+        self.geom = geometry_of(&sc)?;
+        self.sc = sc;
+        Ok(())
     }
 
     /// Replace the super-chunk with one laid out for `new_geom`, whose axes
@@ -987,7 +1019,7 @@ impl Array {
             );
         }
         self.detach()?;
-        self.sc.meta_update(name, content)
+        self.transaction(|a| a.sc.meta_update(name, content))
     }
 
     /// Whether a variable-length metalayer exists.
@@ -1014,7 +1046,7 @@ impl Array {
         check_user_vlmeta(name)?;
         let cp = *self.ctx.cparams();
         self.detach()?;
-        self.sc.vlmeta_put(name, content, false, &cp)
+        self.transaction(|a| a.sc.vlmeta_put(name, content, false, &cp))
     }
 
     /// Replace a variable-length metalayer (any length).
@@ -1025,7 +1057,7 @@ impl Array {
         check_user_vlmeta(name)?;
         let cp = *self.ctx.cparams();
         self.detach()?;
-        self.sc.vlmeta_put(name, content, true, &cp)
+        self.transaction(|a| a.sc.vlmeta_put(name, content, true, &cp))
     }
 
     /// The text `caterva_print_meta` prints: the geometry recorded in the
@@ -1114,5 +1146,50 @@ fn kept_axes(keep: &[usize]) -> Vec<Option<usize>> {
         vec![None]
     } else {
         keep.iter().map(|&k| Some(k)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+
+    /// A write that fails after changing the array on disk is undone, on
+    /// disk and in memory; a write inside it joins it.
+    #[test]
+    fn a_failed_write_is_undone() {
+        let dir = std::env::temp_dir().join(format!("caterva-array-{}-undo", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, contiguous) in [("a.b2frame", true), ("a.b2nd", false)] {
+            let url = dir.join(name).to_string_lossy().into_owned();
+            let ctx = Context::new(Config::default()).unwrap();
+            let params = Params { itemsize: 2, shape: vec![10, 10], dtype: None };
+            let storage = StorageParams {
+                chunkshape: vec![4, 4],
+                blockshape: vec![2, 2],
+                contiguous,
+                urlpath: Some(url.clone()),
+                ..Default::default()
+            };
+            let data: Vec<u8> = (0..200u8).collect();
+            let mut arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+            let r = arr.transaction(|a| {
+                a.resize(&[12, 10], None)?;
+                let chunk = a.sc.chunk(0)?.bytes().to_vec();
+                a.sc.update_chunk(1, &chunk)?;
+                Err::<(), _>(Error::Io("injected".into()))
+            });
+            assert_eq!(r, Err(Error::Io("injected".into())));
+            assert_eq!(arr.shape(), &[10, 10]);
+            assert_eq!(arr.to_vec().unwrap(), data);
+            assert!(!journal::journal_path(&url).exists());
+            arr.set_slice_buffer(&[1; 8], &[2, 2], &[0, 0], &[2, 2]).unwrap();
+            drop(arr);
+            let back = Array::open(&ctx, &url).unwrap();
+            assert_eq!(back.shape(), &[10, 10]);
+            assert_eq!(back.to_vec().unwrap()[..6], [1, 1, 1, 1, 4, 5]);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

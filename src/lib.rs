@@ -34,6 +34,7 @@ mod engine;
 pub mod error;
 pub mod ffi;
 pub mod geometry;
+pub mod journal;
 pub mod meta;
 mod reshape;
 pub mod schunk;

@@ -15,6 +15,7 @@ use blosc2_sys as b;
 
 use crate::checksum::{self, Table};
 use crate::error::{Error, Result};
+use crate::journal::{self, Op};
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
 pub const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
@@ -373,6 +374,8 @@ pub struct SChunk {
     borrowed: bool,
     /// Per-chunk checksums (see [`crate::checksum`]), when the super-chunk keeps them.
     sums: Option<Table>,
+    /// Undo journal of the array-level write in progress (see [`journal`]).
+    journal: journal::Slot,
 }
 
 // SAFETY: the super-chunk is owned; every call made through &self holds `lock`.
@@ -399,7 +402,7 @@ impl SChunk {
         if r.frame.is_null() && !r.data.is_null() && r.data_len < table {
             r.data_len = table;
         }
-        SChunk { ptr, lock: Mutex::new(()), borrowed: false, sums: None }
+        SChunk { ptr, lock: Mutex::new(()), borrowed: false, sums: None, journal: journal::Slot::Idle }
     }
 
     fn guard(&self) -> MutexGuard<'_, ()> {
@@ -438,12 +441,15 @@ impl SChunk {
         Self::wrap(p, "creating the super-chunk")
     }
 
-    /// Open a frame file or sparse-frame directory.
+    /// Open a frame file or sparse-frame directory, first rolling back a
+    /// write that was interrupted (see [`journal::recover`]).
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it does not exist or is not a frame.
+    /// [`Error::BloscFailed`] if it does not exist or is not a frame; as
+    /// [`journal::recover`].
     pub fn open(urlpath: &str) -> Result<Self> {
         init();
+        journal::recover(urlpath)?;
         let dir = std::path::Path::new(urlpath);
         if dir.is_dir() && !dir.join("chunks.b2frame").is_file() {
             // Refused here: c-blosc2 2.15 leaks a copy of the path when it
@@ -644,6 +650,7 @@ impl SChunk {
         }
         let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
         let n = cstring(name, "metalayer name")?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
         let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
         if rc < 0 {
@@ -673,6 +680,7 @@ impl SChunk {
         let mut padded = content.to_vec();
         padded.resize(old.len(), 0);
         let n = cstring(name, "metalayer name")?;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
         let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
         if rc < 0 {
@@ -739,6 +747,7 @@ impl SChunk {
         let mut cp = cparams.to_blosc(1, 0, 1);
         cp.prefilter = None;
         cp.preparams = ptr::null_mut();
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
         let rc = unsafe {
             if update {
@@ -813,6 +822,7 @@ impl SChunk {
     /// [`Error::BloscFailed`] if c-blosc2 refuses it (size mismatch, I/O).
     pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
         let before = self.nchunks();
+        self.journal_before(&[Op::Append])?;
         // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
         let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
         if rc != before + 1 {
@@ -826,12 +836,29 @@ impl SChunk {
     /// # Errors
     /// [`Error::BloscFailed`] if c-blosc2 refuses it.
     pub fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
-        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
-        let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
-        if rc < 0 {
-            return Err(blosc_err(&format!("updating chunk {n}"), rc));
+        self.update_chunks(&[(n, chunk)])
+    }
+
+    /// Replace several chunks, in order (journaled in one go).
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if c-blosc2 refuses one (those before it are replaced).
+    pub fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
+        // An unreadable header: blosc2 refuses it below, but save as if it fitted.
+        let cbytes = |c: &C| chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
+        let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
+        self.journal_before(&ops)?;
+        for (n, chunk) in chunks {
+            // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+            let rc =
+                unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), *n, chunk.as_ref().as_ptr().cast_mut(), true) };
+            if rc < 0 {
+                return Err(blosc_err(&format!("updating chunk {n}"), rc));
+            }
+            let n = *n;
+            self.track(|sc, t| sc.chunk_hash(n).map(|h| t.set(n as usize, h)))?;
         }
-        self.track(|sc, t| sc.chunk_hash(n).map(|h| t.set(n as usize, h)))
+        Ok(())
     }
 
     /// Remove chunk `n`; the chunks after it move down by one.
@@ -842,6 +869,7 @@ impl SChunk {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
         }
+        self.journal_before(&[Op::Delete(n)])?;
         // SAFETY: valid super-chunk and chunk index.
         let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
         if rc < 0 {
@@ -871,6 +899,7 @@ impl SChunk {
             return Ok(());
         }
         let mut order = order.to_vec();
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk; order holds nchunks entries (checked).
         let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
         if rc < 0 {
@@ -898,6 +927,7 @@ impl SChunk {
             Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
             Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
         } as i32;
+        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid, empty super-chunk.
         let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
         if rc < 0 || self.nchunks() != nchunks {
@@ -1001,6 +1031,65 @@ impl SChunk {
             self.sums = Some(Table::decode(&content)?);
         }
         Ok(())
+    }
+
+    /// The chunk offsets of a frame-backed super-chunk, as recorded in its
+    /// offsets chunk (byte offsets into the data section, chunk file numbers
+    /// of a sparse frame; negative for special chunks). Empty without chunks.
+    ///
+    /// # Errors
+    /// [`Error::BloscFailed`] if the offsets cannot be read.
+    pub(crate) fn frame_offsets(&self) -> Result<Vec<i64>> {
+        let n = usize::try_from(self.nchunks()).unwrap_or(0);
+        if n == 0 || self.raw().frame.is_null() {
+            return Ok(Vec::new());
+        }
+        let _g = self.guard();
+        // SAFETY: a frame-backed super-chunk with chunks; blosc2 mallocs the result.
+        let p = unsafe { b::blosc2_frame_get_offsets(self.as_ptr()) };
+        if p.is_null() {
+            return Err(blosc_err("reading the chunk offsets", -1));
+        }
+        // SAFETY: blosc2 returned nchunks offsets (stored little-endian), which we own.
+        unsafe {
+            let v = std::slice::from_raw_parts(p, n).iter().map(|&o| i64::from_le(o)).collect();
+            libc::free(p.cast());
+            Ok(v)
+        }
+    }
+
+    /// Start an array-level write: its changes on disk are journaled from
+    /// the first one on, so a crash leaves the state before it. `false` if
+    /// one is already running (the caller joins it).
+    pub(crate) fn journal_arm(&mut self) -> bool {
+        self.journal.arm()
+    }
+
+    /// End an array-level write successfully.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the frame cannot be synced or the journal removed.
+    pub(crate) fn journal_commit(&mut self) -> Result<()> {
+        let mut slot = std::mem::take(&mut self.journal);
+        let r = slot.commit(self);
+        self.journal = slot;
+        r
+    }
+
+    /// End a failed array-level write, undoing its changes on disk. `true`
+    /// if something was undone: the super-chunk must then be reopened.
+    ///
+    /// # Errors
+    /// As [`journal::recover`].
+    pub(crate) fn journal_abort(&mut self) -> Result<bool> {
+        self.journal.abort()
+    }
+
+    fn journal_before(&mut self, ops: &[Op]) -> Result<()> {
+        let mut slot = std::mem::take(&mut self.journal);
+        let r = slot.before(self, ops);
+        self.journal = slot;
+        r
     }
 
     /// Give up ownership, returning the raw pointer.

@@ -451,9 +451,10 @@ pub unsafe extern "C" fn caterva_set_slice_buffer(
             unsafe { (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?) };
         // SAFETY: caller's contract.
         let buf = unsafe { bytes(buffer.cast::<u8>(), buffersize, "buffer") }?;
-        a.array.set_slice_buffer(buf, shape, start, stop)?;
+        // Sync also after an error: undoing a failed write reloads the super-chunk.
+        let r = a.array.set_slice_buffer(buf, shape, start, stop);
         a.sync();
-        Ok(CATERVA_SUCCEED)
+        r.map(|()| CATERVA_SUCCEED)
     })
 }
 
