@@ -2,7 +2,8 @@
 //! pool that spends it. Cheap to clone; arrays keep a clone, so a context may
 //! be dropped (or `caterva_ctx_free`d) while its arrays live on.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::schunk::CParams;
@@ -28,8 +29,30 @@ impl Default for Config {
 
 struct Inner {
     config: Config,
-    pool: rayon::ThreadPool,
+    /// Always `Some` until dropped.
+    pool: Option<rayon::ThreadPool>,
+    /// The pool's threads, joined when the context goes.
+    threads: Mutex<Vec<JoinHandle<()>>>,
     workers: crate::engine::WorkerPool,
+}
+
+impl Drop for Inner {
+    /// Stop the pool and wait for its threads to end, so that no thread of
+    /// a freed context outlives `caterva_ctx_free` (or the last array made
+    /// with it): a library may be unloaded, or a leak checker run, next.
+    fn drop(&mut self) {
+        let Some(pool) = self.pool.take() else { return };
+        // The last reference dropped by one of the pool's own jobs cannot wait for itself.
+        let inside = pool.current_thread_index().is_some();
+        drop(pool);
+        if !inside {
+            let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+            for t in threads {
+                // A worker that panicked has nothing left to clean up.
+                let _ = t.join();
+            }
+        }
+    }
 }
 
 /// Compression settings plus a private thread pool of `nthreads` workers
@@ -62,12 +85,19 @@ impl Context {
         if config.nthreads == 0 || config.nthreads > i16::MAX as usize {
             return Err(Error::InvalidArgument(format!("nthreads {} is not in 1..=32767", config.nthreads)));
         }
+        let threads = Mutex::new(Vec::with_capacity(config.nthreads));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.nthreads)
-            .thread_name(|i| format!("caterva-{i}"))
+            .spawn_handler(|t| {
+                let name = format!("caterva-{}", t.index());
+                let handle = std::thread::Builder::new().name(name).spawn(|| t.run())?;
+                threads.lock().unwrap_or_else(PoisonError::into_inner).push(handle);
+                Ok(())
+            })
             .build()
             .map_err(|e| Error::Io(format!("cannot start worker threads: {e}")))?;
-        Ok(Context { inner: Arc::new(Inner { config, pool, workers: crate::engine::WorkerPool::default() }) })
+        let workers = crate::engine::WorkerPool::default();
+        Ok(Context { inner: Arc::new(Inner { config, pool: Some(pool), threads, workers }) })
     }
 
     /// The settings.
@@ -95,6 +125,6 @@ impl Context {
 
     /// Run `f` (which may use rayon's parallel iterators) on this context's pool.
     pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        self.inner.pool.install(f)
+        self.inner.pool.as_ref().expect("the pool lives as long as the context").install(f)
     }
 }
