@@ -147,3 +147,19 @@ int64_t h_linear(int8_t ndim, const int64_t *shape, const int64_t *idx) {
 bool h_skip_disk_itemsize(const test_case_t *tc) {
     return tc->backend.persistent && (tc->itemsize == 2 || tc->itemsize == 4);
 }
+
+/* A small valid 2-D case: 4-byte items, shape {10, 8}, chunks {5, 4}, blocks {2, 2}. */
+void h_small_params(caterva_params_t *params, caterva_storage_t *storage, char *urlpath, bool contiguous) {
+    memset(params, 0, sizeof(*params));
+    memset(storage, 0, sizeof(*storage));
+    params->itemsize = 4;
+    params->ndim = 2;
+    params->shape[0] = 10;
+    params->shape[1] = 8;
+    storage->chunkshape[0] = 5;
+    storage->chunkshape[1] = 4;
+    storage->blockshape[0] = 2;
+    storage->blockshape[1] = 2;
+    storage->contiguous = contiguous;
+    storage->urlpath = urlpath;
+}

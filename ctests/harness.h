@@ -76,6 +76,9 @@ int64_t h_nitems(int8_t ndim, const int64_t *shape);
  * (the disk layer does not depend on the itemsize; 1 and 8 still run). */
 bool h_skip_disk_itemsize(const test_case_t *tc);
 
+/* A small valid 2-D case: 4-byte items, shape {10, 8}, chunks {5, 4}, blocks {2, 2}. */
+void h_small_params(caterva_params_t *params, caterva_storage_t *storage, char *urlpath, bool contiguous);
+
 /* Whether something (file or directory) exists at path. */
 bool h_exists(const char *path);
 

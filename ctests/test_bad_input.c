@@ -19,21 +19,6 @@ static caterva_ctx_t *new_ctx(void) {
     return ctx;
 }
 
-/* 2-D params: shape {10, 8}, chunks {5, 4}, blocks {2, 2}. */
-static void good_params(caterva_params_t *params, caterva_storage_t *storage, char *urlpath, bool contiguous) {
-    memset(params, 0, sizeof(*params));
-    memset(storage, 0, sizeof(*storage));
-    params->itemsize = 4;
-    params->ndim = 2;
-    params->shape[0] = 10;
-    params->shape[1] = 8;
-    storage->chunkshape[0] = 5;
-    storage->chunkshape[1] = 4;
-    storage->blockshape[0] = 2;
-    storage->blockshape[1] = 2;
-    storage->contiguous = contiguous;
-    storage->urlpath = urlpath;
-}
 
 /* ---- NULL pointers ---------------------------------------------------- */
 
@@ -76,7 +61,7 @@ static int test_null_constructors(const test_case_t *tc) {
     CHECK(ctx != NULL);
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, NULL, true);
+    h_small_params(&params, &storage, NULL, true);
     uint8_t buf[10 * 8 * 4] = {0};
     uint8_t fill[4] = {1, 2, 3, 4};
     caterva_array_t *arr = SENTINEL_ARRAY;
@@ -131,7 +116,7 @@ static int test_null_array_functions(const test_case_t *tc) {
     CHECK(ctx != NULL);
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, NULL, true);
+    h_small_params(&params, &storage, NULL, true);
     uint8_t data[10 * 8 * 4];
     h_fill_buffer(data, 80, 4);
     caterva_array_t *arr = NULL;
@@ -342,7 +327,7 @@ static int test_invalid_params(const test_case_t *tc) {
 
 #define BAD(stmt, rc)                                                       \
     do {                                                                    \
-        good_params(&params, &storage, NULL, false);                        \
+        h_small_params(&params, &storage, NULL, false);                        \
         stmt;                                                               \
         if (expect_create_fails(ctx, &params, &storage, rc)) {              \
             fprintf(stderr, "    (with %s)\n", #stmt);                      \
@@ -396,7 +381,7 @@ static int test_invalid_params(const test_case_t *tc) {
 #undef BAD
 
     /* Sanity: the good parameters do work on every backend. */
-    good_params(&params, &storage, NULL, false);
+    h_small_params(&params, &storage, NULL, false);
     caterva_array_t *arr = NULL;
     CHECK_OK(caterva_zeros(ctx, &params, &storage, &arr));
     CHECK_OK(caterva_free(ctx, &arr));
@@ -411,7 +396,7 @@ static int test_empty_axis_partitions(const test_case_t *tc) {
     CHECK(ctx != NULL);
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, NULL, true);
+    h_small_params(&params, &storage, NULL, true);
     params.shape[1] = 0;
     storage.chunkshape[1] = 0;
     storage.blockshape[1] = 0;
@@ -679,7 +664,7 @@ static int test_open_bad_paths(const test_case_t *tc) {
     caterva_storage_t storage;
     char good[] = "ctest_truncated.b2frame";
     CHECK_OK(caterva_remove(ctx, good));
-    good_params(&params, &storage, good, true);
+    h_small_params(&params, &storage, good, true);
     uint8_t data[10 * 8 * 4];
     h_fill_buffer(data, 80, 4);
     caterva_array_t *src = NULL;
@@ -702,7 +687,7 @@ static int test_open_bad_paths(const test_case_t *tc) {
     /* A sparse-frame directory whose index file is gone. */
     char sparse[] = "ctest_no_index.b2nd";
     CHECK_OK(caterva_remove(ctx, sparse));
-    good_params(&params, &storage, sparse, false);
+    h_small_params(&params, &storage, sparse, false);
     CHECK_OK(caterva_from_buffer(ctx, data, (int64_t)sizeof(data), &params, &storage, &src));
     CHECK_OK(caterva_free(ctx, &src));
     CHECK(remove("ctest_no_index.b2nd/chunks.b2frame") == 0);
@@ -754,7 +739,7 @@ static int test_from_cframe_garbage(const test_case_t *tc) {
     /* A valid frame cut short. */
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, NULL, true);
+    h_small_params(&params, &storage, NULL, true);
     uint8_t data[10 * 8 * 4];
     h_fill_buffer(data, 80, 4);
     caterva_array_t *src = NULL;
@@ -811,7 +796,7 @@ static int test_bad_metalayer_calls(const test_case_t *tc) {
     CHECK(ctx != NULL);
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, NULL, true);
+    h_small_params(&params, &storage, NULL, true);
     uint8_t content[4] = {1, 2, 3, 4};
     storage.metalayers[0].name = "user";
     storage.metalayers[0].sdata = content;
@@ -883,7 +868,7 @@ static int test_create_over_foreign_file(const test_case_t *tc) {
     }
     caterva_params_t params;
     caterva_storage_t storage;
-    good_params(&params, &storage, path, false);
+    h_small_params(&params, &storage, path, false);
     caterva_array_t *arr = SENTINEL_ARRAY;
     CHECK(caterva_zeros(ctx, &params, &storage, &arr) != CATERVA_SUCCEED);
     CHECK(arr == SENTINEL_ARRAY);

@@ -34,20 +34,6 @@ typedef struct {
 static const uint8_t META[3] = {1, 2, 3};
 static const uint8_t VLMETA[2] = {4, 5};
 
-static void hd_params(caterva_params_t *params, caterva_storage_t *storage, char *urlpath) {
-    memset(params, 0, sizeof(*params));
-    memset(storage, 0, sizeof(*storage));
-    params->itemsize = 4;
-    params->ndim = 2;
-    params->shape[0] = 10;
-    params->shape[1] = 8;
-    storage->chunkshape[0] = 5;
-    storage->chunkshape[1] = 4;
-    storage->blockshape[0] = 2;
-    storage->blockshape[1] = 2;
-    storage->contiguous = true;
-    storage->urlpath = urlpath;
-}
 
 static int hd_setup(hd_t *f) {
     memset(f, 0, sizeof(*f));
@@ -61,7 +47,7 @@ static int hd_setup(hd_t *f) {
     h_fill_buffer(f->data, 80, 4);
     caterva_params_t params;
     caterva_storage_t storage;
-    hd_params(&params, &storage, f->path);
+    h_small_params(&params, &storage, f->path, true);
     storage.metalayers[0].name = "m";
     storage.metalayers[0].sdata = (uint8_t *)META;
     storage.metalayers[0].size = 3;
@@ -157,7 +143,7 @@ static int check_new(hd_t *f, int rc, caterva_array_t **out) {
 static int ctor(hd_t *f, caterva_ctx_t *ctx, int kind) {
     caterva_params_t params;
     caterva_storage_t storage;
-    hd_params(&params, &storage, NEW_PATH);
+    h_small_params(&params, &storage, NEW_PATH, true);
     uint8_t fill[4] = {9, 9, 9, 9};
     caterva_array_t *out = SENTINEL;
     int rc;
@@ -299,7 +285,7 @@ static int p_set_orthogonal(hd_t *f, caterva_ctx_t *c, caterva_array_t *a) {
 static int p_get_slice(hd_t *f, caterva_ctx_t *c, caterva_array_t *a) {
     caterva_params_t params;
     caterva_storage_t storage;
-    hd_params(&params, &storage, NEW_PATH);
+    h_small_params(&params, &storage, NEW_PATH, true);
     int64_t start[2] = {1, 1}, stop[2] = {7, 8};
     caterva_array_t *out = SENTINEL;
     return check_new(f, caterva_get_slice(c, a, start, stop, &storage, &out), &out);
@@ -308,7 +294,7 @@ static int p_get_slice(hd_t *f, caterva_ctx_t *c, caterva_array_t *a) {
 static int p_copy(hd_t *f, caterva_ctx_t *c, caterva_array_t *a) {
     caterva_params_t params;
     caterva_storage_t storage;
-    hd_params(&params, &storage, NEW_PATH);
+    h_small_params(&params, &storage, NEW_PATH, true);
     caterva_array_t *out = SENTINEL;
     return check_new(f, caterva_copy(c, a, &storage, &out), &out);
 }
@@ -727,7 +713,7 @@ static int test_bad_params_and_storages(const test_case_t *tc) {
 #define BAD(stmt, rc, ctors_only)                                         \
     do {                                                                    \
         for (int b_ = 0; b_ < 2; b_++) {                                    \
-            hd_params(&params, &storage, b_ ? new_dir : new_path);          \
+            h_small_params(&params, &storage, b_ ? new_dir : new_path, true);          \
             storage.contiguous = !b_;                                       \
             stmt;                                                           \
             if (expect_all_create_fail(&f, &params, &storage, rc, ctors_only)) { \
@@ -788,7 +774,7 @@ static int test_bad_params_and_storages(const test_case_t *tc) {
     CHECK(!h_exists(not_utf8));
     char dir[] = "ctest_hardening_dir.b2frame";
     CHECK_OK(caterva_remove(f.ctx, dir));
-    hd_params(&params, &storage, dir);
+    h_small_params(&params, &storage, dir, true);
     storage.contiguous = false; /* makes a directory there */
     caterva_array_t *sparse = NULL;
     CHECK_OK(caterva_zeros(f.ctx, &params, &storage, &sparse));

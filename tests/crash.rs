@@ -24,6 +24,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
+use common::Rng;
 
 /// Selects the writer role: `<urlpath>\t<seed>\t<first step>`.
 const WRITER_ENV: &str = "CATERVA_CRASH_WRITER";
@@ -34,38 +35,24 @@ const ITEM: usize = 4;
 /// The writer stops by itself after this many steps (if nobody kills it).
 const MAX_STEPS_PER_WRITER: u64 = 5000;
 
-/// splitmix64: a small deterministic generator.
-struct Rng(u64);
+/// The generator of writer step `step` of a run seeded with `seed`.
+fn rng(seed: u64, step: u64) -> Rng {
+    Rng(seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
 
-impl Rng {
-    fn new(seed: u64, step: u64) -> Rng {
-        Rng(seed ^ step.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-    /// Items that compress well or not at all, so chunks change size.
-    fn items(&mut self, n: i64) -> Vec<u8> {
-        let small = self.next() % 3;
-        (0..n)
-            .flat_map(|_| {
-                let v = match small {
-                    0 => self.next() as u32,
-                    1 => (self.next() % 4) as u32,
-                    _ => 7,
-                };
-                v.to_le_bytes()
-            })
-            .collect()
-    }
+/// `n` items that compress well or not at all, so chunks change size.
+fn items(rng: &mut Rng, n: i64) -> Vec<u8> {
+    let small = rng.next() % 3;
+    (0..n)
+        .flat_map(|_| {
+            let v = match small {
+                0 => rng.next() as u32,
+                1 => (rng.next() % 4) as u32,
+                _ => 7,
+            };
+            v.to_le_bytes()
+        })
+        .collect()
 }
 
 /// Arrays keep per-chunk checksums, so every read after a kill also checks
@@ -87,40 +74,40 @@ fn storage(urlpath: Option<String>, contiguous: bool) -> StorageParams {
 /// The array every run starts from (step 0).
 fn initial(ctx: &Context, urlpath: Option<String>, contiguous: bool) -> Array {
     let params = Params { itemsize: ITEM, shape: vec![30, 17], dtype: Some(DTYPES[0].into()) };
-    let data = Rng::new(1, 0).items(30 * 17);
+    let data = items(&mut rng(1, 0), 30 * 17);
     Array::from_buffer(ctx, &params, &storage(urlpath, contiguous), &data).unwrap()
 }
 
 /// Write step `step`: what it does depends only on the seed, the step and the array.
 fn apply(arr: &mut Array, seed: u64, step: u64) {
-    let mut rng = Rng::new(seed, step);
+    let mut rng = rng(seed, step);
     let (rows, cols) = (arr.shape()[0], arr.shape()[1]);
     let kind = rng.range(0, 99);
     let r = match kind {
         0..=39 => {
             let (r0, c0) = (rng.range(0, rows - 1), rng.range(0, cols - 1));
             let (r1, c1) = (rng.range(r0 + 1, rows), rng.range(c0 + 1, cols));
-            let data = rng.items((r1 - r0) * (c1 - c0));
+            let data = items(&mut rng, (r1 - r0) * (c1 - c0));
             arr.set_slice_buffer(&data, &[r1 - r0, c1 - c0], &[r0, c0], &[r1, c1])
         }
         40..=51 if rows < 120 => {
             let k = rng.range(1, 10);
-            arr.append(&rng.items(k * cols), 0)
+            arr.append(&items(&mut rng, k * cols), 0)
         }
         52..=56 if cols < 40 => {
             let k = rng.range(1, 4);
-            arr.append(&rng.items(k * rows), 1)
+            arr.append(&items(&mut rng, k * rows), 1)
         }
         57..=62 if rows < 120 => {
             let k = rng.range(1, 6);
             let at = rng.range(0, rows);
-            arr.insert(&rng.items(k * cols), 0, at)
+            arr.insert(&items(&mut rng, k * cols), 0, at)
         }
         40..=70 => {
             let (axis, len, min) = if kind % 2 == 0 { (0, rows, 8) } else { (1, cols, 4) };
             let k = rng.range(1, (len - min).clamp(1, 6));
             if len - k < min {
-                arr.append(&rng.items(if axis == 0 { cols } else { rows }), axis)
+                arr.append(&items(&mut rng, if axis == 0 { cols } else { rows }), axis)
             } else {
                 arr.delete(axis, rng.range(0, len - k), k)
             }
@@ -136,7 +123,7 @@ fn apply(arr: &mut Array, seed: u64, step: u64) {
                 (0..n).map(|_| rng.range(0, len - 1)).collect()
             };
             let (a, b) = (pick(&mut rng, rows), pick(&mut rng, cols));
-            let data = rng.items(a.len() as i64 * b.len() as i64);
+            let data = items(&mut rng, a.len() as i64 * b.len() as i64);
             arr.set_orthogonal_selection(&[&a, &b], &data, &[a.len() as i64, b.len() as i64])
         }
         87..=90 => arr.meta_update(USER_META, &rng.next().to_le_bytes()),
@@ -267,7 +254,7 @@ fn crash_run(name: &str, contiguous: bool, seed: u64) -> Outcomes {
     let ctx = ctx();
     drop(initial(&ctx, Some(url.clone()), contiguous));
     let mut model = Model::new(&ctx, contiguous, seed);
-    let mut rng = Rng::new(seed, u64::MAX);
+    let mut rng = rng(seed, u64::MAX);
     let (mut state, mut out) = (0u64, Outcomes::default());
     for kill in 0..kills {
         // Mostly within the first few writes; sometimes at once, sometimes later.

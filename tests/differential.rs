@@ -7,30 +7,10 @@
 //! `CATERVA_DIFF_SEEDS=2000 CATERVA_DIFF_STEPS=200 cargo test --release --test differential`
 //! (`CATERVA_DIFF_FIRST_SEED` picks where to start; a failure prints its seed and step).
 
+mod common;
+
 use caterva::{Array, Config, Context, Error, Params, StorageParams};
-
-/// SplitMix64: small, fast and good enough to drive a test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+use common::Rng;
 
 /// The reference: a C-order array.
 #[derive(Clone, Debug, PartialEq)]
