@@ -7,7 +7,7 @@
 //! - outputs are written only on success;
 //! - on failure, the reason is printed on stderr when the environment
 //!   variable `CATERVA_TRACE` is set.
-//! - handles are checked against the registry of live ones ([`handles`]): a
+//! - handles are checked against the registry of live ones (`handles`): a
 //!   freed context or array (a double free, a use after free) or one the
 //!   caller made itself gives `CATERVA_ERR_INVALID_ARGUMENT`, never a crash.
 //!
