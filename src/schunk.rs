@@ -14,6 +14,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 use blosc2_sys as b;
 
 use crate::error::{Error, Result};
+use crate::frame_check;
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
 pub const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
@@ -255,6 +256,31 @@ impl Drop for DCtx {
     }
 }
 
+/// Decompress the whole chunk `src` into a new vector of exactly `nbytes`
+/// bytes: the decoder [`frame_check`] uses for a frame's offsets index.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
+/// [`Error::BloscFailed`] if it does not decompress.
+pub fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
+    let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
+    let mut out = vec![0u8; nbytes];
+    DCtx::new(1)?.decompress(&chunk, &mut out, None)?;
+    Ok(out)
+}
+
+/// `len` bytes at `p` as a slice (empty for `len == 0`, whatever `p`).
+///
+/// # Safety
+/// For `len > 0`, `p` must be valid for reading `len` bytes while the slice lives.
+unsafe fn raw_bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: as the caller guarantees.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
 /// Sizes read from a chunk header.
 #[derive(Clone, Copy, Debug)]
 pub struct ChunkInfo {
@@ -433,13 +459,17 @@ impl SChunk {
         Self::wrap(p, "creating the super-chunk")
     }
 
-    /// Open a frame file or sparse-frame directory.
+    /// Open a frame file or sparse-frame directory, after [`frame_check`] has
+    /// checked it.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it does not exist or is not a frame.
+    /// [`Error::InvalidStorage`] if it does not exist; [`Error::InvalidFormat`]
+    /// if it is not a sound frame; [`Error::BloscFailed`] if c-blosc2 refuses it.
     pub fn open(urlpath: &str) -> Result<Self> {
         init();
         let url = cstring(urlpath, "urlpath")?;
+        // c-blosc2 crashes on many corrupt frames rather than failing: check first.
+        frame_check::check_path(urlpath, inflate)?;
         // SAFETY: url is a valid C string for the call.
         let p = unsafe { b::blosc2_schunk_open(url.as_ptr()) };
         Self::wrap(p, &format!("opening '{urlpath}'"))
@@ -453,10 +483,13 @@ impl SChunk {
     /// the caller must keep it alive and unchanged until the super-chunk is freed.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if the buffer is not a frame.
+    /// [`Error::InvalidFormat`] if the buffer is not a sound frame (see
+    /// [`frame_check`]); [`Error::BloscFailed`] if c-blosc2 refuses it.
     pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
         init();
         if !copy {
+            // SAFETY: as the caller guarantees.
+            frame_check::check_cframe(unsafe { raw_bytes(cframe, len) }, inflate)?;
             // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it
             // and, given copy = false, never frees it.
             let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, false) };
@@ -475,6 +508,13 @@ impl SChunk {
         }
         // SAFETY: both buffers hold len bytes and do not overlap.
         unsafe { ptr::copy_nonoverlapping(cframe, own, len) };
+        // Check the copy, which nobody else can change.
+        // SAFETY: own holds len initialised bytes.
+        if let Err(e) = frame_check::check_cframe(unsafe { raw_bytes(own, len) }, inflate) {
+            // SAFETY: own is ours and nothing refers to it.
+            unsafe { libc::free(own.cast()) };
+            return Err(e);
+        }
         // SAFETY: own holds a copy of the frame; with copy = false blosc2 reads it in place.
         let p = unsafe { b::blosc2_schunk_from_buffer(own, len as i64, false) };
         match Self::wrap(p, "reading the frame buffer") {
