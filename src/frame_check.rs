@@ -117,10 +117,17 @@ const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
 const FLAG_EXTENDED: u8 = (b::BLOSC_DOSHUFFLE | b::BLOSC_DOBITSHUFFLE) as u8;
 /// Header flags: a plain copy.
 const FLAG_MEMCPYED: u8 = b::BLOSC_MEMCPYED as u8;
+/// Blosc2 flags: the chunk carries a compression dictionary.
+const BLOSC2_USEDICT: u8 = b::BLOSC2_USEDICT as u8;
 /// Blosc2 flags: a lazy chunk (only ever built in memory by c-blosc2).
 const BLOSC2_LAZY: u8 = 0x08;
 /// Blosc2 flags: an instrumented codec (development only; different output).
 const BLOSC2_INSTR: u8 = b::BLOSC2_INSTR_CODEC as u8;
+
+/// No built-in codec expands a stream more than this (zstd, the most,
+/// needs 4 bytes for a 128 KiB block): a chunk claiming more is corrupt,
+/// and is refused before anything allocates its claimed size.
+const MAX_RATIO: i64 = 1 << 16;
 
 /// The bit that marks a special chunk in an offset, and the special-value
 /// byte (`README_CFRAME_FORMAT.rst`: "Byte for special values").
@@ -194,6 +201,11 @@ impl Src<'_> {
         }
     }
 
+    /// As [`Src::read`], into a vector.
+    fn read_owned(&mut self, pos: u64, n: usize) -> Result<Vec<u8>> {
+        self.read(pos, n as u64).map(Cow::into_owned)
+    }
+
     /// The `n` bytes at `pos` (the caller has checked they are inside).
     fn read(&mut self, pos: u64, n: u64) -> Result<Cow<'_, [u8]>> {
         let end = pos.checked_add(n).filter(|&e| e <= self.len());
@@ -209,12 +221,14 @@ impl Src<'_> {
 
 /// Open `path` if it is a regular file, with its length.
 fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
-    let file = File::open(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
-    let md = file.metadata().map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    // Look before opening: opening a FIFO blocks until a writer comes.
+    let md = std::fs::metadata(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
     if !md.is_file() {
         return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
     }
-    Ok((file, md.len()))
+    let file = File::open(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    let len = file.metadata().map_err(|e| Error::Io(format!("{name}: {e}")))?.len();
+    Ok((file, len))
 }
 
 fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
@@ -500,7 +514,13 @@ impl Frame<'_> {
             if content.bytes.len() < CHUNK_HEADER {
                 return Err(s.err(l.content.start, format!("vlmetalayer '{}' is too short to be a chunk", l.name)));
             }
-            let ch = check_chunk_header(&content, content.bytes.len() as u64)?;
+            let what = format!("vlmetalayer '{}'", l.name);
+            let ch = check_chunk_header(&content, content.bytes.len() as u64, &what, &mut content.reader())?;
+            // blosc2_vlmeta_get allocates what the header claims, then decompresses.
+            if ch.special != 0 {
+                return Err(s.err(l.content.start, format!("{what} is a special chunk")));
+            }
+            check_ratio(&content, &ch, &what)?;
             if ch.cbytes != content.bytes.len() as i64 {
                 return Err(s.err(
                     l.content.start,
@@ -524,8 +544,8 @@ impl Frame<'_> {
             return Err(self.err(at, "no room for the offsets index before the trailer"));
         }
         let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
-        let s = self.section(&head, at);
-        let ch = check_chunk_header(&s, trailer_at - at)?;
+        let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
+        let ch = check_chunk_header(&s, trailer_at - at, "offsets index", &mut |o, n| src.read_owned(at + o, n))?;
         let want = h.nchunks * 8;
         if ch.nbytes != want || ch.typesize != 8 {
             return Err(s.err(
@@ -550,6 +570,7 @@ impl Frame<'_> {
             }
             _ => return Err(s.err(31, "offsets index is a run of NaNs or uninitialised values")),
         }
+        check_ratio(&s, &ch, "offsets index")?;
         let chunk = self.src.read(at, ch.cbytes as u64)?.into_owned();
         let raw = inflate(&chunk, want as usize)
             .map_err(|e| self.err(at, format!("offsets index does not decompress: {}", e.message())))?;
@@ -596,8 +617,9 @@ impl Frame<'_> {
             );
         }
         let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
-        let s = self.section(&head, at);
-        let ch = check_chunk_header(&s, (h.cbytes - offset) as u64)?;
+        let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
+        let avail = (h.cbytes - offset) as u64;
+        let ch = check_chunk_header(&s, avail, &format!("chunk {n}"), &mut |o, n| src.read_owned(at + o, n))?;
         expect_nbytes(&s, &ch, nbytes, n)
     }
 
@@ -616,7 +638,7 @@ impl Frame<'_> {
         }
         let head = read_at(&mut file, 0, CHUNK_HEADER)?;
         let s = Section { bytes: &head, base: 0, name: &name };
-        let ch = check_chunk_header(&s, len)?;
+        let ch = check_chunk_header(&s, len, &format!("chunk {n}"), &mut |o, n| read_at(&mut file, o, n))?;
         if ch.cbytes as u64 != len {
             return Err(s.err(12, format!("chunk holds {} bytes, the file {len}", ch.cbytes)));
         }
@@ -625,11 +647,24 @@ impl Frame<'_> {
 }
 
 impl<'s> Section<'s> {
+    /// Reads from this section, for [`check_chunk_header`].
+    fn reader(&self) -> impl FnMut(u64, usize) -> Result<Vec<u8>> + '_ {
+        |o, n| self.get(usize::try_from(o).unwrap_or(usize::MAX), n, "chunk bytes").map(<[u8]>::to_vec)
+    }
+
     /// The sub-section `start..start + len` (already bounds-checked by the caller).
     fn section_at(&self, start: usize, len: usize) -> Section<'s> {
         let bytes = self.bytes.get(start..start + len).unwrap_or(&[]);
         Section { bytes, base: self.base + start as u64, name: self.name }
     }
+}
+
+/// A compressed chunk's size must be one its codec could produce.
+fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+    if ch.nbytes > ch.cbytes.saturating_mul(MAX_RATIO) {
+        return Err(s.err(4, format!("{what}: {} bytes cannot come out of {} compressed ones", ch.nbytes, ch.cbytes)));
+    }
+    Ok(())
 }
 
 fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, n: i64) -> Result<()> {
@@ -657,33 +692,33 @@ fn check_special_offset(offset: i64) -> std::result::Result<(), String> {
 /// bytes of room: everything `blosc2_getitem` and the decompressor take on
 /// trust, and what c-blosc2 never writes to a frame (lazy, instrumented,
 /// Blosc1 chunks).
-fn check_chunk_header(s: &Section<'_>, avail: u64) -> Result<ChunkHeader> {
+fn check_chunk_header(s: &Section<'_>, avail: u64, what: &str, more: &mut ReadChunk<'_>) -> Result<ChunkHeader> {
     let version = s.byte(0, "chunk version")?;
     if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
-        return Err(s.err(0, format!("chunk format version {version} is not a Blosc2 one")));
+        return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
     }
     let flags = s.byte(2, "chunk flags")?;
     if flags & FLAG_EXTENDED != FLAG_EXTENDED {
-        return Err(s.err(2, "chunk has no Blosc2 extended header"));
+        return Err(s.err(2, format!("{what}: chunk has no Blosc2 extended header")));
     }
     let typesize = s.byte(3, "chunk typesize")?;
     let nbytes = i64::from(s.le_i32(4, "chunk nbytes")?);
     let blocksize = i64::from(s.le_i32(8, "chunk blocksize")?);
     let cbytes = i64::from(s.le_i32(12, "chunk cbytes")?);
     if typesize == 0 || nbytes < 0 {
-        return Err(s.err(3, format!("chunk typesize {typesize} / nbytes {nbytes} are invalid")));
+        return Err(s.err(3, format!("{what}: chunk typesize {typesize} / nbytes {nbytes} are invalid")));
     }
     if blocksize <= 0 || blocksize > i64::from(b::BLOSC2_MAXBLOCKSIZE) || (nbytes > 0 && blocksize > nbytes) {
-        return Err(s.err(8, format!("chunk block size {blocksize} does not fit {nbytes} bytes")));
+        return Err(s.err(8, format!("{what}: chunk block size {blocksize} does not fit {nbytes} bytes")));
     }
     if cbytes < CHUNK_HEADER as i64 || cbytes as u64 > avail {
-        return Err(s.err(12, format!("chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
+        return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
     }
     let mut filters = [0u8; 6];
     filters.copy_from_slice(s.get(16, 6, "chunk filters")?);
     let blosc2_flags = s.byte(31, "chunk Blosc2 flags")?;
     if blosc2_flags & (BLOSC2_LAZY | BLOSC2_INSTR) != 0 {
-        return Err(s.err(31, format!("chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
+        return Err(s.err(31, format!("{what}: chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
     }
     let special = (blosc2_flags >> 4) & b::BLOSC2_SPECIAL_MASK as u8;
     let need = match u32::from(special) {
@@ -691,25 +726,50 @@ fn check_chunk_header(s: &Section<'_>, avail: u64) -> Result<ChunkHeader> {
         0 => None,
         b::BLOSC2_SPECIAL_VALUE => Some(CHUNK_HEADER as i64 + i64::from(typesize)),
         k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
-        _ => return Err(s.err(31, format!("unknown special value kind {special}"))),
+        _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
     };
     if special != 0 && nbytes % i64::from(typesize) != 0 {
-        return Err(s.err(4, format!("special chunk of {nbytes} bytes is not made of {typesize}-byte items")));
+        return Err(s.err(4, format!("{what}: special chunk of {nbytes} bytes is not made of {typesize}-byte items")));
     }
+    // A compressed chunk starts with one 32-bit offset per block.
+    let nblocks = nbytes / blocksize + i64::from(nbytes % blocksize != 0);
+    let starts_end = CHUNK_HEADER as i64 + if need.is_none() { 4 * nblocks } else { 0 };
     match need {
         Some(need) if cbytes != need => {
-            return Err(s.err(12, format!("chunk cbytes {cbytes}; its kind needs exactly {need}")));
+            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes}; its kind needs exactly {need}")));
         }
-        None if nbytes > 0 => {
-            // A compressed chunk starts with one 32-bit offset per block.
-            let nblocks = nbytes / blocksize + i64::from(nbytes % blocksize != 0);
-            if cbytes < CHUNK_HEADER as i64 + 4 * nblocks {
-                return Err(s.err(12, format!("chunk cbytes {cbytes} cannot hold the starts of {nblocks} blocks")));
-            }
+        None if cbytes < starts_end => {
+            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} cannot hold the starts of {nblocks} blocks")));
         }
         _ => {}
     }
+    let empty = nbytes == 0 && cbytes == CHUNK_HEADER as i64 && special == 0;
+    if blosc2_flags & BLOSC2_USEDICT != 0 && !empty {
+        check_dict(s, what, cbytes, starts_end, more)?;
+    }
     Ok(ChunkHeader { nbytes, cbytes, typesize, special, filters })
+}
+
+/// Reads `n` bytes at an offset from the start of the chunk being checked
+/// (inside its `cbytes`).
+type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
+
+/// The dictionary of a chunk flagged as using one: an `int32` size after
+/// the block starts, then the dictionary. c-blosc2 frees the context's
+/// previous dictionary *before* it checks these, and leaves the freed
+/// pointer behind on failure: the next dictionary chunk, or freeing the
+/// context, frees it again.
+fn check_dict(s: &Section<'_>, what: &str, cbytes: i64, at: i64, more: &mut ReadChunk<'_>) -> Result<()> {
+    let size = if at + 4 <= cbytes {
+        let b = more(at as u64, 4)?;
+        i64::from(i32::from_le_bytes(b.get(..4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4])))
+    } else {
+        -1
+    };
+    if size <= 0 || size > i64::from(b::BLOSC2_MAXDICTSIZE) || at + 4 + size > cbytes {
+        return Err(s.err(31, format!("{what}: the chunk's dictionary ({size} bytes at chunk byte {at}) is invalid")));
+    }
+    Ok(())
 }
 
 /// One (vl)metalayer: its name and where its content lies in its section.

@@ -735,6 +735,9 @@ impl SChunk {
             unsafe { b::blosc2_vlmeta_get(self.as_ptr(), n.as_ptr(), &mut content, &mut len) }
         };
         if rc < 0 || content.is_null() || len < 0 {
+            // c-blosc2 allocates the content before it finds a corrupt one.
+            // SAFETY: a non-NULL content is a malloc'ed buffer we own.
+            unsafe { libc::free(content.cast()) };
             return Err(blosc_err(&format!("reading vlmetalayer '{name}'"), i64::from(rc)));
         }
         // SAFETY: blosc2 returned a malloc'ed buffer of len bytes, which we own.
