@@ -227,8 +227,7 @@ fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
         return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
     }
     let file = File::open(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
-    let len = file.metadata().map_err(|e| Error::Io(format!("{name}: {e}")))?.len();
-    Ok((file, len))
+    Ok((file, md.len()))
 }
 
 fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
@@ -300,6 +299,7 @@ impl<'s> Section<'s> {
 /// The header fields the rest of the checks use.
 struct Header {
     header_len: u64,
+    typesize: i64,
     nbytes: i64,
     cbytes: i64,
     chunksize: i64,
@@ -330,8 +330,8 @@ struct ChunkHeader {
 enum Offsets {
     /// A special index: every chunk has this offset.
     Same(i64),
-    /// One offset per chunk.
-    List(Vec<i64>),
+    /// One offset per chunk, as stored (little-endian `int64`s).
+    List(Vec<u8>),
 }
 
 struct Frame<'a> {
@@ -364,7 +364,7 @@ impl Frame<'_> {
         let vlmetalayers = self.check_trailer(&trailer, trailer_at)?;
         if h.nchunks > 0 {
             let offsets = self.read_offsets(&h, trailer_at, inflate)?;
-            self.check_chunks(&h, &offsets)?;
+            self.check_chunks(&h, offsets)?;
         }
         Ok(FrameSummary {
             sparse: self.chunk_dir.is_some(),
@@ -410,7 +410,7 @@ impl Frame<'_> {
         }
         let chunksize = i64::from(s.be_i32(POS_CHUNKSIZE, "chunksize")?);
         let nchunks = self.nchunks(&s, nbytes, chunksize)?;
-        Ok(Header { header_len, nbytes, cbytes, chunksize, nchunks })
+        Ok(Header { header_len, typesize: i64::from(typesize), nbytes, cbytes, chunksize, nchunks })
     }
 
     fn check_flags(&self, s: &Section<'_>) -> Result<()> {
@@ -577,72 +577,98 @@ impl Frame<'_> {
         if raw.len() != want as usize {
             return Err(self.err(at, format!("offsets index decompressed to {} bytes, not {want}", raw.len())));
         }
-        Ok(Offsets::List(raw.chunks_exact(8).map(|o| i64::from_le_bytes(o.try_into().unwrap_or([0; 8]))).collect()))
+        Ok(Offsets::List(raw))
     }
 
-    /// Every distinct chunk the offsets point at, with the size it must have.
-    fn check_chunks(&mut self, h: &Header, offsets: &Offsets) -> Result<()> {
+    /// Every chunk the offsets point at, each distinct one once, with the
+    /// size it must have: the last may be shorter, the others hold
+    /// `chunksize` bytes. Memory: the index and one copy of its positions.
+    fn check_chunks(&mut self, h: &Header, offsets: Offsets) -> Result<()> {
         let last = h.nchunks - 1;
-        // (offset, expected nbytes, first chunk index), once per distinct pair.
-        let mut wanted: Vec<(i64, i64, i64)> = match offsets {
+        let raw = match offsets {
             Offsets::Same(o) => {
-                let mut v = vec![(*o, h.chunk_nbytes(last), last)];
-                if last > 0 {
-                    v.push((*o, h.chunksize, 0));
-                }
-                v
+                self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
+                return if last > 0 { self.check_chunk(h, o, h.chunksize, Some(0)) } else { Ok(()) };
             }
-            Offsets::List(l) => l.iter().enumerate().map(|(i, &o)| (o, h.chunk_nbytes(i as i64), i as i64)).collect(),
+            Offsets::List(raw) => raw,
         };
-        wanted.sort_unstable();
-        wanted.dedup_by_key(|w| (w.0, w.1));
-        for (offset, nbytes, n) in wanted {
-            if offset < 0 {
-                check_special_offset(offset).map_err(|m| self.err(h.header_len, format!("chunk {n}: {m}")))?;
-            } else if self.chunk_dir.is_some() {
-                self.check_chunk_file(offset, nbytes, n)?;
-            } else {
-                self.check_frame_chunk(h, offset, nbytes, n)?;
+        let offset = |i: i64| {
+            let at = i as usize * 8;
+            i64::from_le_bytes(raw.get(at..at + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))
+        };
+        self.check_chunk(h, offset(last), h.chunk_nbytes(last), Some(last))?;
+        let mut positions = Vec::new();
+        for i in 0..last {
+            match offset(i) {
+                o if o < 0 => self.check_chunk(h, o, h.chunksize, Some(i))?,
+                o => positions.push(o),
             }
         }
-        Ok(())
+        drop(raw);
+        positions.sort_unstable();
+        positions.dedup();
+        positions.into_iter().try_for_each(|o| self.check_chunk(h, o, h.chunksize, None))
+    }
+
+    /// The chunk at `offset` (a position, a chunk file number, or a special
+    /// value) must hold `nbytes` bytes; `n` is its number, when known.
+    fn check_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, n: Option<i64>) -> Result<()> {
+        let what = match n {
+            Some(n) => format!("chunk {n}"),
+            None if self.chunk_dir.is_some() => format!("chunk file number {offset}"),
+            None => format!("the chunk at offset {offset}"),
+        };
+        if offset < 0 {
+            // c-blosc2 builds the chunk from the frame's typesize and sizes.
+            check_special_offset(offset).map_err(|m| self.err(h.header_len, format!("{what}: {m}")))?;
+            if nbytes % h.typesize != 0 {
+                return Err(
+                    self.err(POS_TYPESIZE as u64, format!("{what}: {nbytes} bytes of {}-byte items", h.typesize))
+                );
+            }
+            Ok(())
+        } else if self.chunk_dir.is_some() {
+            self.check_chunk_file(offset, nbytes, &what)
+        } else {
+            self.check_frame_chunk(h, offset, nbytes, &what)
+        }
     }
 
     /// A chunk inside a contiguous frame: wholly in the data section.
-    fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, n: i64) -> Result<()> {
+    fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, what: &str) -> Result<()> {
         let at = h.header_len + offset as u64;
         if offset > h.cbytes - CHUNK_HEADER as i64 {
             return Err(
-                self.err(at, format!("chunk {n} at offset {offset} lies outside the {}-byte data section", h.cbytes))
+                self.err(at, format!("{what} at offset {offset} lies outside the {}-byte data section", h.cbytes))
             );
         }
         let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
         let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
         let avail = (h.cbytes - offset) as u64;
-        let ch = check_chunk_header(&s, avail, &format!("chunk {n}"), &mut |o, n| src.read_owned(at + o, n))?;
-        expect_nbytes(&s, &ch, nbytes, n)
+        let ch = check_chunk_header(&s, avail, what, &mut |o, n| src.read_owned(at + o, n))?;
+        expect_nbytes(&s, &ch, nbytes, what)
     }
 
     /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
-    fn check_chunk_file(&self, id: i64, nbytes: i64, n: i64) -> Result<()> {
+    fn check_chunk_file(&self, id: i64, nbytes: i64, what: &str) -> Result<()> {
         let dir = self.chunk_dir.as_deref().unwrap_or(Path::new("."));
         if id > i64::from(u32::MAX) {
-            return Err(self.err(0, format!("chunk {n}: file number {id} does not fit a chunk file name")));
+            return Err(self.err(0, format!("{what}: file number {id} does not fit a chunk file name")));
         }
         let path = dir.join(format!("{id:08X}.chunk"));
         let name = format!("chunk file '{}'", path.display());
         let (mut file, len) = open_regular(&path, &name)
-            .map_err(|e| Error::InvalidFormat(format!("{}: chunk {n} is missing ({})", self.name, e.message())))?;
+            .map_err(|e| Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())))?;
         if len < CHUNK_HEADER as u64 || len > i32::MAX as u64 {
             return Err(Error::InvalidFormat(format!("{name}: {len} bytes cannot be a chunk")));
         }
         let head = read_at(&mut file, 0, CHUNK_HEADER)?;
         let s = Section { bytes: &head, base: 0, name: &name };
-        let ch = check_chunk_header(&s, len, &format!("chunk {n}"), &mut |o, n| read_at(&mut file, o, n))?;
+        let ch = check_chunk_header(&s, len, what, &mut |o, n| read_at(&mut file, o, n))?;
         if ch.cbytes as u64 != len {
-            return Err(s.err(12, format!("chunk holds {} bytes, the file {len}", ch.cbytes)));
+            return Err(s.err(12, format!("{what}: the chunk holds {} bytes, the file {len}", ch.cbytes)));
         }
-        expect_nbytes(&s, &ch, nbytes, n)
+        expect_nbytes(&s, &ch, nbytes, what)
     }
 }
 
@@ -667,9 +693,9 @@ fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, n: i64) -> Result<()> {
+fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &str) -> Result<()> {
     if ch.nbytes != nbytes {
-        return Err(s.err(4, format!("chunk {n} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
+        return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
     }
     Ok(())
 }
@@ -796,6 +822,11 @@ fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<
     let mut layers = Vec::with_capacity(usize::from(n));
     for _ in 0..n {
         let (layer, next) = check_layer(s, pos, kind)?;
+        // c-blosc2 keeps names as C strings and refuses to add one twice:
+        // copying a super-chunk with a repeated name fails half-way (and leaks it).
+        if layer.name.contains('\0') || layers.iter().any(|l: &Layer| l.name == layer.name) {
+            return Err(s.err(pos, format!("{kind} name '{}' holds a NUL or is repeated", layer.name.escape_debug())));
+        }
         layers.push(layer);
         pos = next;
     }

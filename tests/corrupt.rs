@@ -410,7 +410,7 @@ fn corpus_of_corrupted_frames_never_crashes() {
         write_fuzz_seeds(&written);
     }
     let seed = env_or("CATERVA_CORRUPT_SEED", 0x00c0_ffee);
-    let per = env_or("CATERVA_CORRUPT_CASES", 70);
+    let per = env_or("CATERVA_CORRUPT_CASES", 150);
     let only = std::env::var("CATERVA_CORRUPT_CASE").ok().and_then(|v| v.parse().ok());
     let _ = std::io::stderr().write_all(
         format!("corrupt: each case is written to {} before it runs\n", dir.join("current-case.txt").display())
@@ -549,7 +549,7 @@ fn sparse_chunk_files_must_be_there_and_whole() {
     };
     copy_dir(&w.dir, &case);
     std::fs::remove_file(case.join("00000002.chunk")).unwrap();
-    expect_refused("missing chunk file", "chunk 2 is missing");
+    expect_refused("missing chunk file", "chunk file number 2 is missing");
     copy_dir(&w.dir, &case);
     let mut long = std::fs::read(case.join("00000001.chunk")).unwrap();
     long.push(0);

@@ -18,8 +18,12 @@ pub const MAX_READ_BYTES: u64 = 1 << 24;
 pub type Target = fn(&[u8]);
 
 /// The fuzz targets, by name, with their functions.
-pub const TARGETS: [(&str, Target); 3] =
-    [("meta_decode", meta_decode), ("frame_check", frame_check), ("from_cframe", from_cframe)];
+pub const TARGETS: [(&str, Target); 4] = [
+    ("meta_decode", meta_decode),
+    ("frame_check", frame_check),
+    ("from_cframe", from_cframe),
+    ("open_file", open_file),
+];
 
 /// The single-threaded context every input runs in. It lives for the
 /// whole process, as a real one does: its decompression contexts carry
@@ -47,6 +51,20 @@ pub fn from_cframe(data: &[u8]) {
     if let Ok(arr) = Array::from_cframe(ctx, data) {
         read_everything(ctx, &arr);
     }
+}
+
+/// Target `open_file`: the input as a frame file, opened, then read
+/// everything (c-blosc2 reads files differently from buffers).
+pub fn open_file(data: &[u8]) {
+    let path = std::env::temp_dir().join(format!("caterva-fuzz-{}.b2frame", std::process::id()));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let ctx = context();
+    if let Ok(arr) = Array::open(ctx, &path.to_string_lossy()) {
+        read_everything(ctx, &arr);
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 /// What reading an opened array gave: how many calls succeeded and failed.
