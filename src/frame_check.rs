@@ -21,14 +21,24 @@
 //!   typesize (writing past an 8-byte offset) and, for a plain copy, its
 //!   uncompressed size; a special index of NaNs or uninitialised values
 //!   yields garbage offsets;
-//! - a sparse frame's chunk files are read whole, whatever their length.
+//! - a sparse frame's chunk files are read whole, whatever their length;
+//! - a chunk flagged as carrying a dictionary makes the decompressor free
+//!   the previous chunk's dictionary *before* checking the new one's size,
+//!   leaving a dangling pointer that the next dictionary chunk (or freeing
+//!   the context) frees again;
+//! - copying a super-chunk (saving, `to_cframe` of a file) stops half-way,
+//!   leaking the copy, on a repeated metalayer name, and then reads an
+//!   uninitialised pointer when a vlmetalayer cannot be read.
 //!
 //! This module checks, for a contiguous frame (a buffer or a file) and a
 //! sparse frame (a directory holding the index `chunks.b2frame` and one file
 //! per chunk), every field c-blosc2 later relies on: the header (magic,
 //! lengths against the real size, flags, typesize, chunk and block sizes,
-//! sizes, filters), both metalayer sections, the trailer, the offsets index
-//! and every chunk header it points at. The layouts are those of c-blosc2's
+//! sizes, filters), both metalayer sections (markers, bounds, unique names),
+//! the trailer, the offsets index and every distinct chunk header it points
+//! at (version, flags, sizes, special values, dictionary, whole in the frame
+//! or its file), refusing what c-blosc2 itself never writes (lazy chunks,
+//! Blosc1 chunks, impossible compression ratios). The layouts are those of c-blosc2's
 //! `README_CFRAME_FORMAT.rst`, `README_SFRAME_FORMAT.rst` and
 //! `README_CHUNK_FORMAT.rst`; positions are those of `blosc/frame.h`.
 //!
