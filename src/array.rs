@@ -1127,6 +1127,15 @@ fn geometry_of(sc: &SChunk) -> Result<Geometry> {
             geom.chunk_nbytes()
         )));
     }
+    // Every chunk is whole (c-blosc2 allows a shorter last one).
+    if i128::from(sc.nbytes()) != i128::from(geom.nchunks()) * geom.chunk_nbytes() as i128 {
+        return Err(Error::InvalidFormat(format!(
+            "the super-chunk holds {} bytes; {} chunks of {} bytes are needed",
+            sc.nbytes(),
+            geom.nchunks(),
+            geom.chunk_nbytes()
+        )));
+    }
     debug_assert!(geom.ndim() <= MAX_DIM);
     Ok(geom)
 }

@@ -33,6 +33,7 @@ pub mod context;
 mod engine;
 pub mod error;
 pub mod ffi;
+pub mod frame_check;
 pub mod geometry;
 pub mod journal;
 pub mod meta;

@@ -15,6 +15,7 @@ use blosc2_sys as b;
 
 use crate::checksum::{self, Table};
 use crate::error::{Error, Result};
+use crate::frame_check;
 use crate::journal::{self, Op};
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
@@ -257,6 +258,31 @@ impl Drop for DCtx {
     }
 }
 
+/// Decompress the whole chunk `src` into a new vector of exactly `nbytes`
+/// bytes: the decoder [`frame_check`] uses for a frame's offsets index.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
+/// [`Error::BloscFailed`] if it does not decompress.
+pub fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
+    let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
+    let mut out = vec![0u8; nbytes];
+    DCtx::new(1)?.decompress(&chunk, &mut out, None)?;
+    Ok(out)
+}
+
+/// `len` bytes at `p` as a slice (empty for `len == 0`, whatever `p`).
+///
+/// # Safety
+/// For `len > 0`, `p` must be valid for reading `len` bytes while the slice lives.
+unsafe fn raw_bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 || p.is_null() {
+        return &[];
+    }
+    // SAFETY: as the caller guarantees.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
 /// Sizes read from a chunk header.
 #[derive(Clone, Copy, Debug)]
 pub struct ChunkInfo {
@@ -441,12 +467,14 @@ impl SChunk {
         Self::wrap(p, "creating the super-chunk")
     }
 
-    /// Open a frame file or sparse-frame directory, first rolling back a
-    /// write that was interrupted (see [`journal::recover`]).
+    /// Open a frame file or sparse-frame directory: first roll back a write
+    /// that was interrupted (see [`journal::recover`]), then check the frame
+    /// with [`frame_check`] before c-blosc2 parses it.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it does not exist or is not a frame; as
-    /// [`journal::recover`].
+    /// [`Error::InvalidStorage`] if it does not exist; [`Error::InvalidFormat`]
+    /// if it is not a sound frame; [`Error::BloscFailed`] if c-blosc2 refuses
+    /// it; as [`journal::recover`].
     pub fn open(urlpath: &str) -> Result<Self> {
         init();
         journal::recover(urlpath)?;
@@ -457,6 +485,8 @@ impl SChunk {
             return Err(Error::BloscFailed(format!("opening '{urlpath}' failed: no sparse-frame index in it")));
         }
         let url = cstring(urlpath, "urlpath")?;
+        // c-blosc2 crashes on many corrupt frames rather than failing: check first.
+        frame_check::check_path(urlpath, inflate)?;
         // SAFETY: url is a valid C string for the call.
         let p = unsafe { b::blosc2_schunk_open(url.as_ptr()) };
         Self::wrap(p, &format!("opening '{urlpath}'"))
@@ -470,10 +500,13 @@ impl SChunk {
     /// the caller must keep it alive and unchanged until the super-chunk is freed.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if the buffer is not a frame.
+    /// [`Error::InvalidFormat`] if the buffer is not a sound frame (see
+    /// [`frame_check`]); [`Error::BloscFailed`] if c-blosc2 refuses it.
     pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
         init();
         if !copy {
+            // SAFETY: as the caller guarantees.
+            frame_check::check_cframe(unsafe { raw_bytes(cframe, len) }, inflate)?;
             // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it
             // and, given copy = false, never frees it.
             let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, false) };
@@ -492,6 +525,13 @@ impl SChunk {
         }
         // SAFETY: both buffers hold len bytes and do not overlap.
         unsafe { ptr::copy_nonoverlapping(cframe, own, len) };
+        // Check the copy, which nobody else can change.
+        // SAFETY: own holds len initialised bytes.
+        if let Err(e) = frame_check::check_cframe(unsafe { raw_bytes(own, len) }, inflate) {
+            // SAFETY: own is ours and nothing refers to it.
+            unsafe { libc::free(own.cast()) };
+            return Err(e);
+        }
         // SAFETY: own holds a copy of the frame; with copy = false blosc2 reads it in place.
         let p = unsafe { b::blosc2_schunk_from_buffer(own, len as i64, false) };
         match Self::wrap(p, "reading the frame buffer") {
@@ -716,6 +756,9 @@ impl SChunk {
             unsafe { b::blosc2_vlmeta_get(self.as_ptr(), n.as_ptr(), &mut content, &mut len) }
         };
         if rc < 0 || content.is_null() || len < 0 {
+            // c-blosc2 allocates the content before it finds a corrupt one.
+            // SAFETY: a non-NULL content is a malloc'ed buffer we own.
+            unsafe { libc::free(content.cast()) };
             return Err(blosc_err(&format!("reading vlmetalayer '{name}'"), i64::from(rc)));
         }
         // SAFETY: blosc2 returned a malloc'ed buffer of len bytes, which we own.

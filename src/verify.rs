@@ -87,7 +87,7 @@ mod tests {
     use crate::{Array, Config, Context, Params, StorageParams};
 
     fn array() -> (Context, Array) {
-        let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+        let ctx = Context::new(Config { nthreads: 2, checksums: true, ..Config::default() }).unwrap();
         let params = Params { itemsize: 8, shape: vec![10, 10], dtype: None };
         let storage = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 2], ..Default::default() };
         let data: Vec<u8> = (0..100u64).flat_map(|v| (v * v).to_le_bytes()).collect();
@@ -111,12 +111,13 @@ mod tests {
         let chunk = arr.schunk().chunk(4).unwrap().bytes().to_vec();
         let mut frame = arr.to_cframe().unwrap();
         let at = (0..frame.len() - chunk.len()).find(|&i| frame[i..i + chunk.len()] == chunk[..]).unwrap();
-        // The chunk header's uncompressed size.
-        frame[at + 5] ^= 0xff;
+        // The last byte of the codec's payload: only the checksum sees it (a
+        // damaged header is refused when the frame is opened).
+        frame[at + chunk.len() - 1] ^= 0x01;
         let damaged = Array::from_cframe(&ctx, &frame).unwrap();
         let problems = damaged.verify(&mut |_, _| {}).unwrap();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].nchunk, 4);
-        assert!(problems[0].to_string().starts_with("chunk 4: "), "{}", problems[0]);
+        assert!(problems[0].to_string().starts_with("chunk 4: corrupt data"), "{}", problems[0]);
     }
 }

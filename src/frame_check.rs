@@ -1,0 +1,871 @@
+//! Structural validation of Blosc2 frames, in pure Rust, before any byte of
+//! them reaches c-blosc2's frame parser.
+//!
+//! c-blosc2 2.15 trusts much of what a frame says about itself, and a
+//! corrupt frame makes it crash rather than fail:
+//!
+//! - `blosc2_schunk_open` dereferences the super-chunk that its own parser
+//!   (`frame_to_schunk`) failed to build, so *every* parse error of a frame
+//!   file or sparse-frame directory (bad frame type, header length, typesize,
+//!   filter count or id, metalayer section) is a NULL-pointer crash;
+//! - metalayer and vlmetalayer bounds are checked as `offset + 5 + len` in
+//!   signed 32-bit arithmetic, which overflows into a huge `memcpy`;
+//! - a negative vlmetalayer count (an `int16`) is accepted and later used as
+//!   an array index when a vlmetalayer is added;
+//! - a vlmetalayer content shorter than a chunk header is read past its end,
+//!   and a corrupt one is `malloc`ed with a size taken from it;
+//! - chunk offsets are only compared with the frame length, so a chunk
+//!   header is read past the end of an in-memory frame and a chunk `cbytes`
+//!   past it is handed to the decompressor;
+//! - the offsets index is read with `blosc2_getitem`, which trusts its
+//!   typesize (writing past an 8-byte offset) and, for a plain copy, its
+//!   uncompressed size; a special index of NaNs or uninitialised values
+//!   yields garbage offsets;
+//! - a sparse frame's chunk files are read whole, whatever their length;
+//! - a chunk flagged as carrying a dictionary makes the decompressor free
+//!   the previous chunk's dictionary *before* checking the new one's size,
+//!   leaving a dangling pointer that the next dictionary chunk (or freeing
+//!   the context) frees again;
+//! - copying a super-chunk (saving, `to_cframe` of a file) stops half-way,
+//!   leaking the copy, on a repeated metalayer name, and then reads an
+//!   uninitialised pointer when a vlmetalayer cannot be read.
+//!
+//! This module checks, for a contiguous frame (a buffer or a file) and a
+//! sparse frame (a directory holding the index `chunks.b2frame` and one file
+//! per chunk), every field c-blosc2 later relies on: the header (magic,
+//! lengths against the real size, flags, typesize, chunk and block sizes,
+//! sizes, filters), both metalayer sections (markers, bounds, unique names),
+//! the trailer, the offsets index and every distinct chunk header it points
+//! at (version, flags, sizes, special values, dictionary, whole in the frame
+//! or its file), refusing what c-blosc2 itself never writes (lazy chunks,
+//! Blosc1 chunks, impossible compression ratios). The layouts are those of c-blosc2's
+//! `README_CFRAME_FORMAT.rst`, `README_SFRAME_FORMAT.rst` and
+//! `README_CHUNK_FORMAT.rst`; positions are those of `blosc/frame.h`.
+//!
+//! The offsets index is itself a Blosc2 chunk: its header is checked here,
+//! then the caller's `inflate` decompresses it (in this crate
+//! [`crate::schunk::inflate`], c-blosc2's chunk decoder, which is safe on a
+//! chunk whose header holds). Chunk payloads are not decompressed here;
+//! c-blosc2's decoder checks them against the (now sound) headers.
+//!
+//! Out of scope: a file changed after the check (c-blosc2 reads frame files
+//! again on every access).
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use blosc2_sys as b;
+
+use crate::error::{Error, Result};
+
+/// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
+const HEADER_MINLEN: usize = 87;
+/// `int32` header length (`FRAME_HEADER_LEN`).
+const POS_HEADER_LEN: usize = 11;
+/// `uint64` frame length (`FRAME_LEN`).
+const POS_FRAME_LEN: usize = 16;
+/// General flags: format version and offset width (`FRAME_FLAGS`).
+const POS_GENERAL_FLAGS: usize = 25;
+/// Frame type: contiguous or sparse (`FRAME_TYPE`).
+const POS_FRAME_TYPE: usize = 26;
+/// Split mode minus one (`FRAME_OTHER_FLAGS`).
+const POS_OTHER_FLAGS: usize = 28;
+/// `int64` uncompressed bytes (`FRAME_NBYTES`).
+const POS_NBYTES: usize = 30;
+/// `int64` compressed bytes (`FRAME_CBYTES`).
+const POS_CBYTES: usize = 39;
+/// `int32` typesize (`FRAME_TYPESIZE`).
+const POS_TYPESIZE: usize = 48;
+/// `int32` block size (`FRAME_BLOCKSIZE`).
+const POS_BLOCKSIZE: usize = 53;
+/// `int32` chunk size (`FRAME_CHUNKSIZE`).
+const POS_CHUNKSIZE: usize = 58;
+/// Filter count, then the filters (`FRAME_FILTER_PIPELINE`).
+const POS_FILTERS: usize = 70;
+/// The msgpack markers c-blosc2 writes at fixed header positions.
+const HEADER_MARKERS: [(usize, u8, &str); 13] = [
+    (0, 0x9e, "fixarray of 14 fields"),
+    (1, 0xa8, "magic string marker"),
+    (10, 0xd2, "header length marker"),
+    (15, 0xcf, "frame length marker"),
+    (24, 0xa4, "flags marker"),
+    (29, 0xd3, "nbytes marker"),
+    (38, 0xd3, "cbytes marker"),
+    (47, 0xd2, "typesize marker"),
+    (52, 0xd2, "blocksize marker"),
+    (57, 0xd2, "chunksize marker"),
+    (62, 0xd1, "compression threads marker"),
+    (65, 0xd1, "decompression threads marker"),
+    (69, 0xd8, "filter pipeline marker"),
+];
+/// The magic string (`"b2frame"` and its NUL).
+const MAGIC: &[u8; 8] = b"b2frame\0";
+/// `map16` of the metalayers index, in the header.
+const META_MAP: usize = 91;
+/// `has_vlmetalayers`: msgpack false or true.
+const POS_HAS_VLMETA: usize = 68;
+
+/// Bytes at the end of every trailer: `uint32` length and fingerprint (`FRAME_TRAILER_MINLEN`).
+const TRAILER_MINLEN: usize = 25;
+/// `map16` of the vlmetalayers index, in the trailer.
+const VLMETA_MAP: usize = 6;
+/// Newest trailer version (`FRAME_TRAILER_VERSION`).
+const TRAILER_VERSION: u8 = 1;
+
+/// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
+const CONTIGUOUS_TYPE: u8 = 0;
+const SPARSE_TYPE: u8 = 1;
+/// The offsets index's chunk name in a sparse-frame directory.
+const SPARSE_INDEX: &str = "chunks.b2frame";
+
+/// A Blosc2 chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
+const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+/// Header flags: both shuffles at once mark an extended (Blosc2) header.
+const FLAG_EXTENDED: u8 = (b::BLOSC_DOSHUFFLE | b::BLOSC_DOBITSHUFFLE) as u8;
+/// Header flags: a plain copy.
+const FLAG_MEMCPYED: u8 = b::BLOSC_MEMCPYED as u8;
+/// Blosc2 flags: the chunk carries a compression dictionary.
+const BLOSC2_USEDICT: u8 = b::BLOSC2_USEDICT as u8;
+/// Blosc2 flags: a lazy chunk (only ever built in memory by c-blosc2).
+const BLOSC2_LAZY: u8 = 0x08;
+/// Blosc2 flags: an instrumented codec (development only; different output).
+const BLOSC2_INSTR: u8 = b::BLOSC2_INSTR_CODEC as u8;
+
+/// No built-in codec expands a stream more than this (zstd, the most,
+/// needs 4 bytes for a 128 KiB block): a chunk claiming more is corrupt,
+/// and is refused before anything allocates its claimed size.
+const MAX_RATIO: i64 = 1 << 16;
+
+/// The bit that marks a special chunk in an offset, and the special-value
+/// byte (`README_CFRAME_FORMAT.rst`: "Byte for special values").
+const SPECIAL_OFFSET: u64 = 1 << 63;
+
+/// What a frame holds, once it has passed the checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameSummary {
+    /// A sparse frame (a directory) rather than a contiguous one.
+    pub sparse: bool,
+    /// Number of chunks.
+    pub nchunks: i64,
+    /// Names of the fixed-size metalayers, in order.
+    pub metalayers: Vec<String>,
+    /// Names of the variable-length metalayers, in order.
+    pub vlmetalayers: Vec<String>,
+}
+
+/// Check a contiguous frame held in memory (what `blosc2_schunk_from_buffer` reads).
+///
+/// `inflate(chunk, nbytes)` must decompress a whole chunk whose header has
+/// been checked into exactly `nbytes` bytes (see [`crate::schunk::inflate`]).
+///
+/// # Errors
+/// [`Error::InvalidFormat`] naming the first problem and its byte offset.
+pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+    let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunk_dir: None };
+    frame.check(inflate)
+}
+
+/// Check a frame file or a sparse-frame directory (what `blosc2_schunk_open`
+/// reads), with `inflate` as in [`check_cframe`].
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Io`] if it
+/// cannot be read; [`Error::InvalidFormat`] naming the first problem and where.
+pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+    // c-blosc2 drops a leading "file:///" (normalize_urlpath in frame.c).
+    let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+    let md = std::fs::metadata(path).map_err(|e| Error::InvalidStorage(format!("cannot open '{urlpath}': {e}")))?;
+    let mut frame = if md.is_dir() {
+        let index = path.join(SPARSE_INDEX);
+        let name = format!("sparse frame index '{}'", index.display());
+        Frame { src: Src::open(&index, &name)?, name, chunk_dir: Some(path.to_path_buf()) }
+    } else {
+        let name = format!("frame file '{urlpath}'");
+        Frame { src: Src::open(path, &name)?, name, chunk_dir: None }
+    };
+    frame.check(inflate)
+}
+
+/// Where a frame's bytes come from.
+enum Src<'a> {
+    /// An in-memory frame.
+    Mem(&'a [u8]),
+    /// A frame file and its length.
+    File(File, u64),
+}
+
+impl Src<'_> {
+    /// Open a regular file (never a FIFO or device, which c-blosc2 would block on or read forever).
+    fn open(path: &Path, name: &str) -> Result<Src<'static>> {
+        let (file, len) = open_regular(path, name)?;
+        Ok(Src::File(file, len))
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Src::Mem(b) => b.len() as u64,
+            Src::File(_, len) => *len,
+        }
+    }
+
+    /// As [`Src::read`], into a vector.
+    fn read_owned(&mut self, pos: u64, n: usize) -> Result<Vec<u8>> {
+        self.read(pos, n as u64).map(Cow::into_owned)
+    }
+
+    /// The `n` bytes at `pos` (the caller has checked they are inside).
+    fn read(&mut self, pos: u64, n: u64) -> Result<Cow<'_, [u8]>> {
+        let end = pos.checked_add(n).filter(|&e| e <= self.len());
+        let (Some(end), Ok(n)) = (end, usize::try_from(n)) else {
+            return Err(Error::InvalidFormat(format!("bytes {pos}+{n} lie past the end of the frame")));
+        };
+        match self {
+            Src::Mem(b) => Ok(Cow::Borrowed(&b[pos as usize..end as usize])),
+            Src::File(f, _) => read_at(f, pos, n).map(Cow::Owned),
+        }
+    }
+}
+
+/// Open `path` if it is a regular file, with its length.
+fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
+    // Look before opening: opening a FIFO blocks until a writer comes.
+    let md = std::fs::metadata(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    if !md.is_file() {
+        return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
+    }
+    let file = File::open(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    Ok((file, md.len()))
+}
+
+fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
+    let mut v = vec![0u8; n];
+    f.seek(SeekFrom::Start(pos))?;
+    f.read_exact(&mut v)?;
+    Ok(v)
+}
+
+/// Bounds-checked reads from one section of a frame (header, trailer, chunk
+/// header), with errors that name the frame and the absolute byte offset.
+struct Section<'s> {
+    bytes: &'s [u8],
+    /// Offset of `bytes[0]` in the frame or file.
+    base: u64,
+    name: &'s str,
+}
+
+impl<'s> Section<'s> {
+    fn err(&self, at: usize, msg: impl Display) -> Error {
+        Error::InvalidFormat(format!("{}: {msg} (at byte {})", self.name, self.base + at as u64))
+    }
+
+    fn get(&self, at: usize, n: usize, what: &str) -> Result<&'s [u8]> {
+        let bytes = self.bytes;
+        at.checked_add(n)
+            .and_then(|end| bytes.get(at..end))
+            .ok_or_else(|| self.err(at, format!("{what} lies past the end of its section ({} bytes)", bytes.len())))
+    }
+
+    fn byte(&self, at: usize, what: &str) -> Result<u8> {
+        Ok(self.get(at, 1, what)?[0])
+    }
+
+    fn expect(&self, at: usize, marker: u8, what: &str) -> Result<()> {
+        let got = self.byte(at, what)?;
+        if got != marker {
+            return Err(self.err(at, format!("{what}: expected {marker:#04x}, found {got:#04x}")));
+        }
+        Ok(())
+    }
+
+    fn array<const N: usize>(&self, at: usize, what: &str) -> Result<[u8; N]> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.get(at, N, what)?);
+        Ok(a)
+    }
+
+    fn be_u16(&self, at: usize, what: &str) -> Result<u16> {
+        self.array(at, what).map(u16::from_be_bytes)
+    }
+    fn be_i32(&self, at: usize, what: &str) -> Result<i32> {
+        self.array(at, what).map(i32::from_be_bytes)
+    }
+    fn be_u32(&self, at: usize, what: &str) -> Result<u32> {
+        self.array(at, what).map(u32::from_be_bytes)
+    }
+    fn be_i64(&self, at: usize, what: &str) -> Result<i64> {
+        self.array(at, what).map(i64::from_be_bytes)
+    }
+    fn be_u64(&self, at: usize, what: &str) -> Result<u64> {
+        self.array(at, what).map(u64::from_be_bytes)
+    }
+    fn le_i32(&self, at: usize, what: &str) -> Result<i32> {
+        self.array(at, what).map(i32::from_le_bytes)
+    }
+}
+
+/// The header fields the rest of the checks use.
+struct Header {
+    header_len: u64,
+    typesize: i64,
+    nbytes: i64,
+    cbytes: i64,
+    chunksize: i64,
+    nchunks: i64,
+}
+
+impl Header {
+    /// Uncompressed size of chunk `i` (the last one may be shorter).
+    fn chunk_nbytes(&self, i: i64) -> i64 {
+        if i == self.nchunks - 1 {
+            self.nbytes - (self.nchunks - 1) * self.chunksize
+        } else {
+            self.chunksize
+        }
+    }
+}
+
+/// The sizes and kind of a chunk, from its header.
+struct ChunkHeader {
+    nbytes: i64,
+    cbytes: i64,
+    typesize: u8,
+    special: u8,
+    filters: [u8; 6],
+}
+
+/// The offsets index, decoded.
+enum Offsets {
+    /// A special index: every chunk has this offset.
+    Same(i64),
+    /// One offset per chunk, as stored (little-endian `int64`s).
+    List(Vec<u8>),
+}
+
+struct Frame<'a> {
+    name: String,
+    src: Src<'a>,
+    /// The directory of a sparse frame's chunk files.
+    chunk_dir: Option<PathBuf>,
+}
+
+impl Frame<'_> {
+    fn section<'s>(&'s self, bytes: &'s [u8], base: u64) -> Section<'s> {
+        Section { bytes, base, name: &self.name }
+    }
+
+    fn err(&self, at: u64, msg: impl Display) -> Error {
+        Error::InvalidFormat(format!("{}: {msg} (at byte {at})", self.name))
+    }
+
+    fn check(&mut self, inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+        let len = self.src.len();
+        if len < HEADER_MINLEN as u64 {
+            return Err(self.err(0, format!("{len} bytes are too few for a frame header ({HEADER_MINLEN})")));
+        }
+        let fixed = self.src.read(0, HEADER_MINLEN as u64)?.into_owned();
+        let h = self.check_fixed_header(&fixed, len)?;
+        let header = self.src.read(0, h.header_len)?.into_owned();
+        let metalayers = check_layers(&self.section(&header, 0), META_MAP, b::BLOSC2_MAX_METALAYERS, "metalayer")?;
+        let trailer_at = self.trailer_offset(&h, len)?;
+        let trailer = self.src.read(trailer_at, len - trailer_at)?.into_owned();
+        let vlmetalayers = self.check_trailer(&trailer, trailer_at)?;
+        if h.nchunks > 0 {
+            let offsets = self.read_offsets(&h, trailer_at, inflate)?;
+            self.check_chunks(&h, offsets)?;
+        }
+        Ok(FrameSummary {
+            sparse: self.chunk_dir.is_some(),
+            nchunks: h.nchunks,
+            metalayers: metalayers.into_iter().map(|l| l.name).collect(),
+            vlmetalayers: vlmetalayers.into_iter().map(|l| l.name).collect(),
+        })
+    }
+
+    /// The fixed part of the header (`get_header_info` in frame.c, which
+    /// `blosc2_schunk_open` cannot survive failing, and what it leaves unchecked).
+    fn check_fixed_header(&self, fixed: &[u8], len: u64) -> Result<Header> {
+        let s = self.section(fixed, 0);
+        for (at, marker, what) in HEADER_MARKERS {
+            s.expect(at, marker, what)?;
+        }
+        if s.get(2, MAGIC.len(), "magic")? != MAGIC {
+            return Err(s.err(2, "not a Blosc2 frame (no \"b2frame\" magic)"));
+        }
+        let frame_len = s.be_u64(POS_FRAME_LEN, "frame length")?;
+        if frame_len != len {
+            return Err(s.err(POS_FRAME_LEN, format!("the frame length field says {frame_len}, the frame has {len}")));
+        }
+        let header_len = s.be_i32(POS_HEADER_LEN, "header length")?;
+        if header_len < HEADER_MINLEN as i32 || header_len as u64 > len {
+            return Err(s.err(POS_HEADER_LEN, format!("header length {header_len} is not in {HEADER_MINLEN}..={len}")));
+        }
+        self.check_flags(&s)?;
+        self.check_filters(&s)?;
+        let header_len = header_len as u64;
+        let nbytes = s.be_i64(POS_NBYTES, "nbytes")?;
+        let cbytes = s.be_i64(POS_CBYTES, "cbytes")?;
+        if nbytes < 0 || cbytes < 0 {
+            return Err(s.err(POS_NBYTES, format!("negative sizes: nbytes {nbytes}, cbytes {cbytes}")));
+        }
+        let typesize = s.be_i32(POS_TYPESIZE, "typesize")?;
+        if typesize <= 0 {
+            return Err(s.err(POS_TYPESIZE, format!("typesize {typesize} is not positive")));
+        }
+        let blocksize = s.be_i32(POS_BLOCKSIZE, "blocksize")?;
+        if !(0..=b::BLOSC2_MAXBLOCKSIZE as i32).contains(&blocksize) {
+            return Err(s.err(POS_BLOCKSIZE, format!("block size {blocksize} is out of range")));
+        }
+        let chunksize = i64::from(s.be_i32(POS_CHUNKSIZE, "chunksize")?);
+        let nchunks = self.nchunks(&s, nbytes, chunksize)?;
+        Ok(Header { header_len, typesize: i64::from(typesize), nbytes, cbytes, chunksize, nchunks })
+    }
+
+    fn check_flags(&self, s: &Section<'_>) -> Result<()> {
+        let general = s.byte(POS_GENERAL_FLAGS, "general flags")?;
+        if general & 0x0f > b::BLOSC2_VERSION_FRAME_FORMAT as u8 {
+            return Err(s.err(POS_GENERAL_FLAGS, format!("unknown frame format version {}", general & 0x0f)));
+        }
+        if (general >> 4) & 0x3 != 1 {
+            return Err(s.err(POS_GENERAL_FLAGS, "chunk offsets are not 64-bit (the only width c-blosc2 reads)"));
+        }
+        let want = if self.chunk_dir.is_some() { SPARSE_TYPE } else { CONTIGUOUS_TYPE };
+        let kind = s.byte(POS_FRAME_TYPE, "frame type")?;
+        if kind != want {
+            let expected = if want == SPARSE_TYPE { "a sparse frame" } else { "a contiguous frame" };
+            return Err(s.err(POS_FRAME_TYPE, format!("frame type {kind} where {expected} is expected")));
+        }
+        let split = s.byte(POS_OTHER_FLAGS, "other flags")?;
+        if split > 3 {
+            return Err(s.err(POS_OTHER_FLAGS, format!("unknown split mode {}", u16::from(split) + 1)));
+        }
+        let has_vlmeta = s.byte(POS_HAS_VLMETA, "has-vlmetalayers flag")?;
+        if has_vlmeta != 0xc2 && has_vlmeta != 0xc3 {
+            return Err(s.err(POS_HAS_VLMETA, format!("has-vlmetalayers flag {has_vlmeta:#04x} is not a msgpack bool")));
+        }
+        Ok(())
+    }
+
+    /// c-blosc2 copies the first `nfilters` ids into the super-chunk and
+    /// fails to create its compression context (then crashes in
+    /// `blosc2_schunk_open`) for an id reserved but not defined.
+    fn check_filters(&self, s: &Section<'_>) -> Result<()> {
+        let nfilters = s.byte(POS_FILTERS, "filter count")?;
+        if u32::from(nfilters) > b::BLOSC2_MAX_FILTERS {
+            return Err(s.err(POS_FILTERS, format!("{nfilters} filters; at most {}", b::BLOSC2_MAX_FILTERS)));
+        }
+        for (i, &f) in s.get(POS_FILTERS + 1, usize::from(nfilters), "filters")?.iter().enumerate() {
+            let f32 = u32::from(f);
+            let undefined = (b::BLOSC_LAST_FILTER..=b::BLOSC2_DEFINED_FILTERS_STOP).contains(&f32)
+                || (b::BLOSC_LAST_REGISTERED_FILTER + 1..=b::BLOSC2_GLOBAL_REGISTERED_FILTERS_STOP).contains(&f32);
+            if undefined {
+                return Err(s.err(POS_FILTERS + 1 + i, format!("filter id {f} is not defined")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The chunk count c-blosc2 derives (`get_header_info`), bounded so that
+    /// its offsets fit one chunk.
+    fn nchunks(&self, s: &Section<'_>, nbytes: i64, chunksize: i64) -> Result<i64> {
+        if nbytes == 0 {
+            if chunksize < -1 {
+                return Err(s.err(POS_CHUNKSIZE, format!("chunk size {chunksize} is negative")));
+            }
+            return Ok(0);
+        }
+        if chunksize <= 0 {
+            return Err(s.err(POS_CHUNKSIZE, format!("chunk size {chunksize} with {nbytes} bytes of data")));
+        }
+        let nchunks = nbytes / chunksize + i64::from(nbytes % chunksize != 0);
+        let max = i64::from(i32::MAX) / 8;
+        if nchunks > max {
+            return Err(s.err(POS_NBYTES, format!("{nchunks} chunks are more than an offsets index holds ({max})")));
+        }
+        Ok(nchunks)
+    }
+
+    /// Where c-blosc2 reads the trailer (`get_trailer_offset`): after the
+    /// header when the frame holds no data, else `trailer_len` from the end.
+    fn trailer_offset(&mut self, h: &Header, len: u64) -> Result<u64> {
+        let tail = self.src.read(len - TRAILER_MINLEN as u64, TRAILER_MINLEN as u64)?.into_owned();
+        let s = self.section(&tail, len - TRAILER_MINLEN as u64);
+        s.expect(2, 0xce, "trailer length marker")?;
+        let trailer_len = u64::from(s.be_u32(3, "trailer length")?);
+        s.expect(7, 0xd8, "fingerprint marker")?;
+        if trailer_len < TRAILER_MINLEN as u64 || trailer_len > len - h.header_len {
+            return Err(
+                s.err(3, format!("trailer length {trailer_len} is not in {TRAILER_MINLEN}..={}", len - h.header_len))
+            );
+        }
+        let at = len - trailer_len;
+        if h.nbytes == 0 && at != h.header_len {
+            return Err(s.err(
+                3,
+                format!("a frame without data must end {trailer_len} bytes after its header, at byte {}", h.header_len),
+            ));
+        }
+        Ok(at)
+    }
+
+    /// The trailer: its markers and the vlmetalayers, each a complete chunk.
+    fn check_trailer(&self, trailer: &[u8], at: u64) -> Result<Vec<Layer>> {
+        let s = self.section(trailer, at);
+        s.expect(0, 0x94, "trailer marker (fixarray of 4)")?;
+        let version = s.byte(1, "trailer version")?;
+        if version > TRAILER_VERSION {
+            return Err(s.err(1, format!("trailer version {version} is newer than {TRAILER_VERSION}")));
+        }
+        let layers = check_layers(&s, VLMETA_MAP, b::BLOSC2_MAX_VLMETALAYERS, "vlmetalayer")?;
+        for l in &layers {
+            let content = s.section_at(l.content.start, l.content.len());
+            if content.bytes.len() < CHUNK_HEADER {
+                return Err(s.err(l.content.start, format!("vlmetalayer '{}' is too short to be a chunk", l.name)));
+            }
+            let what = format!("vlmetalayer '{}'", l.name);
+            let ch = check_chunk_header(&content, content.bytes.len() as u64, &what, &mut content.reader())?;
+            // blosc2_vlmeta_get allocates what the header claims, then decompresses.
+            if ch.special != 0 {
+                return Err(s.err(l.content.start, format!("{what} is a special chunk")));
+            }
+            check_ratio(&content, &ch, &what)?;
+            if ch.cbytes != content.bytes.len() as i64 {
+                return Err(s.err(
+                    l.content.start,
+                    format!("vlmetalayer '{}' chunk holds {} bytes, not {}", l.name, ch.cbytes, content.bytes.len()),
+                ));
+            }
+        }
+        Ok(layers)
+    }
+
+    /// Check and decode the offsets index, which ends before the trailer.
+    fn read_offsets(
+        &mut self,
+        h: &Header,
+        trailer_at: u64,
+        mut inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>,
+    ) -> Result<Offsets> {
+        // Contiguous frames keep it after the chunks; sparse ones right after the header.
+        let at = h.header_len + if self.chunk_dir.is_some() { 0 } else { h.cbytes as u64 };
+        if at + CHUNK_HEADER as u64 > trailer_at {
+            return Err(self.err(at, "no room for the offsets index before the trailer"));
+        }
+        let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
+        let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
+        let ch = check_chunk_header(&s, trailer_at - at, "offsets index", &mut |o, n| src.read_owned(at + o, n))?;
+        let want = h.nchunks * 8;
+        if ch.nbytes != want || ch.typesize != 8 {
+            return Err(s.err(
+                0,
+                format!(
+                    "offsets index holds {} bytes of {}-byte items; {} chunks need {want} bytes of 8-byte offsets",
+                    ch.nbytes, ch.typesize, h.nchunks
+                ),
+            ));
+        }
+        // Item n is read alone with blosc2_getitem, where delta coding
+        // decodes against another reference than a whole decompression.
+        if ch.filters.contains(&(b::BLOSC_DELTA as u8)) {
+            return Err(s.err(16, "offsets index uses delta coding"));
+        }
+        match u32::from(ch.special) {
+            0 => {}
+            b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
+            b::BLOSC2_SPECIAL_VALUE => {
+                let v = self.src.read(at + CHUNK_HEADER as u64, 8)?;
+                return Ok(Offsets::Same(i64::from_le_bytes(v[..].try_into().unwrap_or([0; 8]))));
+            }
+            _ => return Err(s.err(31, "offsets index is a run of NaNs or uninitialised values")),
+        }
+        check_ratio(&s, &ch, "offsets index")?;
+        let chunk = self.src.read(at, ch.cbytes as u64)?.into_owned();
+        let raw = inflate(&chunk, want as usize)
+            .map_err(|e| self.err(at, format!("offsets index does not decompress: {}", e.message())))?;
+        if raw.len() != want as usize {
+            return Err(self.err(at, format!("offsets index decompressed to {} bytes, not {want}", raw.len())));
+        }
+        Ok(Offsets::List(raw))
+    }
+
+    /// Every chunk the offsets point at, each distinct one once, with the
+    /// size it must have: the last may be shorter, the others hold
+    /// `chunksize` bytes. Memory: the index and one copy of its positions.
+    fn check_chunks(&mut self, h: &Header, offsets: Offsets) -> Result<()> {
+        let last = h.nchunks - 1;
+        let raw = match offsets {
+            Offsets::Same(o) => {
+                self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
+                return if last > 0 { self.check_chunk(h, o, h.chunksize, Some(0)) } else { Ok(()) };
+            }
+            Offsets::List(raw) => raw,
+        };
+        let offset = |i: i64| {
+            let at = i as usize * 8;
+            i64::from_le_bytes(raw.get(at..at + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))
+        };
+        self.check_chunk(h, offset(last), h.chunk_nbytes(last), Some(last))?;
+        let mut positions = Vec::new();
+        for i in 0..last {
+            match offset(i) {
+                o if o < 0 => self.check_chunk(h, o, h.chunksize, Some(i))?,
+                o => positions.push(o),
+            }
+        }
+        drop(raw);
+        positions.sort_unstable();
+        positions.dedup();
+        positions.into_iter().try_for_each(|o| self.check_chunk(h, o, h.chunksize, None))
+    }
+
+    /// The chunk at `offset` (a position, a chunk file number, or a special
+    /// value) must hold `nbytes` bytes; `n` is its number, when known.
+    fn check_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, n: Option<i64>) -> Result<()> {
+        let what = match n {
+            Some(n) => format!("chunk {n}"),
+            None if self.chunk_dir.is_some() => format!("chunk file number {offset}"),
+            None => format!("the chunk at offset {offset}"),
+        };
+        if offset < 0 {
+            // c-blosc2 builds the chunk from the frame's typesize and sizes.
+            check_special_offset(offset).map_err(|m| self.err(h.header_len, format!("{what}: {m}")))?;
+            if nbytes % h.typesize != 0 {
+                return Err(
+                    self.err(POS_TYPESIZE as u64, format!("{what}: {nbytes} bytes of {}-byte items", h.typesize))
+                );
+            }
+            Ok(())
+        } else if self.chunk_dir.is_some() {
+            self.check_chunk_file(offset, nbytes, &what)
+        } else {
+            self.check_frame_chunk(h, offset, nbytes, &what)
+        }
+    }
+
+    /// A chunk inside a contiguous frame: wholly in the data section.
+    fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, what: &str) -> Result<()> {
+        let at = h.header_len + offset as u64;
+        if offset > h.cbytes - CHUNK_HEADER as i64 {
+            return Err(
+                self.err(at, format!("{what} at offset {offset} lies outside the {}-byte data section", h.cbytes))
+            );
+        }
+        let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
+        let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
+        let avail = (h.cbytes - offset) as u64;
+        let ch = check_chunk_header(&s, avail, what, &mut |o, n| src.read_owned(at + o, n))?;
+        expect_nbytes(&s, &ch, nbytes, what)
+    }
+
+    /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
+    fn check_chunk_file(&self, id: i64, nbytes: i64, what: &str) -> Result<()> {
+        let dir = self.chunk_dir.as_deref().unwrap_or(Path::new("."));
+        if id > i64::from(u32::MAX) {
+            return Err(self.err(0, format!("{what}: file number {id} does not fit a chunk file name")));
+        }
+        let path = dir.join(format!("{id:08X}.chunk"));
+        let name = format!("chunk file '{}'", path.display());
+        let (mut file, len) = open_regular(&path, &name)
+            .map_err(|e| Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())))?;
+        if len < CHUNK_HEADER as u64 || len > i32::MAX as u64 {
+            return Err(Error::InvalidFormat(format!("{name}: {len} bytes cannot be a chunk")));
+        }
+        let head = read_at(&mut file, 0, CHUNK_HEADER)?;
+        let s = Section { bytes: &head, base: 0, name: &name };
+        let ch = check_chunk_header(&s, len, what, &mut |o, n| read_at(&mut file, o, n))?;
+        if ch.cbytes as u64 != len {
+            return Err(s.err(12, format!("{what}: the chunk holds {} bytes, the file {len}", ch.cbytes)));
+        }
+        expect_nbytes(&s, &ch, nbytes, what)
+    }
+}
+
+impl<'s> Section<'s> {
+    /// Reads from this section, for [`check_chunk_header`].
+    fn reader(&self) -> impl FnMut(u64, usize) -> Result<Vec<u8>> + '_ {
+        |o, n| self.get(usize::try_from(o).unwrap_or(usize::MAX), n, "chunk bytes").map(<[u8]>::to_vec)
+    }
+
+    /// The sub-section `start..start + len` (already bounds-checked by the caller).
+    fn section_at(&self, start: usize, len: usize) -> Section<'s> {
+        let bytes = self.bytes.get(start..start + len).unwrap_or(&[]);
+        Section { bytes, base: self.base + start as u64, name: self.name }
+    }
+}
+
+/// A compressed chunk's size must be one its codec could produce.
+fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+    if ch.nbytes > ch.cbytes.saturating_mul(MAX_RATIO) {
+        return Err(s.err(4, format!("{what}: {} bytes cannot come out of {} compressed ones", ch.nbytes, ch.cbytes)));
+    }
+    Ok(())
+}
+
+fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &str) -> Result<()> {
+    if ch.nbytes != nbytes {
+        return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
+    }
+    Ok(())
+}
+
+/// The special offsets c-blosc2 writes: the top bit, and one special value
+/// (zeros, NaNs, uninitialised) in the top byte, nothing else.
+fn check_special_offset(offset: i64) -> std::result::Result<(), String> {
+    let bits = offset as u64;
+    let ok = [b::BLOSC2_SPECIAL_ZERO, b::BLOSC2_SPECIAL_NAN, b::BLOSC2_SPECIAL_UNINIT]
+        .iter()
+        .any(|&k| bits == SPECIAL_OFFSET | (u64::from(k) << 56));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("offset {bits:#018x} is neither a position nor a special value"))
+    }
+}
+
+/// A Blosc2 chunk header (README_CHUNK_FORMAT.rst) whose chunk has `avail`
+/// bytes of room: everything `blosc2_getitem` and the decompressor take on
+/// trust, and what c-blosc2 never writes to a frame (lazy, instrumented,
+/// Blosc1 chunks).
+fn check_chunk_header(s: &Section<'_>, avail: u64, what: &str, more: &mut ReadChunk<'_>) -> Result<ChunkHeader> {
+    let version = s.byte(0, "chunk version")?;
+    if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
+        return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
+    }
+    let flags = s.byte(2, "chunk flags")?;
+    if flags & FLAG_EXTENDED != FLAG_EXTENDED {
+        return Err(s.err(2, format!("{what}: chunk has no Blosc2 extended header")));
+    }
+    let typesize = s.byte(3, "chunk typesize")?;
+    let nbytes = i64::from(s.le_i32(4, "chunk nbytes")?);
+    let blocksize = i64::from(s.le_i32(8, "chunk blocksize")?);
+    let cbytes = i64::from(s.le_i32(12, "chunk cbytes")?);
+    if typesize == 0 || nbytes < 0 {
+        return Err(s.err(3, format!("{what}: chunk typesize {typesize} / nbytes {nbytes} are invalid")));
+    }
+    if blocksize <= 0 || blocksize > i64::from(b::BLOSC2_MAXBLOCKSIZE) || (nbytes > 0 && blocksize > nbytes) {
+        return Err(s.err(8, format!("{what}: chunk block size {blocksize} does not fit {nbytes} bytes")));
+    }
+    if cbytes < CHUNK_HEADER as i64 || cbytes as u64 > avail {
+        return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
+    }
+    let mut filters = [0u8; 6];
+    filters.copy_from_slice(s.get(16, 6, "chunk filters")?);
+    let blosc2_flags = s.byte(31, "chunk Blosc2 flags")?;
+    if blosc2_flags & (BLOSC2_LAZY | BLOSC2_INSTR) != 0 {
+        return Err(s.err(31, format!("{what}: chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
+    }
+    let special = (blosc2_flags >> 4) & b::BLOSC2_SPECIAL_MASK as u8;
+    let need = match u32::from(special) {
+        0 if flags & FLAG_MEMCPYED != 0 => Some(nbytes + CHUNK_HEADER as i64),
+        0 => None,
+        b::BLOSC2_SPECIAL_VALUE => Some(CHUNK_HEADER as i64 + i64::from(typesize)),
+        k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
+        _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
+    };
+    if special != 0 && nbytes % i64::from(typesize) != 0 {
+        return Err(s.err(4, format!("{what}: special chunk of {nbytes} bytes is not made of {typesize}-byte items")));
+    }
+    // A compressed chunk starts with one 32-bit offset per block.
+    let nblocks = nbytes / blocksize + i64::from(nbytes % blocksize != 0);
+    let starts_end = CHUNK_HEADER as i64 + if need.is_none() { 4 * nblocks } else { 0 };
+    match need {
+        Some(need) if cbytes != need => {
+            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes}; its kind needs exactly {need}")));
+        }
+        None if cbytes < starts_end => {
+            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} cannot hold the starts of {nblocks} blocks")));
+        }
+        _ => {}
+    }
+    let empty = nbytes == 0 && cbytes == CHUNK_HEADER as i64 && special == 0;
+    if blosc2_flags & BLOSC2_USEDICT != 0 && !empty {
+        check_dict(s, what, cbytes, starts_end, more)?;
+    }
+    Ok(ChunkHeader { nbytes, cbytes, typesize, special, filters })
+}
+
+/// Reads `n` bytes at an offset from the start of the chunk being checked
+/// (inside its `cbytes`).
+type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
+
+/// The dictionary of a chunk flagged as using one: an `int32` size after
+/// the block starts, then the dictionary. c-blosc2 frees the context's
+/// previous dictionary *before* it checks these, and leaves the freed
+/// pointer behind on failure: the next dictionary chunk, or freeing the
+/// context, frees it again.
+fn check_dict(s: &Section<'_>, what: &str, cbytes: i64, at: i64, more: &mut ReadChunk<'_>) -> Result<()> {
+    let size = if at + 4 <= cbytes {
+        let b = more(at as u64, 4)?;
+        i64::from(i32::from_le_bytes(b.get(..4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4])))
+    } else {
+        -1
+    };
+    if size <= 0 || size > i64::from(b::BLOSC2_MAXDICTSIZE) || at + 4 + size > cbytes {
+        return Err(s.err(31, format!("{what}: the chunk's dictionary ({size} bytes at chunk byte {at}) is invalid")));
+    }
+    Ok(())
+}
+
+/// One (vl)metalayer: its name and where its content lies in its section.
+struct Layer {
+    name: String,
+    content: std::ops::Range<usize>,
+}
+
+/// A metalayers section (README_CFRAME_FORMAT.rst): `[3-array, uint16
+/// index size, map16 {name: int32 offset}, array16 of bin32 contents]`,
+/// where `map_at` is the map's position and offsets count from the start
+/// of `s` (the header, or the trailer). c-blosc2 checks each bound as
+/// `offset + 5 + len` in 32-bit signed arithmetic, which overflows.
+fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<Vec<Layer>> {
+    s.expect(map_at - 4, 0x93, &format!("{kind}s section marker"))?;
+    s.expect(map_at - 3, 0xcd, &format!("{kind}s index size marker"))?;
+    s.expect(map_at, 0xde, &format!("{kind}s index marker (map16)"))?;
+    let n = s.be_u16(map_at + 1, &format!("{kind} count"))?;
+    // The vlmetalayer count is an int16 to c-blosc2: above 0x7fff it is negative.
+    if u32::from(n) > max.min(i16::MAX as u32) {
+        return Err(s.err(map_at + 1, format!("{n} {kind}s; at most {max}")));
+    }
+    let mut pos = map_at + 3;
+    let mut layers = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let (layer, next) = check_layer(s, pos, kind)?;
+        // c-blosc2 keeps names as C strings and refuses to add one twice:
+        // copying a super-chunk with a repeated name fails half-way (and leaks it).
+        if layer.name.contains('\0') || layers.iter().any(|l: &Layer| l.name == layer.name) {
+            return Err(s.err(pos, format!("{kind} name '{}' holds a NUL or is repeated", layer.name.escape_debug())));
+        }
+        layers.push(layer);
+        pos = next;
+    }
+    s.expect(pos, 0xdc, &format!("{kind} contents marker (array16)"))?;
+    let m = s.be_u16(pos + 1, &format!("{kind} contents count"))?;
+    if m != n {
+        return Err(s.err(pos + 1, format!("{m} {kind} contents for {n} names")));
+    }
+    Ok(layers)
+}
+
+/// One index entry at `pos` (fixstr name, int32 offset) and the bin32
+/// content it points at; returns the layer and the next entry's position.
+fn check_layer(s: &Section<'_>, pos: usize, kind: &str) -> Result<(Layer, usize)> {
+    let tag = s.byte(pos, &format!("{kind} name"))?;
+    if tag & 0xe0 != 0xa0 {
+        return Err(s.err(pos, format!("{kind} name marker {tag:#04x} is not a fixstr")));
+    }
+    let name_len = usize::from(tag & 0x1f);
+    let name = String::from_utf8_lossy(s.get(pos + 1, name_len, &format!("{kind} name"))?).into_owned();
+    let at = pos + 1 + name_len;
+    s.expect(at, 0xd2, &format!("{kind} '{name}' offset marker"))?;
+    let offset = s.be_i32(at + 1, &format!("{kind} '{name}' offset"))?;
+    let offset =
+        usize::try_from(offset).map_err(|_| s.err(at + 1, format!("{kind} '{name}' offset {offset} is negative")))?;
+    s.expect(offset, 0xc6, &format!("{kind} '{name}' content marker (bin32)"))?;
+    let len = s.be_i32(offset + 1, &format!("{kind} '{name}' length"))?;
+    let len =
+        usize::try_from(len).map_err(|_| s.err(offset + 1, format!("{kind} '{name}' length {len} is negative")))?;
+    s.get(offset + 5, len, &format!("{kind} '{name}' content ({len} bytes)"))?;
+    Ok((Layer { name, content: offset + 5..offset + 5 + len }, at + 5))
+}
