@@ -153,7 +153,9 @@ fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
         )));
     }
     // Data goes to stdout: a bar on the same terminal would garble it.
-    let mut bar = Bar::new("cat", "items", nitems as u64, progress::wanted(p) && !to_terminal);
+    // Printed to a terminal, the items are their own progress (a bar would
+    // garble them); redirected, a bar on stderr shows how far it got.
+    let mut bar = Bar::new("cat", "items", nitems as u64, progress::drawable(p) && !to_terminal);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut nested = Nested::new(sel.printed_shape());
     let mut text = String::new();

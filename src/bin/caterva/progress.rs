@@ -23,9 +23,15 @@ pub fn stdout_is_tty() -> bool {
     isatty(libc::STDOUT_FILENO)
 }
 
-/// Whether a progress indicator may be drawn: stderr is a terminal and the
-/// user did not turn it off.
+/// Whether a progress indicator may be drawn: someone is watching (stdout
+/// is a terminal), the bar has a terminal to go to (stderr), and the user
+/// did not turn it off.
 pub fn wanted(p: &crate::args::Parsed) -> bool {
+    drawable(p) && stdout_is_tty()
+}
+
+/// Whether a bar could be drawn on stderr (a terminal) and is not turned off.
+pub fn drawable(p: &crate::args::Parsed) -> bool {
     !p.flag("no-progress") && isatty(libc::STDERR_FILENO)
 }
 
