@@ -352,6 +352,12 @@ fn slice_selects_like_numpy() {
     assert_items(&tokens(&out), &want(&[2, 3, 4], &[3, 4, 5]), 4, Some("<f4"), "2,3,4");
     assert!(!out.starts_with('['), "a single item prints bare: {out}");
     assert_eq!(ok(&["slice", &c.spec.path, "3:3"]), "[]\n");
+    // Steps, forwards and backwards: [::2, 5:0:-3, -1] = rows 0, 2, 4; columns 5, 2; item 6.
+    let out = ok(&["slice", &c.spec.path, "::2,5:0:-3,-1"]);
+    let picked: Vec<u8> =
+        [0i64, 2, 4].iter().flat_map(|&i| [5i64, 2].map(|j| want(&[i, j, 6], &[i + 1, j + 1, 7]))).flatten().collect();
+    assert_items(&tokens(&out), &picked, 4, Some("<f4"), "::2,5:0:-3,-1");
+    assert_eq!(out.lines().count(), 3, "{out}");
     // A sparse python-caterva array, read as another dtype.
     let c = case("c2d_i8_sparse");
     let out = ok(&["slice", &c.spec.path, "-2:", "--dtype", "<i8"]);
@@ -525,7 +531,7 @@ fn usage_errors_exit_2_with_a_hint() {
         (&["cat", p, "--dtype"], "needs a value"),
         (&["cat", p, "--dtype", "<i4"], "does not describe items of 8 bytes"),
         (&["slice", p], "expected PATH SELECTION"),
-        (&["slice", p, "0:4:2"], "steps are not supported"),
+        (&["slice", p, "0:4:0"], "the step cannot be 0"),
         (&["slice", p, "4"], "index 4 is out of bounds for axis 0 with size 4"),
         (&["slice", p, "1,2,3"], "the array has 2 axes"),
         (&["slice", p, "x:"], "is not START:STOP"),

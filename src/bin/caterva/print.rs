@@ -47,9 +47,9 @@ pub const SLICE: Command = Command {
     usage: "slice PATH SELECTION [OPTIONS]",
     summary: "print a region, selected NumPy style: '0:2,:,5', '-3:', '1,2:4'",
     details: "SELECTION has one entry per leading axis (missing ones select the whole axis):\n\
-START:STOP (either may be left out; negative counts from the end; clipped to\n\
-the axis) or an index (negative from the end), which drops that axis from the\n\
-output. Steps are not supported.\n\n",
+START:STOP[:STEP] (as in NumPy: any may be left out; negative bounds count\n\
+from the end; bounds are clipped to the axis; a negative STEP walks backwards)\n\
+or an index (negative from the end), which drops that axis from the output.\n\n",
     opts: OPTS,
     run: slice,
 };
@@ -73,18 +73,21 @@ fn slice(p: &Parsed) -> Outcome {
     print(p, &arr, &sel)
 }
 
-/// A box of the array and the axes of it that are printed.
+/// The indices selected on each axis (`start + k * step` for `k` in
+/// `0..count`) and the axes of them that are printed.
 #[derive(Debug, PartialEq, Eq)]
 struct Selection {
     start: Vec<i64>,
-    stop: Vec<i64>,
+    step: Vec<i64>,
+    count: Vec<i64>,
     /// Axes selected by a single index are dropped from the output.
     kept: Vec<bool>,
 }
 
 impl Selection {
     fn whole(shape: &[i64]) -> Selection {
-        Selection { start: vec![0; shape.len()], stop: shape.to_vec(), kept: vec![true; shape.len()] }
+        let n = shape.len();
+        Selection { start: vec![0; n], step: vec![1; n], count: shape.to_vec(), kept: vec![true; n] }
     }
 
     /// Parse a NumPy-like selection (`0:2,:,5`) for an array of `shape`.
@@ -96,13 +99,17 @@ impl Selection {
         }
         for (axis, part) in parts.iter().enumerate() {
             let len = shape[axis];
-            let bound = |s: &str, default: i64| -> Result<i64, String> {
-                if s.trim().is_empty() {
-                    return Ok(default);
+            let number = |s: &str| -> Result<Option<i64>, String> {
+                let s = s.trim();
+                if s.is_empty() {
+                    return Ok(None);
                 }
-                let v: i64 =
-                    s.trim().parse().map_err(|_| format!("'{part}' (axis {axis}) is not START:STOP or an index"))?;
-                Ok(if v < 0 { (v + len).max(0) } else { v.min(len) })
+                s.parse().map(Some).map_err(|_| format!("'{part}' (axis {axis}) is not START:STOP[:STEP] or an index"))
+            };
+            // NumPy's slice.indices: clip to 0..=len walking forwards, to -1..len walking backwards.
+            let bound = |v: Option<i64>, default: i64, step: i64| -> i64 {
+                let (lo, hi) = if step > 0 { (0, len) } else { (-1, len - 1) };
+                v.map_or(default, |v| (if v < 0 { v + len } else { v }).clamp(lo, hi))
             };
             match part.split(':').collect::<Vec<_>>()[..] {
                 [index] if !index.trim().is_empty() => {
@@ -111,21 +118,27 @@ impl Selection {
                     if at < 0 || at >= len {
                         return Err(format!("index {i} is out of bounds for axis {axis} with size {len}"));
                     }
-                    (sel.start[axis], sel.stop[axis], sel.kept[axis]) = (at, at + 1, false);
+                    (sel.start[axis], sel.count[axis], sel.kept[axis]) = (at, 1, false);
                 }
-                [a, b] => {
-                    sel.start[axis] = bound(a, 0)?;
-                    sel.stop[axis] = bound(b, len)?.max(sel.start[axis]);
+                [a, b] | [a, b, _] => {
+                    let step = match part.split(':').nth(2).map(number).transpose()?.flatten() {
+                        Some(0) => return Err(format!("'{part}' (axis {axis}): the step cannot be 0")),
+                        step => step.unwrap_or(1),
+                    };
+                    let start = bound(number(a)?, if step > 0 { 0 } else { len - 1 }, step);
+                    let stop = bound(number(b)?, if step > 0 { len } else { -1 }, step);
+                    let count =
+                        if step > 0 { (stop - start + step - 1) / step } else { (start - stop - step - 1) / -step };
+                    (sel.start[axis], sel.step[axis], sel.count[axis]) = (start, step, count.max(0));
                 }
-                [_, _, _] => return Err(format!("'{part}' (axis {axis}): steps are not supported")),
-                _ => return Err(format!("'{part}' (axis {axis}) is not START:STOP or an index")),
+                _ => return Err(format!("'{part}' (axis {axis}) is not START:STOP[:STEP] or an index")),
             }
         }
         Ok(sel)
     }
 
     fn shape(&self) -> Vec<i64> {
-        self.start.iter().zip(&self.stop).map(|(a, b)| b - a).collect()
+        self.count.clone()
     }
 
     /// The shape of the printed array.
@@ -176,8 +189,9 @@ fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
 }
 
 /// Call `f` with the items of `sel` in C order, a box of at most about
-/// [`BOX_BYTES`] at a time. The boxes hold one index on the axes before
-/// some axis `a`, a run of indices on `a`, and everything after it.
+/// [`BOX_BYTES`] at a time. The boxes, in selected positions, hold one
+/// position on the axes before some axis `a`, a run of them on `a`, and
+/// everything after it.
 fn for_each_box(arr: &Array, sel: &Selection, mut f: impl FnMut(&[u8]) -> Outcome) -> Outcome {
     let shape = sel.shape();
     if shape.contains(&0) {
@@ -188,34 +202,44 @@ fn for_each_box(arr: &Array, sel: &Selection, mut f: impl FnMut(&[u8]) -> Outcom
     // inner[a]: bytes of one index along axis a (everything after it).
     let inner: Vec<i64> = (0..n).map(|a| shape[a + 1..].iter().fold(item, |acc, &s| acc.saturating_mul(s))).collect();
     let Some(a) = (0..n).find(|&a| inner[a] <= BOX_BYTES) else {
-        return read_box(arr, &sel.start, &sel.stop, &mut f);
+        return read_box(arr, sel, &vec![0; n], &shape, &mut f);
     };
     let run = (BOX_BYTES / inner[a]).clamp(1, shape[a]);
     let mut failure = Ok(());
     for_each_index(&vec![0; a], &shape[..a], |outer| {
         let mut j = 0;
         while failure.is_ok() && j < shape[a] {
-            let mut lo = sel.start.clone();
-            let mut hi = sel.stop.clone();
+            let mut lo = vec![0; n];
+            let mut hi = shape.clone();
             for (i, &o) in outer.iter().enumerate() {
-                lo[i] += o;
-                hi[i] = lo[i] + 1;
+                lo[i] = o;
+                hi[i] = o + 1;
             }
-            lo[a] = sel.start[a] + j;
-            hi[a] = lo[a] + run.min(shape[a] - j);
-            failure = read_box(arr, &lo, &hi, &mut f);
+            lo[a] = j;
+            hi[a] = j + run.min(shape[a] - j);
+            failure = read_box(arr, sel, &lo, &hi, &mut f);
             j += run;
         }
     });
     failure
 }
 
-/// Read `[lo, hi)` and hand its items to `f`.
-fn read_box(arr: &Array, lo: &[i64], hi: &[i64], f: &mut impl FnMut(&[u8]) -> Outcome) -> Outcome {
+/// Read the selected positions `[lo, hi)` of `sel` and hand their items to
+/// `f`: a slice when every step is 1, else an orthogonal selection.
+fn read_box(arr: &Array, sel: &Selection, lo: &[i64], hi: &[i64], f: &mut impl FnMut(&[u8]) -> Outcome) -> Outcome {
     let shape: Vec<i64> = lo.iter().zip(hi).map(|(a, b)| b - a).collect();
     let mut buf = vec![0u8; shape.iter().product::<i64>() as usize * arr.itemsize()];
-    arr.get_slice_buffer(lo, hi, &mut buf, &shape)
-        .map_err(|e| Failure::Failed(format!("cannot read items {lo:?}..{hi:?}: {e}")))?;
+    let at = |axis: usize, k: i64| sel.start[axis] + k * sel.step[axis];
+    let r = if sel.step.iter().all(|&s| s == 1) {
+        let start: Vec<i64> = (0..lo.len()).map(|i| at(i, lo[i])).collect();
+        let stop: Vec<i64> = (0..lo.len()).map(|i| at(i, hi[i])).collect();
+        arr.get_slice_buffer(&start, &stop, &mut buf, &shape)
+    } else {
+        let lists: Vec<Vec<i64>> = (0..lo.len()).map(|i| (lo[i]..hi[i]).map(|k| at(i, k)).collect()).collect();
+        let lists: Vec<&[i64]> = lists.iter().map(Vec::as_slice).collect();
+        arr.get_orthogonal_selection(&lists, &mut buf, &shape)
+    };
+    r.map_err(|e| Failure::Failed(format!("cannot read selected items {lo:?}..{hi:?}: {e}")))?;
     f(&buf)
 }
 
@@ -299,7 +323,13 @@ mod tests {
     }
 
     fn sel(start: &[i64], stop: &[i64], kept: &[bool]) -> Selection {
-        Selection { start: start.to_vec(), stop: stop.to_vec(), kept: kept.to_vec() }
+        let count = start.iter().zip(stop).map(|(a, b)| b - a).collect();
+        Selection { start: start.to_vec(), step: vec![1; start.len()], count, kept: kept.to_vec() }
+    }
+
+    fn stepped(start: &[i64], step: &[i64], count: &[i64]) -> Selection {
+        let kept = vec![true; start.len()];
+        Selection { start: start.to_vec(), step: step.to_vec(), count: count.to_vec(), kept }
     }
 
     #[test]
@@ -312,7 +342,16 @@ mod tests {
         assert_eq!(Selection::parse("4:2", &shape).unwrap(), sel(&[4, 0, 0], &[4, 6, 7], &[true, true, true]));
         assert_eq!(Selection::parse("-1", &shape).unwrap(), sel(&[4, 0, 0], &[5, 6, 7], &[false, true, true]));
         assert!(Selection::parse("5", &shape).unwrap_err().contains("out of bounds for axis 0 with size 5"));
-        assert!(Selection::parse("0:4:2", &shape).unwrap_err().contains("steps"));
+        // Steps, as NumPy's slice.indices: range(5)[0:4:2] = [0, 2], [::-2] = [4, 2, 0],
+        // range(6)[5:0:-3] = [5, 2], range(7)[10::3] = [].
+        assert_eq!(Selection::parse("0:4:2", &shape).unwrap(), stepped(&[0, 0, 0], &[2, 1, 1], &[2, 6, 7]));
+        assert_eq!(
+            Selection::parse("::-2,5:0:-3,10::3", &shape).unwrap(),
+            stepped(&[4, 5, 7], &[-2, -3, 3], &[3, 2, 0])
+        );
+        assert_eq!(Selection::parse(":,::-1", &shape).unwrap(), stepped(&[0, 5, 0], &[1, -1, 1], &[5, 6, 7]));
+        assert!(Selection::parse("::0", &shape).unwrap_err().contains("cannot be 0"));
+        assert!(Selection::parse("0:4:x", &shape).is_err());
         assert!(Selection::parse("1,2,3,4", &shape).unwrap_err().contains("3 axes"));
         assert!(Selection::parse("a:b", &shape).is_err());
         assert!(Selection::parse("1,,2", &shape).is_err());
