@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use blosc2_sys::blosc2_schunk;
 
+use super::meta::read_array;
 use super::types::{
     caterva_array_t, caterva_config_t, caterva_ctx_t, caterva_params_t, caterva_storage_t, ndim_of, params_from_c,
     storage_from_c, ArrayBox, CtxBox,
@@ -248,22 +249,16 @@ pub unsafe extern "C" fn caterva_to_cframe(
     cframe_len: *mut i64,
     needs_free: *mut bool,
 ) -> c_int {
-    boundary("caterva_to_cframe", || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract (a read).
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        let (o1, o2, o3) =
-            (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
-        let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
-        // SAFETY: outputs are non-NULL and writable.
-        unsafe {
-            *o1 = p;
-            *o2 = len;
-            *o3 = nf;
-        }
-        Ok(CATERVA_SUCCEED)
-    })
+    // SAFETY: caller's contract; the outputs are checked non-NULL before they are written.
+    unsafe {
+        read_array("caterva_to_cframe", ctx, array, |a| {
+            let (o1, o2, o3) =
+                (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
+            let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
+            (*o1, *o2, *o3) = (p, len, nf);
+            Ok(())
+        })
+    }
 }
 
 /// Create an in-memory array from a contiguous frame. With `copy` false the
@@ -329,16 +324,8 @@ pub unsafe extern "C" fn caterva_save(
     array: *mut caterva_array_t,
     urlpath: *mut c_char,
 ) -> c_int {
-    boundary("caterva_save", || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract (a read).
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        // SAFETY: caller's contract.
-        let url = unsafe { string(urlpath, "urlpath") }?;
-        a.array.save(url)?;
-        Ok(CATERVA_SUCCEED)
-    })
+    // SAFETY: caller's contract.
+    unsafe { read_array("caterva_save", ctx, array, |a| a.array.save(string(urlpath, "urlpath")?)) }
 }
 
 /// Remove a frame file or sparse-frame directory (a missing path is fine).
@@ -370,16 +357,12 @@ pub unsafe extern "C" fn caterva_to_buffer(
     buffer: *mut c_void,
     buffersize: i64,
 ) -> c_int {
-    boundary("caterva_to_buffer", || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract (a read).
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        // SAFETY: caller's contract.
-        let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
-        a.array.to_buffer(buf)?;
-        Ok(CATERVA_SUCCEED)
-    })
+    // SAFETY: caller's contract.
+    unsafe {
+        read_array("caterva_to_buffer", ctx, array, |a| {
+            a.array.to_buffer(bytes_mut(buffer.cast::<u8>(), buffersize, "buffer")?)
+        })
+    }
 }
 
 /// `ndim` entries at `p` (NULL is accepted for a 0-dim array).
@@ -408,20 +391,16 @@ pub unsafe extern "C" fn caterva_get_slice_buffer(
     buffershape: *mut i64,
     buffersize: i64,
 ) -> c_int {
-    boundary("caterva_get_slice_buffer", || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract (a read).
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        let n = a.array.ndim();
-        // SAFETY: caller's contract.
-        let (start, stop, shape) =
-            unsafe { (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?) };
-        // SAFETY: caller's contract.
-        let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
-        a.array.get_slice_buffer(start, stop, buf, shape)?;
-        Ok(CATERVA_SUCCEED)
-    })
+    // SAFETY: caller's contract.
+    unsafe {
+        read_array("caterva_get_slice_buffer", ctx, array, |a| {
+            let n = a.array.ndim();
+            let (start, stop, shape) =
+                (coords(start, n, "start")?, coords(stop, n, "stop")?, coords(buffershape, n, "buffershape")?);
+            let buf = bytes_mut(buffer.cast::<u8>(), buffersize, "buffer")?;
+            a.array.get_slice_buffer(start, stop, buf, shape)
+        })
+    }
 }
 
 /// Write `buffer`, a C-order array of shape `buffershape`, into `array[start:stop]`.

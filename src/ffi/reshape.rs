@@ -7,7 +7,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::meta::with_array;
+use super::meta::{read_array, with_array};
 use super::types::{caterva_array_t, caterva_ctx_t, caterva_storage_t, storage_from_c, ArrayBox, CtxBox};
 use super::{boundary, bytes, bytes_mut, deref, out_ptr, slice, CATERVA_SUCCEED};
 use crate::error::{Error, Result};
@@ -278,19 +278,15 @@ pub unsafe extern "C" fn caterva_get_orthogonal_selection(
     buffershape: *mut i64,
     buffersize: i64,
 ) -> c_int {
-    boundary("caterva_get_orthogonal_selection", || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract (a read).
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        let n = a.array.ndim();
-        // SAFETY: caller's contract.
-        let (sel, shape) = unsafe { (lists(selection, selection_size, n)?, slice(buffershape, n, "buffershape")?) };
-        // SAFETY: caller's contract.
-        let buf = unsafe { bytes_mut(buffer.cast::<u8>(), buffersize, "buffer") }?;
-        a.array.get_orthogonal_selection(&sel, buf, shape)?;
-        Ok(CATERVA_SUCCEED)
-    })
+    // SAFETY: caller's contract.
+    unsafe {
+        read_array("caterva_get_orthogonal_selection", ctx, array, |a| {
+            let n = a.array.ndim();
+            let (sel, shape) = (lists(selection, selection_size, n)?, slice(buffershape, n, "buffershape")?);
+            let buf = bytes_mut(buffer.cast::<u8>(), buffersize, "buffer")?;
+            a.array.get_orthogonal_selection(&sel, buf, shape)
+        })
+    }
 }
 
 /// Write `buffer` (laid out as for `caterva_get_orthogonal_selection`) into
