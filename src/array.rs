@@ -118,14 +118,14 @@ fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
 fn check_replaceable(storage: &Storage) -> Result<bool> {
     let Some(url) = storage.urlpath.as_deref() else { return Ok(false) };
     if url.is_empty() {
-        return Err(Error::InvalidStorage("urlpath is empty".into()));
+        return Err(Error::storage(None, "urlpath is empty"));
     }
     let p = Path::new(url);
     let Ok(md) = std::fs::symlink_metadata(p) else { return Ok(false) };
     let replaceable = if storage.contiguous { md.is_file() } else { md.is_dir() && p.join("chunks.b2frame").is_file() };
     if !replaceable {
         let kind = if storage.contiguous { "a frame file" } else { "a sparse-frame directory" };
-        return Err(Error::InvalidStorage(format!("'{url}' exists and is not {kind}; refusing to overwrite it")));
+        return Err(Error::storage(Some(url), format!("'{url}' exists and is not {kind}; refusing to overwrite it")));
     }
     Ok(true)
 }
@@ -331,6 +331,7 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::from_schunk`].
+    #[allow(clippy::result_large_err)]
     pub fn try_from_schunk(ctx: &Context, sc: SChunk) -> std::result::Result<Array, (Error, SChunk)> {
         match geometry_of(&sc) {
             Ok(geom) => Ok(Array { geom, sc, ctx: ctx.clone() }),
@@ -347,7 +348,7 @@ impl Array {
     pub fn open(ctx: &Context, urlpath: &str) -> Result<Array> {
         journal::recover(urlpath)?;
         if std::fs::metadata(urlpath).is_err() {
-            return Err(Error::InvalidStorage(format!("'{urlpath}' does not exist")));
+            return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist")));
         }
         Self::from_schunk(ctx, SChunk::open(urlpath)?)
     }
@@ -882,7 +883,7 @@ impl Array {
 
     /// Reopen the super-chunk of a persistent array from disk.
     fn reload(&mut self) -> Result<()> {
-        let url = self.sc.storage().urlpath.ok_or_else(|| Error::InvalidStorage("the array is in memory".into()))?;
+        let url = self.sc.storage().urlpath.ok_or_else(|| Error::storage(None, "the array is in memory"))?;
         let sc = SChunk::open(&url)?;
         self.geom = geometry_of(&sc)?;
         self.sc = sc;
@@ -943,10 +944,8 @@ impl Array {
         vlmeta: bool,
     ) -> Result<Array> {
         if st.urlpath.is_some() && st.urlpath == self.sc.storage().urlpath {
-            return Err(Error::InvalidStorage(format!(
-                "'{}' is the source array's own path",
-                st.urlpath.as_deref().unwrap_or_default()
-            )));
+            let url = st.urlpath.as_deref();
+            return Err(Error::storage(url, format!("'{}' is the source array's own path", url.unwrap_or_default())));
         }
         let vl: Vec<(String, Vec<u8>)> = if vlmeta {
             let names = self.sc.vlmeta_names().into_iter().filter(|n| n != checksum::VLMETA_NAME);
@@ -1187,9 +1186,9 @@ mod tests {
                 a.resize(&[12, 10], None)?;
                 let chunk = a.sc.chunk(0)?.bytes().to_vec();
                 a.sc.update_chunk(1, &chunk)?;
-                Err::<(), _>(Error::Io("injected".into()))
+                Err::<(), _>(Error::blosc("injected", None))
             });
-            assert_eq!(r, Err(Error::Io("injected".into())));
+            assert_eq!(r, Err(Error::blosc("injected", None)));
             assert_eq!(arr.shape(), &[10, 10]);
             assert_eq!(arr.to_vec().unwrap(), data);
             assert!(!journal::journal_path(&url).exists());

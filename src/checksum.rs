@@ -42,18 +42,22 @@ impl Table {
     /// Check chunk `n`'s bytes against the table.
     pub(crate) fn check(&self, n: i64, nchunks: i64, chunk: &[u8]) -> Result<()> {
         if self.sums.len() as i64 != nchunks {
-            return Err(Error::Corrupt(format!(
-                "the checksum table covers {} chunks but the array has {nchunks}: it was changed by a writer \
-                 that does not keep caterva checksums",
-                self.sums.len()
-            )));
+            return Err(Error::corrupt(
+                -1,
+                format!(
+                    "the checksum table covers {} chunks but the array has {nchunks}: it was changed by a writer \
+                     that does not keep caterva checksums",
+                    self.sums.len()
+                ),
+            ));
         }
         let want = self.sums[n as usize];
         let got = hash(chunk);
         if got != want {
-            return Err(Error::Corrupt(format!(
-                "chunk {n} fails its checksum (stored {want:016x}, computed {got:016x})"
-            )));
+            return Err(Error::corrupt(
+                n,
+                format!("chunk {n} fails its checksum (stored {want:016x}, computed {got:016x})"),
+            ));
         }
         Ok(())
     }
@@ -143,8 +147,8 @@ mod tests {
     fn check_reports_mismatches_and_stale_tables() {
         let t = Table::new(vec![hash(b"abc")]);
         assert!(t.check(0, 1, b"abc").is_ok());
-        assert!(matches!(t.check(0, 1, b"abd"), Err(Error::Corrupt(_))));
-        assert!(matches!(t.check(0, 2, b"abc"), Err(Error::Corrupt(_))));
+        assert!(matches!(t.check(0, 1, b"abd"), Err(Error::Corrupt { .. })));
+        assert!(matches!(t.check(0, 2, b"abc"), Err(Error::Corrupt { .. })));
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl Context {
                 Ok(())
             })
             .build()
-            .map_err(|e| Error::Io(format!("cannot start worker threads: {e}")))?;
+            .map_err(|e| Error::io("starting worker threads", None, &std::io::Error::other(e.to_string())))?;
         let workers = crate::engine::WorkerPool::default();
         Ok(Context { inner: Arc::new(Inner { config, pool: Some(pool), threads, workers }) })
     }

@@ -1,74 +1,153 @@
-//! One error type for the whole crate, and its single mapping to the C codes.
+//! One error type for the whole crate. Errors are data: each variant carries
+//! what the caller needs to act on it (the path, the chunk, the c-blosc2
+//! code) besides a sentence for people. The C layer alone maps them to the
+//! five caterva 0.5 codes (`src/ffi`).
 
 use std::fmt;
 
 /// The result type of every fallible operation in this crate.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// What went wrong. Each variant carries a human-readable reason that the C
-/// layer prints when `CATERVA_TRACE` is set.
+/// What went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
-    /// An argument (shape, partition, region, buffer size, name…) is invalid.
+    /// An argument (shape, partition, region, buffer size, name…) is
+    /// invalid; the message names it.
     InvalidArgument(String),
-    /// c-blosc2 reported a failure (compression, I/O through a frame, …).
-    BloscFailed(String),
-    /// The storage description is invalid (bad path, wrong kind of file, …).
-    InvalidStorage(String),
+    /// An index is out of range, or an axis cannot be squeezed.
+    InvalidIndex(String),
     /// A required pointer was NULL (only produced by the C layer).
     NullPointer(String),
-    /// The data on disk or in a buffer is not a valid caterva array.
+    /// The storage described is not usable: nothing at the path, a path
+    /// taken by something that is not an array, an array another handle is
+    /// writing, …
+    InvalidStorage {
+        /// The path concerned, when there is one.
+        path: Option<String>,
+        /// Why.
+        reason: String,
+    },
+    /// The bytes on disk or in a buffer are not a valid caterva array (a
+    /// damaged frame, contradictory metalayers, a corrupt journal).
     InvalidFormat(String),
+    /// c-blosc2 reported a failure.
+    Blosc {
+        /// What was being done ("appending chunk 3", …).
+        op: String,
+        /// c-blosc2's (negative) error code, when it gave one.
+        code: Option<i32>,
+    },
     /// An operating-system I/O error.
-    Io(String),
-    /// An index is out of range, or an axis cannot be squeezed
-    /// (`CATERVA_ERR_INVALID_INDEX`, as the original reported these).
-    InvalidIndex(String),
-    /// Stored data fails its integrity check (a chunk whose checksum does
-    /// not match, see [`crate::checksum`]).
-    Corrupt(String),
+    Io {
+        /// What was being done, with the path ("syncing 'a.b2frame'").
+        op: String,
+        /// The path concerned, when there is one.
+        path: Option<String>,
+        /// The kind of I/O error.
+        kind: std::io::ErrorKind,
+        /// The system's description.
+        message: String,
+    },
+    /// Stored data fails its integrity check.
+    Corrupt {
+        /// The chunk that fails (`-1` for the checksum table itself).
+        chunk: i64,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The class of an [`Error`], without its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// [`Error::InvalidArgument`].
+    InvalidArgument,
+    /// [`Error::InvalidIndex`].
+    InvalidIndex,
+    /// [`Error::NullPointer`].
+    NullPointer,
+    /// [`Error::InvalidStorage`].
+    InvalidStorage,
+    /// [`Error::InvalidFormat`].
+    InvalidFormat,
+    /// [`Error::Blosc`].
+    Blosc,
+    /// [`Error::Io`].
+    Io,
+    /// [`Error::Corrupt`].
+    Corrupt,
 }
 
 impl Error {
-    /// The caterva 0.5 error code of this error (`CATERVA_ERR_*`).
+    /// A c-blosc2 failure while doing `op`.
+    pub(crate) fn blosc(op: impl Into<String>, code: impl Into<Option<i64>>) -> Self {
+        let code = code.into().map(|c| i32::try_from(c).unwrap_or(i32::MIN));
+        Error::Blosc { op: op.into(), code }
+    }
+
+    /// An unusable storage at `path`.
+    pub(crate) fn storage(path: Option<&str>, reason: impl Into<String>) -> Self {
+        Error::InvalidStorage { path: path.map(str::to_owned), reason: reason.into() }
+    }
+
+    /// An I/O error `e` while doing `op` on `path`.
+    pub(crate) fn io(op: &str, path: Option<&std::path::Path>, e: &std::io::Error) -> Self {
+        let path = path.map(|p| p.display().to_string());
+        let op = match &path {
+            Some(p) => format!("{op} '{p}'"),
+            None => op.to_owned(),
+        };
+        Error::Io { op, path, kind: e.kind(), message: e.to_string() }
+    }
+
+    /// Chunk `chunk` fails its integrity check.
+    pub(crate) fn corrupt(chunk: i64, reason: impl Into<String>) -> Self {
+        Error::Corrupt { chunk, reason: reason.into() }
+    }
+
+    /// The class of this error.
     #[must_use]
-    pub fn code(&self) -> i32 {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::InvalidArgument(_) | Error::InvalidFormat(_) => crate::ffi::CATERVA_ERR_INVALID_ARGUMENT,
-            Error::BloscFailed(_) | Error::Io(_) | Error::Corrupt(_) => crate::ffi::CATERVA_ERR_BLOSC_FAILED,
-            Error::InvalidStorage(_) => crate::ffi::CATERVA_ERR_INVALID_STORAGE,
-            Error::NullPointer(_) => crate::ffi::CATERVA_ERR_NULL_POINTER,
-            Error::InvalidIndex(_) => crate::ffi::CATERVA_ERR_INVALID_INDEX,
+            Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Error::InvalidIndex(_) => ErrorKind::InvalidIndex,
+            Error::NullPointer(_) => ErrorKind::NullPointer,
+            Error::InvalidStorage { .. } => ErrorKind::InvalidStorage,
+            Error::InvalidFormat(_) => ErrorKind::InvalidFormat,
+            Error::Blosc { .. } => ErrorKind::Blosc,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
         }
     }
 
     /// The reason, without the kind.
     #[must_use]
-    pub fn message(&self) -> &str {
+    pub fn message(&self) -> String {
         match self {
-            Error::InvalidArgument(m)
-            | Error::BloscFailed(m)
-            | Error::InvalidStorage(m)
-            | Error::NullPointer(m)
-            | Error::InvalidFormat(m)
-            | Error::Io(m)
-            | Error::InvalidIndex(m)
-            | Error::Corrupt(m) => m,
+            Error::InvalidArgument(m) | Error::InvalidIndex(m) | Error::NullPointer(m) | Error::InvalidFormat(m) => {
+                m.clone()
+            }
+            Error::InvalidStorage { reason, .. } | Error::Corrupt { reason, .. } => reason.clone(),
+            Error::Blosc { op, code: Some(c) } => format!("{op} failed (blosc2 error {c})"),
+            Error::Blosc { op, code: None } => format!("{op} failed"),
+            Error::Io { op, message, .. } => format!("{op}: {message}"),
         }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self {
-            Error::InvalidArgument(_) => "invalid argument",
-            Error::BloscFailed(_) => "blosc2 failed",
-            Error::InvalidStorage(_) => "invalid storage",
-            Error::NullPointer(_) => "null pointer",
-            Error::InvalidFormat(_) => "invalid format",
-            Error::Io(_) => "i/o error",
-            Error::InvalidIndex(_) => "invalid index",
-            Error::Corrupt(_) => "corrupt data",
+        let kind = match self.kind() {
+            ErrorKind::InvalidArgument => "invalid argument",
+            ErrorKind::Blosc => "blosc2 failed",
+            ErrorKind::InvalidStorage => "invalid storage",
+            ErrorKind::NullPointer => "null pointer",
+            ErrorKind::InvalidFormat => "invalid format",
+            ErrorKind::Io => "i/o error",
+            ErrorKind::InvalidIndex => "invalid index",
+            ErrorKind::Corrupt => "corrupt data",
         };
         write!(f, "{kind}: {}", self.message())
     }
@@ -78,7 +157,7 @@ impl std::error::Error for Error {}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::Io(e.to_string())
+        Error::io("i/o", None, &e)
     }
 }
 

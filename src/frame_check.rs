@@ -177,7 +177,8 @@ pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize) -> Result<Vec<
 pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
     // c-blosc2 drops a leading "file:///" (normalize_urlpath in frame.c).
     let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
-    let md = std::fs::metadata(path).map_err(|e| Error::InvalidStorage(format!("cannot open '{urlpath}': {e}")))?;
+    let md =
+        std::fs::metadata(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
     let mut frame = if md.is_dir() {
         let index = path.join(SPARSE_INDEX);
         let name = format!("sparse frame index '{}'", index.display());
@@ -232,11 +233,11 @@ impl Src<'_> {
 /// Open `path` if it is a regular file, with its length.
 fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
     // Look before opening: opening a FIFO blocks until a writer comes.
-    let md = std::fs::metadata(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    let md = std::fs::metadata(path).map_err(|e| Error::io("reading", Some(path), &e))?;
     if !md.is_file() {
         return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
     }
-    let file = File::open(path).map_err(|e| Error::Io(format!("{name}: {e}")))?;
+    let file = File::open(path).map_err(|e| Error::io("reading", Some(path), &e))?;
     Ok((file, md.len()))
 }
 

@@ -289,7 +289,7 @@ fn sibling(urlpath: &str, suffix: &str) -> PathBuf {
 }
 
 fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
-    move |e| Error::Io(format!("{what} '{}': {e}", path.display()))
+    move |e| Error::io(what, Some(path), &e)
 }
 
 fn chunk_file(dir: &Path, id: i64) -> PathBuf {
@@ -371,7 +371,7 @@ fn parent(path: &Path) -> &Path {
 }
 
 fn busy(urlpath: &str) -> Error {
-    Error::InvalidStorage(format!("'{urlpath}' is being written by another handle (its journal is locked)"))
+    Error::storage(Some(urlpath), format!("'{urlpath}' is being written by another handle (its journal is locked)"))
 }
 
 /// A 64-bit check value over a record (torn or stale records fail it).
@@ -483,9 +483,10 @@ impl Journal {
     fn begin(sc: &SChunk, url: &str, ops: &[Op]) -> Result<Journal> {
         let path = journal_path(url);
         if path.exists() {
-            return Err(Error::InvalidStorage(format!(
-                "'{url}' has an unfinished write from another handle; reopen the array"
-            )));
+            return Err(Error::storage(
+                Some(url),
+                format!("'{url}' has an unfinished write from another handle; reopen the array"),
+            ));
         }
         let (mut base, mut layout) =
             if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
@@ -742,10 +743,13 @@ pub fn recover(urlpath: &str) -> Result<()> {
     match open_locked(&path)? {
         Found::Nothing => Ok(()),
         Found::Busy => Err(busy(urlpath)),
-        Found::Unwritable(e) => Err(Error::InvalidStorage(format!(
-            "'{urlpath}' has an unfinished write to roll back, but its journal '{}' cannot be opened for writing: {e}",
-            path.display()
-        ))),
+        Found::Unwritable(e) => Err(Error::storage(
+            Some(urlpath),
+            format!(
+                "'{urlpath}' has an unfinished write to roll back, but its journal '{}' cannot be opened for writing: {e}",
+                path.display()
+            ),
+        )),
         Found::Locked(mut f) => rollback(&mut f, &path, urlpath),
     }
 }
@@ -992,7 +996,7 @@ mod tests {
             sc.journal_arm();
             sc.vlmeta_put("note", b"second", true, &CParams::default()).unwrap();
             let e = Array::open(&ctx(), url).unwrap_err();
-            assert!(matches!(e, Error::InvalidStorage(ref m) if m.contains("another handle")), "{e}");
+            assert!(matches!(e, Error::InvalidStorage { reason: ref m, .. } if m.contains("another handle")), "{e}");
             sc.journal_commit().unwrap();
             drop(sc);
             assert_eq!(Array::open(&ctx(), url).unwrap().vlmeta_get("note").unwrap(), b"second");
@@ -1022,7 +1026,10 @@ mod tests {
             make(url, contiguous, 8);
             std::fs::create_dir(journal_path(url)).unwrap();
             let e = recover(url).unwrap_err();
-            assert!(matches!(e, Error::InvalidStorage(ref m) if m.contains("cannot be opened for writing")), "{e}");
+            assert!(
+                matches!(e, Error::InvalidStorage { reason: ref m, .. } if m.contains("cannot be opened for writing")),
+                "{e}"
+            );
             std::fs::remove_dir(journal_path(url)).unwrap();
         });
     }

@@ -43,7 +43,7 @@ pub mod verify;
 
 pub use array::{Array, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
-pub use error::{Error, Result};
+pub use error::{Error, ErrorKind, Result};
 pub use geometry::{Geometry, Region, MAX_DIM};
 pub use schunk::{CParams, Storage};
 pub use verify::ChunkProblem;

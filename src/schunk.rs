@@ -40,7 +40,7 @@ fn cstring(s: &str, what: &str) -> Result<CString> {
 }
 
 fn blosc_err(what: &str, rc: i64) -> Error {
-    Error::BloscFailed(format!("{what} failed (blosc2 error {rc})"))
+    Error::blosc(what, rc)
 }
 
 /// Compression parameters of an array's chunks.
@@ -154,7 +154,7 @@ impl CCtx {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
         let p = unsafe { b::blosc2_create_cctx(cparams.to_blosc(typesize, blocksize, nthreads)) };
-        NonNull::new(p).map(CCtx).ok_or_else(|| Error::BloscFailed("cannot create a compression context".into()))
+        NonNull::new(p).map(CCtx).ok_or_else(|| Error::blosc("creating a compression context", None))
     }
 
     /// Compress `src` into a new chunk.
@@ -206,7 +206,7 @@ impl DCtx {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
         let p = unsafe { b::blosc2_create_dctx(dparams(nthreads)) };
-        NonNull::new(p).map(DCtx).ok_or_else(|| Error::BloscFailed("cannot create a decompression context".into()))
+        NonNull::new(p).map(DCtx).ok_or_else(|| Error::blosc("creating a decompression context", None))
     }
 
     /// Decompress `chunk` into `dst`, which must be exactly the chunk's
@@ -411,7 +411,7 @@ unsafe impl Sync for SChunk {}
 
 impl SChunk {
     fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::BloscFailed(format!("{what} failed")))?;
+        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::blosc(what, None))?;
         sc.load_checksums()?;
         Ok(sc)
     }
@@ -482,7 +482,7 @@ impl SChunk {
         if dir.is_dir() && !dir.join("chunks.b2frame").is_file() {
             // Refused here: c-blosc2 2.15 leaks a copy of the path when it
             // finds no sparse-frame index (frame_from_file_offset).
-            return Err(Error::BloscFailed(format!("opening '{urlpath}' failed: no sparse-frame index in it")));
+            return Err(Error::blosc(format!("opening '{urlpath}' (no sparse-frame index in it)"), None));
         }
         let url = cstring(urlpath, "urlpath")?;
         // c-blosc2 crashes on many corrupt frames rather than failing: check first.
@@ -521,7 +521,7 @@ impl SChunk {
         // SAFETY: malloc of len bytes (at least 1); checked for NULL.
         let own = unsafe { libc::malloc(len.max(1)) }.cast::<u8>();
         if own.is_null() {
-            return Err(Error::BloscFailed(format!("cannot allocate {len} bytes for the frame")));
+            return Err(Error::blosc(format!("allocating {len} bytes for the frame"), None));
         }
         // SAFETY: both buffers hold len bytes and do not overlap.
         unsafe { ptr::copy_nonoverlapping(cframe, own, len) };

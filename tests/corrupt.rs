@@ -302,13 +302,14 @@ fn copy_dir(from: &Path, to: &Path) {
 fn kind(e: &Error) -> &'static str {
     match e {
         Error::InvalidFormat(_) => "InvalidFormat",
-        Error::BloscFailed(_) => "BloscFailed",
-        Error::InvalidStorage(_) => "InvalidStorage",
-        Error::Io(_) => "Io",
+        Error::Blosc { .. } => "BloscFailed",
+        Error::InvalidStorage { .. } => "InvalidStorage",
+        Error::Io { .. } => "Io",
         Error::InvalidArgument(_) => "InvalidArgument",
         Error::InvalidIndex(_) => "InvalidIndex",
         Error::NullPointer(_) => "NullPointer",
-        Error::Corrupt(_) => "Corrupt",
+        Error::Corrupt { .. } => "Corrupt",
+        _ => "other",
     }
 }
 

@@ -141,7 +141,7 @@ fn garbage_is_not_a_frame() {
     std::fs::write(&dir, b"garbage garbage garbage garbage garbage garbage garbage").unwrap();
     assert!(Array::open(&ctx(), dir.to_str().unwrap()).is_err());
     std::fs::remove_file(&dir).unwrap();
-    assert!(matches!(Array::open(&ctx(), "/nonexistent/caterva/path"), Err(Error::InvalidStorage(_))));
+    assert!(matches!(Array::open(&ctx(), "/nonexistent/caterva/path"), Err(Error::InvalidStorage { .. })));
 }
 
 #[test]

@@ -253,7 +253,7 @@ fn copy_and_get_slice_carry_the_right_metadata() {
         assert_eq!(a.schunk().chunk(n).unwrap().bytes(), c.schunk().chunk(n).unwrap().bytes());
     }
     // Its own path is refused rather than destroyed.
-    assert!(matches!(c.copy(&ctx, &storage(&[4, 4], &[2, 2], true, Some(&url))), Err(Error::InvalidStorage(_))));
+    assert!(matches!(c.copy(&ctx, &storage(&[4, 4], &[2, 2], true, Some(&url))), Err(Error::InvalidStorage { .. })));
     assert_eq!(c.to_vec().unwrap(), iota(252));
     drop(c);
 

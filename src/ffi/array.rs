@@ -439,5 +439,5 @@ pub unsafe extern "C" fn caterva_set_slice_buffer(
 
 /// Check an `ndim` value given by C (used by the metalayer codec functions).
 pub(crate) fn checked_ndim(ndim: i8) -> Result<usize> {
-    ndim_of(ndim).map_err(|e| Error::InvalidArgument(e.message().to_owned()))
+    ndim_of(ndim).map_err(|e| Error::InvalidArgument(e.message()))
 }

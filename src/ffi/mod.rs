@@ -88,7 +88,7 @@ pub(crate) fn boundary(func: &str, f: impl FnOnce() -> Result<c_int>) -> c_int {
         Ok(Ok(rc)) => rc,
         Ok(Err(e)) => {
             trace(func, &e.to_string());
-            e.code()
+            code(&e)
         }
         Err(p) => {
             let why = p
@@ -186,7 +186,7 @@ pub(crate) fn malloc_copy(data: &[u8]) -> Result<*mut u8> {
     // SAFETY: malloc of at least one byte; NULL is handled.
     let p = unsafe { libc::malloc(data.len().max(1)) }.cast::<u8>();
     if p.is_null() {
-        return Err(Error::BloscFailed("out of memory".into()));
+        return Err(Error::blosc("allocating memory", None));
     }
     // SAFETY: p has data.len() writable bytes and does not overlap data.
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
@@ -199,6 +199,20 @@ pub(crate) fn malloc_cstr(s: &str) -> Result<*mut c_char> {
     v.extend_from_slice(s.as_bytes());
     v.push(0);
     malloc_copy(&v).map(<*mut u8>::cast)
+}
+
+/// The caterva 0.5 code (`CATERVA_ERR_*`) of an error: the one place where
+/// the core's errors meet the C ABI's five codes.
+pub(crate) fn code(e: &Error) -> c_int {
+    use crate::error::ErrorKind as K;
+    match e.kind() {
+        K::InvalidArgument | K::InvalidFormat => CATERVA_ERR_INVALID_ARGUMENT,
+        K::InvalidStorage => CATERVA_ERR_INVALID_STORAGE,
+        K::NullPointer => CATERVA_ERR_NULL_POINTER,
+        K::InvalidIndex => CATERVA_ERR_INVALID_INDEX,
+        // Blosc, Io, Corrupt, and any class added later.
+        _ => CATERVA_ERR_BLOSC_FAILED,
+    }
 }
 
 #[cfg(test)]

@@ -41,12 +41,12 @@ fn run(p: &Parsed) -> Outcome {
     let mut ctx = crate::context(p, cparams(p, &arr)?)?;
     if p.flag("checksums") {
         let config = caterva::Config { checksums: true, ..*ctx.config() };
-        ctx = caterva::Context::new(config).map_err(|e| Failure::Usage(e.message().to_owned()))?;
+        ctx = caterva::Context::new(config).map_err(|e| Failure::Usage(e.message()))?;
     }
     let copy = progress::spinner("copy", progress::wanted(p), || arr.copy(&ctx, &storage)).map_err(|e| {
         let msg = format!("cannot write '{dst}': {e}");
         match e {
-            caterva::Error::InvalidStorage(_) => Failure::Open(msg),
+            caterva::Error::InvalidStorage { .. } => Failure::Open(msg),
             _ => Failure::Failed(msg),
         }
     })?;
@@ -83,8 +83,7 @@ fn storage(p: &Parsed, arr: &Array, dst: &str) -> Result<StorageParams, Failure>
     let chunkshape = shape_opt("chunks")?.unwrap_or_else(|| g.chunkshape().to_vec());
     let blockshape = shape_opt("blocks")?
         .unwrap_or_else(|| g.blockshape().iter().zip(&chunkshape).map(|(&b, &c)| b.min(c)).collect());
-    Geometry::new(arr.itemsize(), arr.shape(), &chunkshape, &blockshape)
-        .map_err(|e| Failure::Usage(e.message().to_owned()))?;
+    Geometry::new(arr.itemsize(), arr.shape(), &chunkshape, &blockshape).map_err(|e| Failure::Usage(e.message()))?;
     let contiguous = match (p.flag("contiguous"), p.flag("sparse")) {
         (true, true) => return Err(Failure::Usage("--contiguous and --sparse exclude each other".into())),
         (true, false) => true,

@@ -184,7 +184,7 @@ pub fn context(p: &Parsed, cparams: caterva::CParams) -> Result<caterva::Context
         },
     };
     caterva::Context::new(caterva::Config { cparams, nthreads, checksums: false })
-        .map_err(|e| Failure::Usage(e.message().to_owned()))
+        .map_err(|e| Failure::Usage(e.message()))
 }
 
 /// Open the array at `path` for reading.

@@ -151,7 +151,7 @@ impl Selection {
 fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
     let dtype = match p.value("dtype") {
         Some(d) => {
-            caterva::meta::check_dtype(d, arr.itemsize()).map_err(|e| Failure::Usage(e.message().to_owned()))?;
+            caterva::meta::check_dtype(d, arr.itemsize()).map_err(|e| Failure::Usage(e.message()))?;
             Some(d.to_owned())
         }
         None => arr.dtype(),
