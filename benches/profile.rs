@@ -46,10 +46,10 @@ fn main() {
     match op {
         "to_buffer" => arr.to_buffer(&mut out).unwrap(),
         "floor" => {
-            let mut dctx = caterva::schunk::DCtx::new(2).unwrap();
-            let mut dst = vec![0u8; arr.schunk().chunksize() as usize];
-            for k in 0..arr.schunk().nchunks() {
-                dctx.decompress(&arr.schunk().chunk(k).unwrap(), &mut dst, None).unwrap();
+            let facts = caterva::testing::schunk(&arr);
+            for k in 0..facts.nchunks {
+                let chunk = caterva::testing::chunk(&arr, k).unwrap();
+                caterva::testing::decompress(&chunk, facts.chunksize as usize).unwrap();
             }
         }
         "planes" => {

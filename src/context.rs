@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::schunk::CParams;
+use crate::store::blosc::{CParams, Compression, Prefilter};
 
 /// Settings shared by the arrays made with a context.
 #[derive(Clone, Copy, Debug)]
@@ -16,7 +16,7 @@ pub struct Config {
     /// Total threads an operation may use (chunk workers × blosc threads).
     pub nthreads: usize,
     /// Keep per-chunk checksums in the arrays this context creates (see
-    /// [`crate::checksum`]). Arrays that already keep them always do.
+    /// [`crate::Array::has_checksums`]). Arrays that already keep them always do.
     pub checksums: bool,
 }
 
@@ -29,6 +29,8 @@ impl Default for Config {
 
 struct Inner {
     config: Config,
+    /// `config.cparams` with the C caller's prefilter, if any.
+    compression: Compression,
     /// Always `Some` until dropped.
     pool: Option<rayon::ThreadPool>,
     /// The pool's threads, joined when the context goes.
@@ -75,6 +77,11 @@ impl Context {
     /// [`Error::InvalidArgument`] for a compression level above 9, zero
     /// threads or an unknown split mode; [`Error::Io`] if no thread can be started.
     pub fn new(config: Config) -> Result<Self> {
+        Self::with_prefilter(config, None)
+    }
+
+    /// [`Context::new`] with a C caller's Blosc2 prefilter.
+    pub(crate) fn with_prefilter(config: Config, prefilter: Option<Prefilter>) -> Result<Self> {
         let cp = &config.cparams;
         if cp.clevel > 9 {
             return Err(Error::InvalidArgument(format!("complevel {} is not in 0..=9", cp.clevel)));
@@ -97,7 +104,8 @@ impl Context {
             .build()
             .map_err(|e| Error::io("starting worker threads", None, &std::io::Error::other(e.to_string())))?;
         let workers = crate::engine::WorkerPool::default();
-        Ok(Context { inner: Arc::new(Inner { config, pool: Some(pool), threads, workers }) })
+        let compression = Compression { cparams: config.cparams, prefilter };
+        Ok(Context { inner: Arc::new(Inner { config, compression, pool: Some(pool), threads, workers }) })
     }
 
     /// The settings.
@@ -116,6 +124,11 @@ impl Context {
     #[must_use]
     pub fn cparams(&self) -> &CParams {
         &self.inner.config.cparams
+    }
+
+    /// How chunks are compressed: the parameters and the prefilter.
+    pub(crate) fn compression(&self) -> &Compression {
+        &self.inner.compression
     }
 
     /// The engine's idle workers (contexts and scratch buffers kept between calls).

@@ -10,7 +10,8 @@ use rayon::prelude::*;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::geometry::{c_strides, for_each_index, BlockPart, ChunkPart, Geometry, Region, MAX_DIM};
-use crate::schunk::{CCtx, CParams, DCtx, SChunk};
+use crate::store::blosc::{CCtx, Compression, DCtx};
+use crate::store::Store;
 
 /// Which way [`copy_block`] moves bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -154,36 +155,15 @@ pub(crate) struct Worker {
 /// block size) or thread count needs another one.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct CctxKey {
-    codec: u8,
-    codec_meta: u8,
-    clevel: u8,
-    use_dict: bool,
-    splitmode: i32,
-    filters: [u8; 6],
-    filters_meta: [u8; 6],
-    prefilter: usize,
-    preparams: usize,
+    comp: Compression,
     typesize: usize,
     blocksize: usize,
     nthreads: usize,
 }
 
 impl CctxKey {
-    fn new(cp: &CParams, geom: &Geometry, nthreads: usize) -> Self {
-        CctxKey {
-            codec: cp.codec,
-            codec_meta: cp.codec_meta,
-            clevel: cp.clevel,
-            use_dict: cp.use_dict,
-            splitmode: cp.splitmode,
-            filters: cp.filters,
-            filters_meta: cp.filters_meta,
-            prefilter: cp.prefilter.map_or(0, |f| f as usize),
-            preparams: cp.preparams as usize,
-            typesize: geom.itemsize(),
-            blocksize: geom.block_nbytes(),
-            nthreads,
-        }
+    fn new(comp: &Compression, geom: &Geometry, nthreads: usize) -> Self {
+        CctxKey { comp: *comp, typesize: geom.itemsize(), blocksize: geom.block_nbytes(), nthreads }
     }
 }
 
@@ -251,10 +231,10 @@ impl Worker {
         Ok(&mut slot.as_mut().expect("just set").1)
     }
 
-    fn cctx(&mut self, cparams: &CParams, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
-        let key = CctxKey::new(cparams, geom, nthreads);
+    fn cctx(&mut self, comp: &Compression, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
+        let key = CctxKey::new(comp, geom, nthreads);
         if self.cctx.as_ref().stale_for(key) {
-            self.cctx = Some((key, CCtx::new(cparams, geom.itemsize(), geom.block_nbytes(), nthreads)?));
+            self.cctx = Some((key, CCtx::new(comp, geom.itemsize(), geom.block_nbytes(), nthreads)?));
         }
         Ok(&mut self.cctx.as_mut().expect("just set").1)
     }
@@ -262,19 +242,19 @@ impl Worker {
     /// Compress `chunk` (a whole chunk of `geom`, block layout).
     pub(crate) fn compress(
         &mut self,
-        cparams: &CParams,
+        comp: &Compression,
         geom: &Geometry,
         chunk: &[u8],
         nthreads: usize,
     ) -> Result<Vec<u8>> {
-        self.cctx(cparams, geom, nthreads)?.compress(chunk)
+        self.cctx(comp, geom, nthreads)?.compress(chunk)
     }
 
     /// Decompress chunk `n` into `scratch` (resized to a chunk). With `mask`,
     /// only the blocks whose entry is false are guaranteed to be filled.
     pub(crate) fn load(
         &mut self,
-        sc: &SChunk,
+        sc: &Store,
         geom: &Geometry,
         n: i64,
         mask: Option<&[bool]>,
@@ -306,7 +286,7 @@ impl Worker {
     /// the items of `part` in it during the call.
     unsafe fn read_part(
         &mut self,
-        sc: &SChunk,
+        sc: &Store,
         geom: &Geometry,
         region: &Region,
         part: &ChunkPart,
@@ -331,12 +311,12 @@ impl Worker {
     /// As [`Worker::read_part`], for the whole region.
     pub(crate) unsafe fn read_region(
         &mut self,
-        sc: &SChunk,
+        sc: &Store,
         geom: &Geometry,
         region: &Region,
         user: UserBuf,
     ) -> Result<()> {
-        for part in collect_parts(geom, region) {
+        for part in plan(geom, region) {
             // SAFETY: forwarded from the caller.
             unsafe { self.read_part(sc, geom, region, &part, user, 1) }?;
         }
@@ -380,7 +360,16 @@ pub(crate) fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
     }
 }
 
-pub(crate) fn collect_parts(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
+/// How many chunk tasks one round of a long job hands the workers: a few
+/// per thread keeps them busy while bounding the compressed chunks held in
+/// memory and keeping progress reports fine-grained.
+pub(crate) fn batch_len(ctx: &Context) -> usize {
+    (ctx.nthreads() * 4).max(16)
+}
+
+/// The parts of the chunks that `region` touches, in chunk order: the plan
+/// of every read and write.
+pub(crate) fn plan(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
     let mut parts = Vec::new();
     geom.for_each_chunk_in(region, |p| parts.push(p));
     parts
@@ -423,14 +412,14 @@ fn check_buffer_fits(geom: &Geometry, need: &[i64], what: &str, shape: &[i64], l
 /// the region's first item.
 pub(crate) fn read_region(
     ctx: &Context,
-    sc: &SChunk,
+    sc: &Store,
     geom: &Geometry,
     region: &Region,
     dst: &mut [u8],
     dst_shape: &[i64],
 ) -> Result<()> {
     check_user_buffer(geom, region, dst_shape, dst.len())?;
-    let parts = collect_parts(geom, region);
+    let parts = plan(geom, region);
     let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
     let nthreads = blosc_threads(ctx, parts.len());
     let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {
@@ -448,8 +437,7 @@ pub(crate) fn read_region(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_chunks(
     ctx: &Context,
-    cparams: &CParams,
-    sc: Option<&SChunk>,
+    sc: Option<&Store>,
     geom: &Geometry,
     region: &Region,
     parts: &[ChunkPart],
@@ -475,16 +463,11 @@ pub(crate) fn build_chunks(
             // region (checked above) and is borrowed immutably for the call.
             unsafe { copy_block(geom, region, part, &b, &mut scratch, user, Dir::Write) };
         });
-        let compressed = w.cctx(cparams, geom, nthreads)?.compress(&scratch);
+        let compressed = w.cctx(ctx.compression(), geom, nthreads)?.compress(&scratch);
         w.scratch = scratch;
         Ok((part.nchunk, compressed?))
     };
     ctx.run(|| parts.par_iter().map_init(|| Lease::new(ctx), work).collect())
-}
-
-/// The chunk parts of `region`, for callers of [`build_chunks`].
-pub(crate) fn plan(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
-    collect_parts(geom, region)
 }
 
 /// One axis of an orthogonal selection: `(index, position in the caller's
@@ -640,7 +623,7 @@ fn for_each_selected(contrib: &[Vec<(i64, i64)>], ustrides: &[i64; MAX_DIM], mut
 /// whose item `(j0, j1, …)` receives `array[sel0[j0], sel1[j1], …]`.
 pub(crate) fn read_selection(
     ctx: &Context,
-    sc: &SChunk,
+    sc: &Store,
     geom: &Geometry,
     sel: &Selection,
     dst: &mut [u8],
@@ -676,8 +659,7 @@ pub(crate) fn read_selection(
 /// the items of `sel` (built with `last_wins`). Returns `(nchunk, compressed)`.
 pub(crate) fn build_selection(
     ctx: &Context,
-    cparams: &CParams,
-    sc: &SChunk,
+    sc: &Store,
     geom: &Geometry,
     sel: &Selection,
     src: &[u8],
@@ -706,7 +688,7 @@ pub(crate) fn build_selection(
                 );
             }
         });
-        let compressed = w.compress(cparams, geom, &scratch, nthreads);
+        let compressed = w.compress(ctx.compression(), geom, &scratch, nthreads);
         w.scratch = scratch;
         Ok((nchunk, compressed?))
     };
@@ -801,7 +783,7 @@ mod tests {
                 let mut user = vec![0u8; checked_product(&bshape).unwrap() as usize * ITEM];
                 check_user_buffer(&g, &region, &bshape, user.len()).unwrap();
                 let buf = UserBuf::new(user.as_mut_ptr(), &g, &bshape);
-                for part in collect_parts(&g, &region) {
+                for part in plan(&g, &region) {
                     let mut chunk = chunk_bytes(&g, part.nchunk);
                     g.for_each_block_in(&part, |b| {
                         // SAFETY: `user` covers the region's box; one thread.
@@ -839,7 +821,7 @@ mod tests {
                 });
                 let user = UserBuf::new(src.as_mut_ptr(), &g, &shape);
                 let mut w = Worker::new();
-                for part in collect_parts(&g, &region) {
+                for part in plan(&g, &region) {
                     // SAFETY: `src` holds the region's box (C order).
                     unsafe { w.pack(&g, &region, &part, user) };
                     let mut want = vec![0u8; g.chunk_nbytes()];

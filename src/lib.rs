@@ -27,23 +27,23 @@
 // N-d index arithmetic walks several per-axis arrays in step; indexing reads better there.
 #![allow(clippy::needless_range_loop)]
 
-pub mod array;
-pub mod checksum;
-pub mod context;
+// The public API is the safe one: contexts, arrays, their parameters,
+// geometry and regions, errors. Everything else is the crate's own.
+mod array;
+mod context;
 mod engine;
-pub mod error;
-pub mod ffi;
-pub mod frame_check;
-pub mod geometry;
-pub mod journal;
-pub mod meta;
+mod error;
+mod ffi;
+mod geometry;
+mod meta;
 mod reshape;
-pub mod schunk;
-pub mod verify;
+mod store;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
 
-pub use array::{Array, Metalayer, Params, StorageParams};
+pub use array::{Array, ChunkProblem, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{Geometry, Region, MAX_DIM};
-pub use schunk::{CParams, Storage};
-pub use verify::ChunkProblem;
+pub use store::blosc::CParams;

@@ -20,7 +20,8 @@ use crate::context::Context;
 use crate::engine::{self, Lease, UserBuf, Worker};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
-use crate::schunk::{self, CParams, SChunk};
+use crate::store::blosc::repeat_chunk;
+use crate::store::{Store, Tx};
 
 /// Where a run of new indices on one axis comes from. The index is that of
 /// the run's first item.
@@ -102,7 +103,7 @@ pub(crate) struct Mapping<'a> {
     /// The old array.
     pub old_geom: &'a Geometry,
     /// Its super-chunk.
-    pub old_sc: &'a SChunk,
+    pub old: &'a Store,
     /// One map per new axis (`dims()` of the new geometry: a 0-dim array
     /// has one axis of length 1).
     pub axes: Vec<AxisMap>,
@@ -258,7 +259,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
             result = m.old_geom.region(&ostart, &ostop).and_then(|region| {
                 // SAFETY: the strides address the piece's box inside the stage,
                 // which this worker owns.
-                unsafe { w.read_region(m.old_sc, m.old_geom, &region, UserBuf::strided(dst, ostrides)) }
+                unsafe { w.read_region(m.old, m.old_geom, &region, UserBuf::strided(dst, ostrides)) }
             });
         }
     });
@@ -293,10 +294,9 @@ fn copy_box(
 
 /// Plan and build the new chunks `parts` (each covering its chunk) of an
 /// array of `new_geom`. With `reuse`, old chunks that stay as they are come
-/// back as [`Built::Reuse`]; without it they are recompressed with `cparams`.
+/// back as [`Built::Reuse`]; without it they are recompressed with the context's parameters.
 pub(crate) fn build(
     ctx: &Context,
-    cparams: &CParams,
     new_geom: &Geometry,
     m: &Mapping<'_>,
     parts: &[ChunkPart],
@@ -306,8 +306,9 @@ pub(crate) fn build(
         && new_geom.blockshape_full() == m.old_geom.blockshape_full()
         && new_geom.ndim() == m.old_geom.ndim()
         && m.kept.iter().enumerate().all(|(i, &k)| k == Some(i) || m.old_geom.ndim() == 0);
-    let zeros = schunk::repeat_chunk(
-        cparams,
+    let comp = ctx.compression();
+    let zeros = repeat_chunk(
+        comp,
         new_geom.itemsize(),
         new_geom.block_nbytes(),
         new_geom.chunk_nbytes(),
@@ -336,19 +337,19 @@ pub(crate) fn build(
     let work = |w: &mut Lease<'_>, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
         let compressed = match plan {
             Plan::Patch(k, clear) => {
-                w.load(m.old_sc, m.old_geom, *k, None, nthreads)?;
+                w.load(m.old, m.old_geom, *k, None, nthreads)?;
                 for (lo, hi) in clear {
                     engine::clear_box(new_geom, &mut w.scratch, lo, hi);
                 }
                 let chunk = std::mem::take(&mut w.scratch);
-                let c = w.compress(cparams, new_geom, &chunk, nthreads);
+                let c = w.compress(comp, new_geom, &chunk, nthreads);
                 w.scratch = chunk;
                 c
             }
             _ => {
                 assemble(w, new_geom, m, &parts[*i])?;
                 let chunk = std::mem::take(&mut w.out);
-                let c = w.compress(cparams, new_geom, &chunk, nthreads);
+                let c = w.compress(comp, new_geom, &chunk, nthreads);
                 w.out = chunk;
                 c
             }
@@ -366,7 +367,7 @@ pub(crate) fn build(
 /// Make `sc`'s chunks the `new` list (in order), keeping the reused old
 /// chunks where they are stored: free old slots take new data, the rest is
 /// appended or deleted, and one reorder of the chunk index puts them in place.
-pub(crate) fn apply_in_place(sc: &mut SChunk, new: Vec<Built>) -> Result<()> {
+pub(crate) fn apply_in_place(sc: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     let n_old = sc.nchunks();
     let mut reused = vec![false; n_old as usize];
     for b in &new {
@@ -382,7 +383,7 @@ pub(crate) fn apply_in_place(sc: &mut SChunk, new: Vec<Built>) -> Result<()> {
             Built::Reuse(k) => slot_of.push(k),
             Built::Data(bytes) => match free.next() {
                 Some(slot) => {
-                    sc.update_chunk(slot, &bytes)?;
+                    sc.update_chunks(&[(slot, &bytes)])?;
                     slot_of.push(slot);
                 }
                 None => {
@@ -403,11 +404,6 @@ pub(crate) fn apply_in_place(sc: &mut SChunk, new: Vec<Built>) -> Result<()> {
         }
     }
     sc.reorder(&slot_of)
-}
-
-/// The regions of `geom`'s chunks, as parts covering them, in order.
-pub(crate) fn chunk_parts(geom: &Geometry) -> Vec<ChunkPart> {
-    engine::collect_parts(geom, &geom.full_region())
 }
 
 #[cfg(test)]

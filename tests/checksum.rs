@@ -3,7 +3,8 @@
 
 mod common;
 
-use caterva::{checksum, Array, Config, Context, Error, Params, StorageParams};
+use caterva::testing::CHECKSUM_VLMETA;
+use caterva::{Array, Config, Context, Error, Params, StorageParams};
 
 fn ctx(checksums: bool) -> Context {
     Context::new(Config { nthreads: 2, checksums, ..Config::default() }).unwrap()
@@ -38,7 +39,7 @@ fn same_writes(arr: &mut Array, reference: &mut Array) {
     let check = |arr: &Array, reference: &Array, what: &str| {
         assert_eq!(arr.to_vec().unwrap(), reference.to_vec().unwrap(), "{what}");
         assert!(arr.has_checksums(), "{what}");
-        assert!(arr.vlmeta_exists(checksum::VLMETA_NAME).unwrap(), "{what}");
+        assert!(arr.vlmeta_exists(CHECKSUM_VLMETA).unwrap(), "{what}");
     };
     check(arr, reference, "created");
     let patch = items(5 * 9, 7);
@@ -119,7 +120,7 @@ fn checksums_can_be_added_to_an_existing_array_and_are_reserved() {
     let mut arr = Array::open(&ctx(false), &url).unwrap();
     assert!(arr.has_checksums());
     assert_eq!(arr.to_vec().unwrap(), data);
-    for r in [arr.vlmeta_add(checksum::VLMETA_NAME, b"x"), arr.vlmeta_update(checksum::VLMETA_NAME, b"x")] {
+    for r in [arr.vlmeta_add(CHECKSUM_VLMETA, b"x"), arr.vlmeta_update(CHECKSUM_VLMETA, b"x")] {
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
     }
 }
@@ -135,7 +136,7 @@ fn flip_chunk_bits(src: &str, dir: &std::path::Path, checksums: bool, n: usize) 
     let c = ctx(checksums);
     let orig = Array::open(&c, src).unwrap();
     let want = orig.to_vec().unwrap();
-    let chunk = orig.schunk().chunk(0).unwrap().bytes().to_vec();
+    let chunk = caterva::testing::chunk(&orig, 0).unwrap();
     drop(orig);
     let bytes = std::fs::read(src).unwrap();
     let at = find(&bytes, &chunk);

@@ -21,7 +21,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
-use caterva::schunk::SChunk;
 use caterva::{Array, CParams, Config, Context, Error, Metalayer, Params, StorageParams};
 
 /// splitmix64: a small, seedable, portable PRNG.
@@ -333,8 +332,8 @@ fn outcome(ctx: &Context, opened: caterva::Result<Array>) -> String {
 fn open_cframe(ctx: &Context, bytes: &[u8]) -> (String, String) {
     let copied = outcome(ctx, Array::from_cframe(ctx, bytes));
     // SAFETY: `bytes` outlives the super-chunk and the array, dropped inside `outcome`.
-    let borrowed = unsafe { SChunk::from_cframe(bytes.as_ptr(), bytes.len(), false) };
-    (copied, outcome(ctx, borrowed.and_then(|sc| Array::from_schunk(ctx, sc))))
+    let borrowed = unsafe { caterva::testing::from_cframe_borrowed(ctx, bytes) };
+    (copied, outcome(ctx, borrowed))
 }
 
 struct Corpus {

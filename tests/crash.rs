@@ -250,7 +250,7 @@ fn crash_run(name: &str, contiguous: bool, seed: u64) -> Outcomes {
     let seed = var("CATERVA_CRASH_SEED").map_or(seed, |s| s ^ seed);
     let dir = common::scratch_dir(name);
     let url = dir.join("a.b2nd").to_string_lossy().into_owned();
-    let journal = caterva::journal::journal_path(&url);
+    let journal = caterva::testing::journal_path(&url);
     let ctx = ctx();
     drop(initial(&ctx, Some(url.clone()), contiguous));
     let mut model = Model::new(&ctx, contiguous, seed);
@@ -327,7 +327,7 @@ fn model_matches_persistent_arrays() {
             }
             assert_eq!(fingerprint(&arr), model.state(step), "step {step}");
         }
-        assert!(!Path::new(&caterva::journal::journal_path(&url)).exists());
+        assert!(!Path::new(&caterva::testing::journal_path(&url)).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

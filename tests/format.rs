@@ -1,7 +1,6 @@
 //! The storage format, byte for byte: FORMAT.md's worked example and the
 //! consistency checks made when a super-chunk is opened.
 
-use caterva::schunk::DCtx;
 use caterva::{Array, Config, Context, Error, Params, StorageParams};
 
 fn ctx() -> Context {
@@ -17,20 +16,19 @@ fn example() -> Array {
 }
 
 fn chunk_items(arr: &Array, n: i64) -> Vec<i16> {
-    let chunk = arr.schunk().chunk(n).unwrap();
-    let mut out = vec![0u8; arr.geometry().chunk_nbytes()];
-    DCtx::new(1).unwrap().decompress(&chunk, &mut out, None).unwrap();
+    let chunk = caterva::testing::chunk(arr, n).unwrap();
+    let out = caterva::testing::decompress(&chunk, arr.geometry().chunk_nbytes()).unwrap();
     out.chunks(2).map(|b| i16::from_le_bytes([b[0], b[1]])).collect()
 }
 
 #[test]
 fn worked_example_chunk_layout() {
     let arr = example();
-    assert_eq!(arr.schunk().nchunks(), 4);
-    assert_eq!(arr.schunk().typesize(), 2);
-    assert_eq!(arr.schunk().chunksize(), 128);
-    let chunk = arr.schunk().chunk(0).unwrap();
-    assert_eq!(chunk.info().unwrap().blocksize, 32, "Blosc2 block = one geometric block");
+    assert_eq!(caterva::testing::schunk(&arr).nchunks, 4);
+    assert_eq!(caterva::testing::schunk(&arr).typesize, 2);
+    assert_eq!(caterva::testing::schunk(&arr).chunksize, 128);
+    let chunk = caterva::testing::chunk(&arr, 0).unwrap();
+    assert_eq!(caterva::testing::chunk_sizes(&chunk).unwrap().2, 32, "Blosc2 block = one geometric block");
     #[rustfmt::skip]
     let expect: Vec<i16> = vec![
         0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23, 30, 31, 32, 33,
@@ -60,7 +58,7 @@ fn worked_example_metalayer_bytes() {
     assert_eq!(&b2nd[1..44], &expect[1..]);
     assert_eq!(&b2nd[44..53], &[0, 0xdb, 0, 0, 0, 3, b'<', b'u', b'2']);
     assert!(b2nd[53..].iter().all(|&b| b == 0));
-    assert_eq!(arr.schunk().meta_names(), vec!["caterva".to_string(), "b2nd".to_string()]);
+    assert_eq!(caterva::testing::schunk(&arr).meta_names, vec!["caterva".to_string(), "b2nd".to_string()]);
     assert_eq!(arr.dtype().as_deref(), Some("<u2"));
 }
 
@@ -154,7 +152,7 @@ fn dtype_is_recorded_kept_and_checked() {
     a.append(&[0u8; 16], 0).unwrap();
     a.squeeze().unwrap();
     assert_eq!(a.dtype().as_deref(), Some("<f8"));
-    let (m, _) = caterva::meta::decode(&a.meta_get("b2nd").unwrap()).unwrap();
+    let (m, _) = caterva::testing::decode_meta(&a.meta_get("b2nd").unwrap()).unwrap();
     assert_eq!(m.shape, vec![7]);
     let copy = a.copy(&ctx, &StorageParams { chunkshape: vec![4], blockshape: vec![2], ..Default::default() }).unwrap();
     assert_eq!(copy.dtype().as_deref(), Some("<f8"));
@@ -176,7 +174,7 @@ fn dtype_is_recorded_kept_and_checked() {
     st.metalayers = (0..15).map(|i| caterva::Metalayer { name: format!("m{i}"), content: vec![i as u8] }).collect();
     let full = Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![2], dtype: None }, &st).unwrap();
     assert_eq!(full.dtype(), None);
-    assert_eq!(full.schunk().meta_names().len(), 16);
+    assert_eq!(caterva::testing::schunk(&full).meta_names.len(), 16);
     // Default dtypes.
     for (item, d) in [(1, "|u1"), (2, "<u2"), (4, "<u4"), (8, "<u8"), (3, "|V3")] {
         let a = Array::zeros(&ctx, &Params { itemsize: item, shape: vec![2], dtype: None }, &storage_1d()).unwrap();

@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use caterva::{checksum, Array, Config, Context, Metalayer, Params, StorageParams};
+use caterva::testing::CHECKSUM_VLMETA;
+use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
 
 mod common;
 use common::{
@@ -132,7 +133,7 @@ fn write_ours(dir: &Path) {
             assert_eq!(arr.to_vec().unwrap(), data, "{name}: our own bytes");
             let mut vlmeta = vec![("history".into(), msgpack_str("written by caterva-rs"))];
             if arr.has_checksums() {
-                vlmeta.push((checksum::VLMETA_NAME.into(), arr.vlmeta_get(checksum::VLMETA_NAME).unwrap()));
+                vlmeta.push((CHECKSUM_VLMETA.into(), arr.vlmeta_get(CHECKSUM_VLMETA).unwrap()));
             }
             if !on_disk {
                 if contiguous {
@@ -149,7 +150,7 @@ fn write_ours(dir: &Path) {
                 chunks: o.chunks.to_vec(),
                 blocks: o.blocks.to_vec(),
                 itemsize: o.itemsize,
-                dtype: Some(o.dtype.map_or_else(|| caterva::meta::default_dtype(o.itemsize), str::to_owned)),
+                dtype: Some(o.dtype.map_or_else(|| caterva::testing::default_dtype(o.itemsize), str::to_owned)),
                 meta: vec![("units".into(), msgpack_str(&format!("m/{name}")))],
                 vlmeta,
             };
@@ -171,7 +172,7 @@ fn check_theirs(dir: &Path, expect_dtype: bool) -> usize {
             assert_eq!(arr.geometry().chunkshape(), s.chunks.as_slice(), "{name}: chunks");
             assert_eq!(arr.geometry().blockshape(), s.blocks.as_slice(), "{name}: blocks");
         }
-        assert_eq!(arr.schunk().storage().contiguous, s.contiguous, "{name}: contiguity");
+        assert_eq!(caterva::testing::schunk(&arr).contiguous, s.contiguous, "{name}: contiguity");
         assert!(arr.to_vec().unwrap() == *data, "{name}: bytes differ");
         if expect_dtype {
             assert_eq!(arr.dtype(), s.dtype, "{name}: dtype");

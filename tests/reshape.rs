@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use caterva::schunk::SChunk;
 use caterva::{Array, Config, Context, Error, Metalayer, Params, StorageParams};
 
 /// A call that must fail without changing anything.
@@ -249,8 +248,8 @@ fn copy_and_get_slice_carry_the_right_metadata() {
     assert_eq!(c.to_vec().unwrap(), iota(252));
     assert_eq!(c.meta_get("units").unwrap(), b"m/s");
     assert_eq!(c.vlmeta_get("history").unwrap(), b"made here");
-    for n in 0..a.schunk().nchunks() {
-        assert_eq!(a.schunk().chunk(n).unwrap().bytes(), c.schunk().chunk(n).unwrap().bytes());
+    for n in 0..caterva::testing::schunk(&a).nchunks {
+        assert_eq!(caterva::testing::chunk(&a, n).unwrap(), caterva::testing::chunk(&c, n).unwrap());
     }
     // Its own path is refused rather than destroyed.
     assert!(matches!(c.copy(&ctx, &storage(&[4, 4], &[2, 2], true, Some(&url))), Err(Error::InvalidStorage { .. })));
@@ -291,8 +290,7 @@ fn writes_never_touch_a_borrowed_frame_buffer() {
     let frame = a.to_cframe().unwrap();
     let keep = frame.clone();
     // SAFETY: `frame` outlives the super-chunk built over it.
-    let sc = unsafe { SChunk::from_cframe(frame.as_ptr(), frame.len(), false) }.unwrap();
-    let mut b = Array::from_schunk(&ctx, sc).unwrap();
+    let mut b = unsafe { caterva::testing::from_cframe_borrowed(&ctx, &frame) }.unwrap();
     b.append(&[9, 9, 9], 0).unwrap();
     b.set_slice_buffer(&[0], &[1], &[0], &[1]).unwrap();
     b.resize(&[20], None).unwrap();

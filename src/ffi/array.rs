@@ -12,7 +12,7 @@ use super::types::{
 use super::{boundary, bytes, bytes_mut, deref, deref_mut, handles, out_ptr, slice, string, CATERVA_SUCCEED};
 use crate::array::{Array, Params, StorageParams};
 use crate::error::{Error, Result};
-use crate::schunk::SChunk;
+use crate::store::Store;
 
 /// Create a context holding a copy of `cfg`.
 ///
@@ -218,12 +218,13 @@ pub unsafe extern "C" fn caterva_from_schunk(
         handles::check_unowned(schunk)?;
         // SAFETY: schunk is live and owned by the caller (not by one of our
         // arrays: checked), who hands it over.
-        let sc = unsafe { SChunk::from_raw(schunk) }?;
-        let arr = match Array::try_from_schunk(&c.ctx, sc) {
+        let store = unsafe { Store::from_raw(schunk) }?;
+        let arr = match Array::from_store(&c.ctx, store) {
             Ok(a) => a,
-            Err((e, sc)) => {
+            Err(failed) => {
                 // Failure: ownership stays with the caller.
-                let _ = sc.into_raw();
+                let (e, store) = *failed;
+                let _ = store.into_raw();
                 return Err(e);
             }
         };
@@ -254,7 +255,7 @@ pub unsafe extern "C" fn caterva_to_cframe(
         read_array("caterva_to_cframe", ctx, array, |a| {
             let (o1, o2, o3) =
                 (out_ptr(cframe, "cframe")?, out_ptr(cframe_len, "cframe_len")?, out_ptr(needs_free, "needs_free")?);
-            let (p, len, nf) = a.array.schunk().to_cframe_raw()?;
+            let (p, len, nf) = a.array.store().to_cframe_raw()?;
             (*o1, *o2, *o3) = (p, len, nf);
             Ok(())
         })
@@ -281,8 +282,8 @@ pub unsafe extern "C" fn caterva_from_cframe(
         let buf = unsafe { bytes(cframe, cframe_len, "cframe") }?;
         let out = out_ptr(array, "array")?;
         // SAFETY: buf is valid; with copy == false the caller keeps it alive (contract above).
-        let sc = unsafe { SChunk::from_cframe(buf.as_ptr(), buf.len(), copy) }?;
-        let arr = Array::from_schunk(&c.ctx, sc)?;
+        let store = unsafe { Store::from_cframe(buf.as_ptr(), buf.len(), copy) }?;
+        let arr = Array::wrap(&c.ctx, store)?;
         // SAFETY: out is non-NULL and writable.
         unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
         Ok(CATERVA_SUCCEED)

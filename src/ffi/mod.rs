@@ -35,20 +35,24 @@ mod meta;
 mod reshape;
 mod types;
 
-pub use array::*;
-pub use integrity::*;
-pub use meta::*;
-pub use reshape::*;
-pub use types::*;
+
+
+
+
+pub(crate) use types::*;
 
 /// Major version of the caterva API this library implements.
+#[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_VERSION_MAJOR: c_int = 0;
 /// Minor version of the caterva API this library implements.
+#[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_VERSION_MINOR: c_int = 5;
 /// Release of the caterva API this library implements.
+#[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_VERSION_RELEASE: c_int = 1;
 
 /// Version of the `caterva` metalayer written.
+#[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_METALAYER_VERSION: c_int = 0;
 /// Maximum number of dimensions.
 pub const CATERVA_MAX_DIM: usize = 8;
@@ -62,6 +66,7 @@ pub const CATERVA_ERR_INVALID_ARGUMENT: c_int = 1;
 /// c-blosc2 failed, or an I/O error occurred.
 pub const CATERVA_ERR_BLOSC_FAILED: c_int = 2;
 /// Kept for compatibility; never returned.
+#[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_ERR_CONTAINER_FILLED: c_int = 3;
 /// The storage is invalid (bad path, something else in the way).
 pub const CATERVA_ERR_INVALID_STORAGE: c_int = 4;

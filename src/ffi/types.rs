@@ -10,7 +10,7 @@ use crate::array::{Array, Metalayer, Params, StorageParams};
 use crate::context::{Config, Context};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
-use crate::schunk::CParams;
+use crate::store::blosc::{CParams, Prefilter};
 
 /// Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
 #[repr(C)]
@@ -161,7 +161,8 @@ pub(crate) struct CtxBox {
 
 impl CtxBox {
     pub(crate) fn create(cfg: &caterva_config_t) -> Result<*mut caterva_ctx_t> {
-        let ctx = Context::new(config_from_c(cfg)?)?;
+        let (config, prefilter) = config_from_c(cfg)?;
+        let ctx = Context::with_prefilter(config, prefilter)?;
         let b = Box::into_raw(Box::new(CtxBox { public: caterva_ctx_t { cfg: std::ptr::null_mut() }, cfg: *cfg, ctx }));
         // SAFETY: b was just allocated; pointing the public field at the box's
         // own cfg is fine because the box never moves.
@@ -284,9 +285,9 @@ impl ArrayBox {
     pub(crate) fn sync(&mut self) {
         let g = self.array.geometry();
         let n = g.ndim();
-        handles::set_array(&self.public, self.array.schunk().as_ptr());
+        handles::set_array(&self.public, self.array.store().as_ptr());
         let p = &mut self.public;
-        p.sc = self.array.schunk().as_ptr();
+        p.sc = self.array.store().as_ptr();
         p.shape = g.shape_full();
         p.chunkshape = g.chunkshape_full();
         p.blockshape = g.blockshape_full();
@@ -340,7 +341,7 @@ fn known_id(code: u8, is_codec: bool) -> bool {
 /// set (callers use `ctx->cfg->alloc` and `free`), the codec and filters
 /// must exist, and `nthreads` must be positive (the level and split mode
 /// are checked by [`Context::new`]).
-pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
+pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Prefilter>)> {
     if cfg.alloc.is_none() || cfg.free.is_none() {
         return Err(Error::NullPointer("cfg->alloc and cfg->free must both be set".into()));
     }
@@ -353,7 +354,7 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
     if let Some(f) = cfg.filters.iter().find(|&&f| !known_id(f, false)) {
         invalid!("filter {f} is not a Blosc2 filter");
     }
-    Ok(Config {
+    let config = Config {
         cparams: CParams {
             codec: cfg.compcodec,
             codec_meta: cfg.compmeta,
@@ -362,12 +363,12 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<Config> {
             splitmode: cfg.splitmode,
             filters: cfg.filters,
             filters_meta: cfg.filtersmeta,
-            prefilter: cfg.prefilter,
-            preparams: cfg.pparams,
         },
         nthreads: cfg.nthreads as usize,
         checksums: false,
-    })
+    };
+    let prefilter = cfg.prefilter.is_some().then_some(Prefilter { func: cfg.prefilter, params: cfg.pparams });
+    Ok((config, prefilter))
 }
 
 /// `ndim` as a checked count.

@@ -44,7 +44,7 @@
 //!
 //! The offsets index is itself a Blosc2 chunk: its header is checked here,
 //! then the caller's `inflate` decompresses it (in this crate
-//! [`crate::schunk::inflate`], c-blosc2's chunk decoder, which is safe on a
+//! `blosc::inflate`, c-blosc2's chunk decoder, which is safe on a
 //! chunk whose header holds). Chunk payloads are not decompressed here;
 //! c-blosc2's decoder checks them against the (now sound) headers.
 //!
@@ -54,17 +54,13 @@
 use std::borrow::Cow;
 use std::fmt::Display;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
+use super::frame::{self, chunk_file, HEADER_MINLEN, POS_CBYTES, POS_HEADER_LEN, SPARSE_INDEX};
 use crate::error::{Error, Result};
 
-/// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
-const HEADER_MINLEN: usize = 87;
-/// `int32` header length (`FRAME_HEADER_LEN`).
-const POS_HEADER_LEN: usize = 11;
 /// `uint64` frame length (`FRAME_LEN`).
 const POS_FRAME_LEN: usize = 16;
 /// General flags: format version and offset width (`FRAME_FLAGS`).
@@ -75,8 +71,6 @@ const POS_FRAME_TYPE: usize = 26;
 const POS_OTHER_FLAGS: usize = 28;
 /// `int64` uncompressed bytes (`FRAME_NBYTES`).
 const POS_NBYTES: usize = 30;
-/// `int64` compressed bytes (`FRAME_CBYTES`).
-const POS_CBYTES: usize = 39;
 /// `int32` typesize (`FRAME_TYPESIZE`).
 const POS_TYPESIZE: usize = 48;
 /// `int32` block size (`FRAME_BLOCKSIZE`).
@@ -118,8 +112,6 @@ const TRAILER_VERSION: u8 = 1;
 /// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
 const CONTIGUOUS_TYPE: u8 = 0;
 const SPARSE_TYPE: u8 = 1;
-/// The offsets index's chunk name in a sparse-frame directory.
-const SPARSE_INDEX: &str = "chunks.b2frame";
 
 /// A Blosc2 chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
 const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
@@ -159,7 +151,7 @@ pub struct FrameSummary {
 /// Check a contiguous frame held in memory (what `blosc2_schunk_from_buffer` reads).
 ///
 /// `inflate(chunk, nbytes)` must decompress a whole chunk whose header has
-/// been checked into exactly `nbytes` bytes (see [`crate::schunk::inflate`]).
+/// been checked into exactly `nbytes` bytes (see `blosc::inflate`).
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
@@ -242,10 +234,7 @@ fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
 }
 
 fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
-    let mut v = vec![0u8; n];
-    f.seek(SeekFrom::Start(pos))?;
-    f.read_exact(&mut v)?;
-    Ok(v)
+    Ok(frame::read_at(f, pos, n)?)
 }
 
 /// Bounds-checked reads from one section of a frame (header, trailer, chunk
@@ -666,7 +655,7 @@ impl Frame<'_> {
         if id > i64::from(u32::MAX) {
             return Err(self.err(0, format!("{what}: file number {id} does not fit a chunk file name")));
         }
-        let path = dir.join(format!("{id:08X}.chunk"));
+        let path = chunk_file(dir, id);
         let name = format!("chunk file '{}'", path.display());
         let (mut file, len) = open_regular(&path, &name)
             .map_err(|e| Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())))?;

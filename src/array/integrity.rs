@@ -3,7 +3,7 @@
 //!
 //! The check is a per-chunk loop (`Array::check_chunk`): each chunk is
 //! fetched from its storage, checked against its checksum when the array
-//! keeps them (see [`crate::checksum`]; a flipped bit in the codec's payload
+//! keeps them (see [`Array::has_checksums`]; a flipped bit in the codec's payload
 //! is caught only this way), and decompressed in full into a worker's
 //! scratch buffer. Chunks are checked in parallel on the array's context pool, in
 //! batches, so that progress is reported from the calling thread.
@@ -30,6 +30,23 @@ impl std::fmt::Display for ChunkProblem {
 }
 
 impl Array {
+    /// Whether this array keeps per-chunk checksums: the XXH3-64 of every
+    /// compressed chunk, in the vlmetalayer `caterva.xxh3`, checked on every
+    /// read (a mismatch is [`Error::Corrupt`]).
+    #[must_use]
+    pub fn has_checksums(&self) -> bool {
+        self.store.has_checksums()
+    }
+
+    /// Start keeping per-chunk checksums: hash every chunk now, store the
+    /// table, and keep it current on every later write through this library.
+    ///
+    /// # Errors
+    /// [`Error::Blosc`] if a chunk cannot be read or the table cannot be stored.
+    pub fn enable_checksums(&mut self) -> Result<()> {
+        self.store.write(|tx| tx.enable_checksums())
+    }
+
     /// Read and decompress every chunk, returning the problems found (an
     /// empty list when the array is sound). `progress(done, total)` is
     /// called on the calling thread as chunks complete, first with
@@ -44,11 +61,9 @@ impl Array {
     /// list. The `Result` leaves room for checks that need the whole array
     /// (a damaged checksum table, for one).
     pub fn verify(&self, progress: &mut dyn FnMut(i64, i64)) -> Result<Vec<ChunkProblem>> {
-        let total = self.schunk().nchunks();
+        let total = self.store.nchunks();
         let ctx = self.context();
-        // A few chunks per worker per batch: progress stays fine-grained and
-        // the workers stay busy.
-        let batch = (ctx.nthreads() * 4).max(1) as i64;
+        let batch = engine::batch_len(ctx) as i64;
         let mut problems = Vec::new();
         progress(0, total);
         let mut done = 0;
@@ -77,7 +92,7 @@ impl Array {
         // The chunk is fetched (which checks its checksum, if it has one) and
         // decompresses to a whole chunk of the geometry (leaving it in
         // `w.scratch` for any check that follows).
-        w.load(self.schunk(), self.geometry(), n, None, nthreads)?;
+        w.load(&self.store, self.geometry(), n, None, nthreads)?;
         Ok(())
     }
 }
@@ -108,7 +123,7 @@ mod tests {
     #[test]
     fn a_damaged_chunk_is_reported_alone() {
         let (ctx, arr) = array();
-        let chunk = arr.schunk().chunk(4).unwrap().bytes().to_vec();
+        let chunk = arr.store().chunk(4).unwrap().bytes().to_vec();
         let mut frame = arr.to_cframe().unwrap();
         let at = (0..frame.len() - chunk.len()).find(|&i| frame[i..i + chunk.len()] == chunk[..]).unwrap();
         // The last byte of the codec's payload: only the checksum sees it (a

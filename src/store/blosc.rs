@@ -1,5 +1,14 @@
-//! The only module that calls c-blosc2: an RAII super-chunk, compression and
-//! decompression contexts, special chunks, (vl)metalayers and frames.
+//! The only module that calls c-blosc2: a thin, policy-free safe binding.
+//! An RAII super-chunk, compression and decompression contexts, special
+//! chunks, (vl)metalayers and frames. It knows nothing of journals,
+//! checksums or arrays: [`super::Store`] adds those, and the super-chunk's
+//! writing methods are visible to the `store` module alone, so every write
+//! goes through the store's transaction.
+//!
+//! It is *safe* in the Rust sense: frames are checked by
+//! [`super::frame_check`] before c-blosc2 parses them (c-blosc2 crashes on
+//! many corrupt frames), and a frame borrowed from a caller's buffer is
+//! flagged so that it is never written.
 //!
 //! Thread safety: c-blosc2 super-chunks are not safe for concurrent use (frame
 //! lookups go through the super-chunk's own decompression context and index
@@ -13,23 +22,21 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
-use crate::checksum::{self, Table};
+use super::frame_check;
 use crate::error::{Error, Result};
-use crate::frame_check;
-use crate::journal::{self, Op};
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
-pub const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
+pub(crate) const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
 /// Maximum number of variable-length metalayers (`BLOSC2_MAX_VLMETALAYERS`).
-pub const MAX_VLMETALAYERS: usize = b::BLOSC2_MAX_VLMETALAYERS as usize;
+pub(crate) const MAX_VLMETALAYERS: usize = b::BLOSC2_MAX_VLMETALAYERS as usize;
 /// Bytes c-blosc2 may add to a compressed buffer (`BLOSC2_MAX_OVERHEAD`).
-pub const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
+pub(crate) const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
 /// Longest metalayer name c-blosc2 accepts (`BLOSC2_METALAYER_NAME_MAXLEN`).
-pub const METALAYER_NAME_MAXLEN: usize = 31;
+pub(crate) const METALAYER_NAME_MAXLEN: usize = 31;
 
 /// Initialise c-blosc2 once per process. Never torn down: other code in the
 /// process (and `arr->sc` users) may still rely on it.
-pub fn init() {
+pub(crate) fn init() {
     static INIT: Once = Once::new();
     // SAFETY: blosc2_init has no preconditions; Once makes it run once.
     INIT.call_once(|| unsafe { b::blosc2_init() });
@@ -43,8 +50,9 @@ fn blosc_err(what: &str, rc: i64) -> Error {
     Error::blosc(what, rc)
 }
 
-/// Compression parameters of an array's chunks.
-#[derive(Clone, Copy, Debug)]
+/// Compression parameters of an array's chunks. Codec and filter ids are
+/// those of c-blosc2 (`BLOSC_ZSTD`, `BLOSC_SHUFFLE`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CParams {
     /// Codec (`BLOSC_ZSTD`, …).
     pub codec: u8,
@@ -60,18 +68,44 @@ pub struct CParams {
     pub filters: [u8; 6],
     /// Filter metas.
     pub filters_meta: [u8; 6],
-    /// Prefilter function (C callers only).
-    pub prefilter: b::blosc2_prefilter_fn,
-    /// Prefilter parameters (C callers only).
-    pub preparams: *mut b::blosc2_prefilter_params,
+}
+
+/// A Blosc2 prefilter that a C caller set in `caterva_config_t` (C callers only).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prefilter {
+    /// The function.
+    pub(crate) func: b::blosc2_prefilter_fn,
+    /// Its parameter block, which we never dereference.
+    pub(crate) params: *mut b::blosc2_prefilter_params,
 }
 
 // SAFETY: the only raw pointer is a prefilter parameter block that the C
 // caller hands us for use from blosc2's (already multi-threaded) compressor;
 // we never dereference it.
-unsafe impl Send for CParams {}
+unsafe impl Send for Prefilter {}
 // SAFETY: as above; shared references only copy the pointer.
-unsafe impl Sync for CParams {}
+unsafe impl Sync for Prefilter {}
+
+impl PartialEq for Prefilter {
+    /// The same function and parameter block (by address: a compressor
+    /// made for one serves the other).
+    fn eq(&self, other: &Self) -> bool {
+        self.func.map(|f| f as usize) == other.func.map(|f| f as usize) && self.params == other.params
+    }
+}
+
+impl Eq for Prefilter {}
+
+/// Everything that decides how chunks are compressed: the parameters and,
+/// for C callers, a prefilter. The one type every compressor is made from;
+/// it becomes c-blosc2's `blosc2_cparams` in one place ([`Compression::to_blosc`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Compression {
+    /// Codec, level, filters.
+    pub(crate) cparams: CParams,
+    /// A C caller's prefilter.
+    pub(crate) prefilter: Option<Prefilter>,
+}
 
 impl Default for CParams {
     fn default() -> Self {
@@ -83,42 +117,44 @@ impl Default for CParams {
             splitmode: b::BLOSC_AUTO_SPLIT as i32,
             filters: [0, 0, 0, 0, 0, b::BLOSC_SHUFFLE as u8],
             filters_meta: [0; 6],
-            prefilter: None,
-            preparams: ptr::null_mut(),
         }
     }
 }
 
-impl CParams {
-    /// Whether chunks compressed with `self` and with `other` are the same
-    /// bytes for the same data (so a compressed chunk can be copied as is).
-    #[must_use]
-    pub fn same_encoding(&self, other: &CParams) -> bool {
-        self.codec == other.codec
-            && self.codec_meta == other.codec_meta
-            && self.clevel == other.clevel
-            && self.use_dict == other.use_dict
-            && self.filters == other.filters
-            && self.filters_meta == other.filters_meta
-            && self.prefilter.is_none()
-            && other.prefilter.is_none()
+impl Compression {
+    /// Plain parameters, no prefilter.
+    pub(crate) fn plain(cparams: CParams) -> Self {
+        Compression { cparams, prefilter: None }
+    }
+
+    /// Whether chunks compressed with `self` and chunks a super-chunk
+    /// records as compressed with `stored` are the same bytes for the same
+    /// data (so a compressed chunk can be copied as is).
+    pub(crate) fn same_encoding(&self, stored: &CParams) -> bool {
+        let (a, b) = (&self.cparams, stored);
+        self.prefilter.is_none()
+            && (a.codec, a.codec_meta, a.clevel, a.use_dict, a.filters, a.filters_meta)
+                == (b.codec, b.codec_meta, b.clevel, b.use_dict, b.filters, b.filters_meta)
     }
 
     fn to_blosc(self, typesize: usize, blocksize: usize, nthreads: usize) -> b::blosc2_cparams {
+        let c = self.cparams;
         // SAFETY: returns a plain struct by value.
         let mut cp = unsafe { b::blosc2_get_blosc2_cparams_defaults() };
-        cp.compcode = self.codec;
-        cp.compcode_meta = self.codec_meta;
-        cp.clevel = self.clevel;
-        cp.use_dict = i32::from(self.use_dict);
+        cp.compcode = c.codec;
+        cp.compcode_meta = c.codec_meta;
+        cp.clevel = c.clevel;
+        cp.use_dict = i32::from(c.use_dict);
         cp.typesize = typesize as i32;
         cp.blocksize = blocksize as i32;
-        cp.splitmode = self.splitmode;
+        cp.splitmode = c.splitmode;
         cp.nthreads = nthreads.clamp(1, i16::MAX as usize) as i16;
-        cp.filters = self.filters;
-        cp.filters_meta = self.filters_meta;
-        cp.prefilter = self.prefilter;
-        cp.preparams = self.preparams;
+        cp.filters = c.filters;
+        cp.filters_meta = c.filters_meta;
+        if let Some(p) = self.prefilter {
+            cp.prefilter = p.func;
+            cp.preparams = p.params;
+        }
         cp
     }
 }
@@ -132,7 +168,7 @@ fn dparams(nthreads: usize) -> b::blosc2_dparams {
 
 /// Where a super-chunk lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Storage {
+pub(crate) struct Storage {
     /// One contiguous frame (true) or a sparse frame / separate chunks (false).
     pub contiguous: bool,
     /// A file (contiguous) or directory (sparse) path; `None` keeps it in memory.
@@ -140,7 +176,7 @@ pub struct Storage {
 }
 
 /// A compression context (one per worker; not shared between threads).
-pub struct CCtx(NonNull<b::blosc2_context>);
+pub(crate) struct CCtx(NonNull<b::blosc2_context>);
 
 // SAFETY: a blosc2 context may move between threads; it is never shared.
 unsafe impl Send for CCtx {}
@@ -149,19 +185,19 @@ impl CCtx {
     /// New context for chunks of `typesize`-byte items and `blocksize`-byte blocks.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 rejects the parameters.
-    pub fn new(cparams: &CParams, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
+    /// [`Error::Blosc`] if c-blosc2 rejects the parameters.
+    pub(crate) fn new(comp: &Compression, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
-        let p = unsafe { b::blosc2_create_cctx(cparams.to_blosc(typesize, blocksize, nthreads)) };
+        let p = unsafe { b::blosc2_create_cctx(comp.to_blosc(typesize, blocksize, nthreads)) };
         NonNull::new(p).map(CCtx).ok_or_else(|| Error::blosc("creating a compression context", None))
     }
 
     /// Compress `src` into a new chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if compression fails (bad codec, filter…).
-    pub fn compress(&mut self, src: &[u8]) -> Result<Vec<u8>> {
+    /// [`Error::Blosc`] if compression fails (bad codec, filter…).
+    pub(crate) fn compress(&mut self, src: &[u8]) -> Result<Vec<u8>> {
         let cap = src.len() + MAX_OVERHEAD;
         let mut out: Vec<u8> = Vec::with_capacity(cap);
         // SAFETY: src is valid for src.len() bytes, out has cap writable bytes;
@@ -192,7 +228,7 @@ impl Drop for CCtx {
 }
 
 /// A decompression context (one per worker; not shared between threads).
-pub struct DCtx(NonNull<b::blosc2_context>);
+pub(crate) struct DCtx(NonNull<b::blosc2_context>);
 
 // SAFETY: a blosc2 context may move between threads; it is never shared.
 unsafe impl Send for DCtx {}
@@ -201,8 +237,8 @@ impl DCtx {
     /// New context using `nthreads` blosc threads.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot create it.
-    pub fn new(nthreads: usize) -> Result<Self> {
+    /// [`Error::Blosc`] if c-blosc2 cannot create it.
+    pub(crate) fn new(nthreads: usize) -> Result<Self> {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
         let p = unsafe { b::blosc2_create_dctx(dparams(nthreads)) };
@@ -215,8 +251,8 @@ impl DCtx {
     /// block count.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] on a corrupt chunk or a size mismatch.
-    pub fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
+    /// [`Error::Blosc`] on a corrupt chunk or a size mismatch.
+    pub(crate) fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
         let info = chunk.info()?;
         if info.nbytes != dst.len() {
             return Err(Error::InvalidFormat(format!(
@@ -263,8 +299,8 @@ impl Drop for DCtx {
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
-/// [`Error::BloscFailed`] if it does not decompress.
-pub fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
+/// [`Error::Blosc`] if it does not decompress.
+pub(crate) fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
     let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
     let mut out = vec![0u8; nbytes];
     DCtx::new(1)?.decompress(&chunk, &mut out, None)?;
@@ -285,7 +321,7 @@ unsafe fn raw_bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
 
 /// Sizes read from a chunk header.
 #[derive(Clone, Copy, Debug)]
-pub struct ChunkInfo {
+pub(crate) struct ChunkInfo {
     /// Uncompressed bytes.
     pub nbytes: usize,
     /// Compressed bytes.
@@ -295,7 +331,7 @@ pub struct ChunkInfo {
 }
 
 /// A compressed chunk fetched from a super-chunk (owned or borrowed).
-pub struct Chunk<'a> {
+pub(crate) struct Chunk<'a> {
     data: *const u8,
     len: usize,
     needs_free: bool,
@@ -309,7 +345,7 @@ unsafe impl Send for Chunk<'_> {}
 impl Chunk<'_> {
     /// The compressed bytes.
     #[must_use]
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];
         }
@@ -321,7 +357,7 @@ impl Chunk<'_> {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] if the header is too short or inconsistent.
-    pub fn info(&self) -> Result<ChunkInfo> {
+    pub(crate) fn info(&self) -> Result<ChunkInfo> {
         chunk_info(self.bytes())
     }
 }
@@ -339,7 +375,7 @@ impl Drop for Chunk<'_> {
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] if `bytes` is not a complete chunk.
-pub fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
+pub(crate) fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
     if bytes.len() < b::BLOSC_MIN_HEADER_LENGTH as usize {
         return Err(Error::InvalidFormat(format!("chunk of {} bytes is shorter than a header", bytes.len())));
     }
@@ -355,9 +391,9 @@ pub fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
 /// A special chunk of `nbytes` bytes in which every `typesize`-byte item is `value`.
 ///
 /// # Errors
-/// [`Error::BloscFailed`] if c-blosc2 refuses.
-pub fn repeat_chunk(
-    cparams: &CParams,
+/// [`Error::Blosc`] if c-blosc2 refuses.
+pub(crate) fn repeat_chunk(
+    comp: &Compression,
     typesize: usize,
     blocksize: usize,
     nbytes: usize,
@@ -366,7 +402,7 @@ pub fn repeat_chunk(
     init();
     let cap = MAX_OVERHEAD + typesize;
     let mut out = vec![0u8; cap];
-    let cp = cparams.to_blosc(typesize, blocksize, 1);
+    let cp = comp.to_blosc(typesize, blocksize, 1);
     // SAFETY: out has cap bytes; value has typesize bytes (checked by callers).
     let rc = unsafe {
         if value.iter().all(|&x| x == 0) {
@@ -384,7 +420,7 @@ pub fn repeat_chunk(
 
 /// The kind of special chunk to fill a fresh super-chunk with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Special {
+pub(crate) enum Special {
     /// All zeros.
     Zeros,
     /// Unspecified contents (read back as zeros by c-blosc2).
@@ -392,16 +428,12 @@ pub enum Special {
 }
 
 /// An owned c-blosc2 super-chunk.
-pub struct SChunk {
+pub(crate) struct SChunk {
     ptr: NonNull<b::blosc2_schunk>,
     lock: Mutex<()>,
     /// The frame lives in a caller's buffer (`from_cframe` without a copy):
     /// c-blosc2 would `realloc` it on a write, so it must not be written.
     borrowed: bool,
-    /// Per-chunk checksums (see [`crate::checksum`]), when the super-chunk keeps them.
-    sums: Option<Table>,
-    /// Undo journal of the array-level write in progress (see [`journal`]).
-    journal: journal::Slot,
 }
 
 // SAFETY: the super-chunk is owned; every call made through &self holds `lock`.
@@ -411,9 +443,7 @@ unsafe impl Sync for SChunk {}
 
 impl SChunk {
     fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::blosc(what, None))?;
-        sc.load_checksums()?;
-        Ok(sc)
+        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::blosc(what, None))
     }
 
     fn adopt(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
@@ -428,7 +458,7 @@ impl SChunk {
         if r.frame.is_null() && !r.data.is_null() && r.data_len < table {
             r.data_len = table;
         }
-        SChunk { ptr, lock: Mutex::new(()), borrowed: false, sums: None, journal: journal::Slot::Idle }
+        SChunk { ptr, lock: Mutex::new(()), borrowed: false }
     }
 
     fn guard(&self) -> MutexGuard<'_, ()> {
@@ -444,17 +474,17 @@ impl SChunk {
     /// Create an empty super-chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot create it (unwritable path, …).
-    pub fn new(
+    /// [`Error::Blosc`] if c-blosc2 cannot create it (unwritable path, …).
+    pub(crate) fn new(
         storage: &Storage,
-        cparams: &CParams,
+        comp: &Compression,
         typesize: usize,
         blocksize: usize,
         nthreads: usize,
     ) -> Result<Self> {
         init();
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
-        let mut cp = cparams.to_blosc(typesize, blocksize, nthreads);
+        let mut cp = comp.to_blosc(typesize, blocksize, nthreads);
         let mut dp = dparams(nthreads);
         // SAFETY: returns a plain struct by value.
         let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
@@ -467,19 +497,17 @@ impl SChunk {
         Self::wrap(p, "creating the super-chunk")
     }
 
-    /// Open a frame file or sparse-frame directory: first roll back a write
-    /// that was interrupted (see [`journal::recover`]), then check the frame
-    /// with [`frame_check`] before c-blosc2 parses it.
+    /// Open a frame file or sparse-frame directory, checking the frame
+    /// with [`frame_check`] before c-blosc2 parses it. (Rolling back an
+    /// interrupted write first is the store's business.)
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if it does not exist; [`Error::InvalidFormat`]
-    /// if it is not a sound frame; [`Error::BloscFailed`] if c-blosc2 refuses
-    /// it; as [`journal::recover`].
-    pub fn open(urlpath: &str) -> Result<Self> {
+    /// if it is not a sound frame; [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(crate) fn open(urlpath: &str) -> Result<Self> {
         init();
-        journal::recover(urlpath)?;
         let dir = std::path::Path::new(urlpath);
-        if dir.is_dir() && !dir.join("chunks.b2frame").is_file() {
+        if dir.is_dir() && !super::frame::is_sparse_dir(dir) {
             // Refused here: c-blosc2 2.15 leaks a copy of the path when it
             // finds no sparse-frame index (frame_from_file_offset).
             return Err(Error::blosc(format!("opening '{urlpath}' (no sparse-frame index in it)"), None));
@@ -501,8 +529,8 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] if the buffer is not a sound frame (see
-    /// [`frame_check`]); [`Error::BloscFailed`] if c-blosc2 refuses it.
-    pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
+    /// [`frame_check`]); [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(crate) unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
         init();
         if !copy {
             // SAFETY: as the caller guarantees.
@@ -555,54 +583,52 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::NullPointer`] if `p` is NULL.
-    pub unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
-        let mut sc = NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))?;
-        sc.load_checksums()?;
-        Ok(sc)
+    pub(crate) unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
+        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
     }
 
     /// Whether the frame lives in a caller's buffer (see [`SChunk::from_cframe`]);
     /// such a super-chunk must be copied before it is written.
     #[must_use]
-    pub fn borrows_buffer(&self) -> bool {
+    pub(crate) fn borrows_buffer(&self) -> bool {
         self.borrowed
     }
 
     /// The raw pointer (for C callers who use `arr->sc` directly).
     #[must_use]
-    pub fn as_ptr(&self) -> *mut b::blosc2_schunk {
+    pub(crate) fn as_ptr(&self) -> *mut b::blosc2_schunk {
         self.ptr.as_ptr()
     }
 
     /// Number of chunks.
     #[must_use]
-    pub fn nchunks(&self) -> i64 {
+    pub(crate) fn nchunks(&self) -> i64 {
         self.raw().nchunks
     }
     /// Item size recorded in the super-chunk.
     #[must_use]
-    pub fn typesize(&self) -> i32 {
+    pub(crate) fn typesize(&self) -> i32 {
         self.raw().typesize
     }
     /// Uncompressed size of a chunk (0 before the first one).
     #[must_use]
-    pub fn chunksize(&self) -> i32 {
+    pub(crate) fn chunksize(&self) -> i32 {
         self.raw().chunksize
     }
     /// Uncompressed bytes.
     #[must_use]
-    pub fn nbytes(&self) -> i64 {
+    pub(crate) fn nbytes(&self) -> i64 {
         self.raw().nbytes
     }
     /// Compressed bytes.
     #[must_use]
-    pub fn cbytes(&self) -> i64 {
+    pub(crate) fn cbytes(&self) -> i64 {
         self.raw().cbytes
     }
 
     /// The storage this super-chunk lives in.
     #[must_use]
-    pub fn storage(&self) -> Storage {
+    pub(crate) fn storage(&self) -> Storage {
         let st = self.raw().storage;
         if st.is_null() {
             return Storage { contiguous: true, urlpath: None };
@@ -617,7 +643,7 @@ impl SChunk {
 
     /// Compression parameters as recorded in the super-chunk.
     #[must_use]
-    pub fn cparams(&self) -> CParams {
+    pub(crate) fn cparams(&self) -> CParams {
         let r = self.raw();
         CParams {
             codec: r.compcode,
@@ -627,8 +653,6 @@ impl SChunk {
             splitmode: i32::from(r.splitmode),
             filters: r.filters,
             filters_meta: r.filters_meta,
-            prefilter: None,
-            preparams: ptr::null_mut(),
         }
     }
 
@@ -643,7 +667,7 @@ impl SChunk {
 
     /// Names of the fixed-size metalayers, in order.
     #[must_use]
-    pub fn meta_names(&self) -> Vec<String> {
+    pub(crate) fn meta_names(&self) -> Vec<String> {
         let r = self.raw();
         (0..usize::from(r.nmetalayers).min(MAX_METALAYERS))
             .filter_map(|i| {
@@ -656,13 +680,13 @@ impl SChunk {
 
     /// Whether a fixed-size metalayer exists.
     #[must_use]
-    pub fn meta_exists(&self, name: &str) -> bool {
+    pub(crate) fn meta_exists(&self, name: &str) -> bool {
         self.meta_index(name).is_some()
     }
 
     /// The content of a fixed-size metalayer.
     #[must_use]
-    pub fn meta_get(&self, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn meta_get(&self, name: &str) -> Option<Vec<u8>> {
         let i = self.meta_index(name)?;
         let m = self.raw().metalayers[i];
         // SAFETY: a live metalayer's content holds content_len bytes.
@@ -679,8 +703,8 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if it exists, the name is too long, or all
-    /// slots are taken; [`Error::BloscFailed`] if c-blosc2 cannot write it.
-    pub fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
+    /// slots are taken; [`Error::Blosc`] if c-blosc2 cannot write it.
+    pub(super) fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
         check_meta_name(name)?;
         if self.meta_exists(name) {
             return Err(Error::InvalidArgument(format!("metalayer '{name}' already exists")));
@@ -690,7 +714,6 @@ impl SChunk {
         }
         let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
         let n = cstring(name, "metalayer name")?;
-        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
         let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
         if rc < 0 {
@@ -704,7 +727,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if it does not exist or would grow.
-    pub fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
+    pub(super) fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
         let Some(old) = self.meta_get(name) else {
             return Err(Error::InvalidArgument(format!("metalayer '{name}' does not exist")));
         };
@@ -720,7 +743,6 @@ impl SChunk {
         let mut padded = content.to_vec();
         padded.resize(old.len(), 0);
         let n = cstring(name, "metalayer name")?;
-        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
         let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
         if rc < 0 {
@@ -733,7 +755,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the name holds a NUL byte.
-    pub fn vlmeta_exists(&self, name: &str) -> Result<bool> {
+    pub(crate) fn vlmeta_exists(&self, name: &str) -> Result<bool> {
         let n = cstring(name, "vlmetalayer name")?;
         let _g = self.guard();
         // SAFETY: valid super-chunk and C string.
@@ -743,8 +765,8 @@ impl SChunk {
     /// The content of a variable-length metalayer, if it exists.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it exists but cannot be decompressed.
-    pub fn vlmeta_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+    /// [`Error::Blosc`] if it exists but cannot be decompressed.
+    pub(crate) fn vlmeta_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
         if !self.vlmeta_exists(name)? {
             return Ok(None);
         }
@@ -774,8 +796,8 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if it exists (add) or does not (update);
-    /// [`Error::BloscFailed`] if c-blosc2 cannot store it.
-    pub fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &CParams) -> Result<()> {
+    /// [`Error::Blosc`] if c-blosc2 cannot store it.
+    pub(super) fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &CParams) -> Result<()> {
         check_meta_name(name)?;
         let exists = self.vlmeta_exists(name)?;
         if exists != update {
@@ -787,10 +809,7 @@ impl SChunk {
         }
         let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
         let n = cstring(name, "vlmetalayer name")?;
-        let mut cp = cparams.to_blosc(1, 0, 1);
-        cp.prefilter = None;
-        cp.preparams = ptr::null_mut();
-        self.journal_before(&[Op::Meta])?;
+        let mut cp = Compression::plain(*cparams).to_blosc(1, 0, 1);
         // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
         let rc = unsafe {
             if update {
@@ -807,7 +826,7 @@ impl SChunk {
 
     /// Names of the variable-length metalayers.
     #[must_use]
-    pub fn vlmeta_names(&self) -> Vec<String> {
+    pub(crate) fn vlmeta_names(&self) -> Vec<String> {
         let r = self.raw();
         (0..usize::try_from(r.nvlmetalayers).unwrap_or(0).min(MAX_VLMETALAYERS))
             .filter_map(|i| {
@@ -818,22 +837,13 @@ impl SChunk {
             .collect()
     }
 
-    /// Fetch compressed chunk `n` (borrowed from memory or read from disk).
+    /// Fetch compressed chunk `n` (borrowed from memory or read from disk),
+    /// unchecked: [`super::Store::chunk`] checks it against its checksum.
     /// A chunk the super-chunk has never initialised comes back empty.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it cannot be read.
-    /// [`Error::Corrupt`] if it fails its checksum.
-    pub fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
-        let chunk = self.chunk_unchecked(n)?;
-        if let Some(t) = &self.sums {
-            t.check(n, self.nchunks(), chunk.bytes())?;
-        }
-        Ok(chunk)
-    }
-
-    /// [`SChunk::chunk`] without the checksum check.
-    fn chunk_unchecked(&self, n: i64) -> Result<Chunk<'_>> {
+    /// [`Error::InvalidArgument`] if `n` is out of range; [`Error::Blosc`] if it cannot be read.
+    pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
         }
@@ -848,58 +858,35 @@ impl SChunk {
                 // SAFETY: blosc2 handed us a malloc'ed buffer.
                 unsafe { libc::free(data.cast()) };
             }
-            return Err(blosc_err(&format!("reading chunk {n}"), i64::from(rc)));
+            return Err(Error::blosc(format!("reading chunk {n}"), i64::from(rc)));
         }
         let len = if data.is_null() { 0 } else { rc as usize };
         Ok(Chunk { data, len, needs_free, _owner: std::marker::PhantomData })
     }
 
-    /// Chunk `n`'s checksum, as [`SChunk::chunk`] hands it back.
-    fn chunk_hash(&self, n: i64) -> Result<u64> {
-        self.chunk_unchecked(n).map(|c| checksum::hash(c.bytes()))
-    }
-
     /// Append a compressed chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it (size mismatch, I/O).
-    pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
+    /// [`Error::Blosc`] if c-blosc2 refuses it (size mismatch, I/O).
+    pub(super) fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
         let before = self.nchunks();
-        self.journal_before(&[Op::Append])?;
         // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
         let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
         if rc != before + 1 {
-            return Err(blosc_err("appending a chunk", rc));
+            return Err(Error::blosc("appending a chunk", rc));
         }
-        self.track(|sc, t| sc.chunk_hash(before).map(|h| t.push(h)))
+        Ok(())
     }
 
     /// Replace chunk `n`.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
-    pub fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
-        self.update_chunks(&[(n, chunk)])
-    }
-
-    /// Replace several chunks, in order (journaled in one go).
-    ///
-    /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses one (those before it are replaced).
-    pub fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
-        // An unreadable header: blosc2 refuses it below, but save as if it fitted.
-        let cbytes = |c: &C| chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
-        let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
-        self.journal_before(&ops)?;
-        for (n, chunk) in chunks {
-            // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
-            let rc =
-                unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), *n, chunk.as_ref().as_ptr().cast_mut(), true) };
-            if rc < 0 {
-                return Err(blosc_err(&format!("updating chunk {n}"), rc));
-            }
-            let n = *n;
-            self.track(|sc, t| sc.chunk_hash(n).map(|h| t.set(n as usize, h)))?;
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(super) fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
+        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+        let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
+        if rc < 0 {
+            return Err(Error::blosc(format!("updating chunk {n}"), rc));
         }
         Ok(())
     }
@@ -907,61 +894,39 @@ impl SChunk {
     /// Remove chunk `n`; the chunks after it move down by one.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
-    pub fn delete_chunk(&mut self, n: i64) -> Result<()> {
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(super) fn delete_chunk(&mut self, n: i64) -> Result<()> {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
         }
-        self.journal_before(&[Op::Delete(n)])?;
         // SAFETY: valid super-chunk and chunk index.
         let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
         if rc < 0 {
-            return Err(blosc_err(&format!("deleting chunk {n}"), rc));
+            return Err(Error::blosc(format!("deleting chunk {n}"), rc));
         }
-        self.track(|_, t| {
-            t.remove(n as usize);
-            Ok(())
-        })
+        Ok(())
     }
 
     /// Permute the chunks without touching their data: chunk `i` becomes the
-    /// one that was at `order[i]`.
+    /// one that was at `order[i]` (a permutation, checked by the caller).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if `order` is not a permutation of the
-    /// chunk indices; [`Error::BloscFailed`] if c-blosc2 refuses it.
-    pub fn reorder(&mut self, order: &[i64]) -> Result<()> {
-        let n = self.nchunks();
-        let mut seen = vec![false; order.len()];
-        let valid = order.len() as i64 == n
-            && order.iter().all(|&o| o >= 0 && o < n && !std::mem::replace(&mut seen[o as usize], true));
-        if !valid {
-            return Err(Error::InvalidArgument("chunk order is not a permutation".into()));
-        }
-        if n == 0 || order.iter().enumerate().all(|(i, &o)| i as i64 == o) {
-            return Ok(());
-        }
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(super) fn reorder(&mut self, order: &[i64]) -> Result<()> {
         let mut order = order.to_vec();
-        self.journal_before(&[Op::Meta])?;
-        // SAFETY: valid super-chunk; order holds nchunks entries (checked).
+        // SAFETY: valid super-chunk; order holds nchunks entries (checked by the caller).
         let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
         if rc < 0 {
-            return Err(blosc_err("reordering chunks", i64::from(rc)));
+            return Err(Error::blosc("reordering chunks", i64::from(rc)));
         }
-        self.track(|_, t| {
-            t.reorder(&order);
-            Ok(())
-        })
+        Ok(())
     }
 
     /// Fill an empty super-chunk with `nchunks` special chunks of `chunk_nbytes` bytes.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses (too many chunks, I/O).
-    pub fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
-        if nchunks == 0 {
-            return Ok(());
-        }
+    /// [`Error::Blosc`] if c-blosc2 refuses (too many chunks, I/O).
+    pub(super) fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
         let typesize = self.typesize().max(1) as i64;
         let nitems = nchunks
             .checked_mul(chunk_nbytes as i64 / typesize)
@@ -970,26 +935,21 @@ impl SChunk {
             Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
             Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
         } as i32;
-        self.journal_before(&[Op::Meta])?;
         // SAFETY: valid, empty super-chunk.
         let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
         if rc < 0 || self.nchunks() != nchunks {
-            return Err(blosc_err("filling with special chunks", rc));
+            return Err(Error::blosc("filling with special chunks", rc));
         }
-        // Every special chunk of one kind comes back as the same bytes.
-        self.track(|sc, t| {
-            let sum = sc.chunk_hash(0)?;
-            (0..nchunks).for_each(|_| t.push(sum));
-            Ok(())
-        })
+        Ok(())
     }
+
 
     /// Serialise to a contiguous frame: `(pointer, length, needs_free)`. When
     /// `needs_free` is false the pointer borrows the super-chunk's own frame.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot serialise it.
-    pub fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
+    /// [`Error::Blosc`] if c-blosc2 cannot serialise it.
+    pub(crate) fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
         let (mut data, mut needs_free) = (ptr::null_mut::<u8>(), false);
         let len = {
             let _g = self.guard();
@@ -1006,8 +966,8 @@ impl SChunk {
     /// parameters: chunks are copied compressed, metalayers and vlmetalayers included.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot write the copy.
-    pub fn copy_to(&self, storage: &Storage, nthreads: usize) -> Result<SChunk> {
+    /// [`Error::Blosc`] if c-blosc2 cannot write the copy.
+    pub(crate) fn copy_to(&self, storage: &Storage, nthreads: usize) -> Result<SChunk> {
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut dp = dparams(nthreads);
         // SAFETY: returns a plain struct by value.
@@ -1025,63 +985,12 @@ impl SChunk {
         Self::wrap(p, "copying the super-chunk")
     }
 
-    /// Apply `change` to the checksum table, if the super-chunk keeps one.
-    /// A change that cannot be recorded leaves a table that no longer
-    /// matches, so reads report it instead of trusting stale sums.
-    fn track(&mut self, change: impl FnOnce(&SChunk, &mut Table) -> Result<()>) -> Result<()> {
-        let Some(mut t) = self.sums.take() else { return Ok(()) };
-        let r = change(self, &mut t);
-        self.sums = Some(t);
-        r
-    }
-
-    /// Whether the super-chunk keeps per-chunk checksums.
-    #[must_use]
-    pub fn has_checksums(&self) -> bool {
-        self.sums.is_some()
-    }
-
-    /// Start keeping per-chunk checksums (hashing every chunk now); stored
-    /// by the next [`SChunk::flush_checksums`]. Nothing happens if it already keeps them.
-    ///
-    /// # Errors
-    /// [`Error::BloscFailed`] if a chunk cannot be read.
-    pub fn enable_checksums(&mut self) -> Result<()> {
-        if self.sums.is_none() {
-            let sums = (0..self.nchunks()).map(|n| self.chunk_hash(n)).collect::<Result<Vec<_>>>()?;
-            self.sums = Some(Table::new(sums));
-        }
-        Ok(())
-    }
-
-    /// Store the checksum table if it changed since it was last stored.
-    ///
-    /// # Errors
-    /// [`Error::BloscFailed`] if the vlmetalayer cannot be written.
-    pub fn flush_checksums(&mut self) -> Result<()> {
-        let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
-        let update = self.vlmeta_exists(checksum::VLMETA_NAME)?;
-        let r = self.vlmeta_put(checksum::VLMETA_NAME, &content, update, &CParams::default());
-        if r.is_err() {
-            self.sums.as_mut().map(Table::mark_dirty);
-        }
-        r
-    }
-
-    /// Read the checksum table, if the super-chunk stores one.
-    fn load_checksums(&mut self) -> Result<()> {
-        if let Some(content) = self.vlmeta_get(checksum::VLMETA_NAME)? {
-            self.sums = Some(Table::decode(&content)?);
-        }
-        Ok(())
-    }
-
     /// The chunk offsets of a frame-backed super-chunk, as recorded in its
     /// offsets chunk (byte offsets into the data section, chunk file numbers
     /// of a sparse frame; negative for special chunks). Empty without chunks.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if the offsets cannot be read.
+    /// [`Error::Blosc`] if the offsets cannot be read.
     pub(crate) fn frame_offsets(&self) -> Result<Vec<i64>> {
         let n = usize::try_from(self.nchunks()).unwrap_or(0);
         if n == 0 || self.raw().frame.is_null() {
@@ -1101,43 +1010,9 @@ impl SChunk {
         }
     }
 
-    /// Start an array-level write: its changes on disk are journaled from
-    /// the first one on, so a crash leaves the state before it. `false` if
-    /// one is already running (the caller joins it).
-    pub(crate) fn journal_arm(&mut self) -> bool {
-        self.journal.arm()
-    }
-
-    /// End an array-level write successfully.
-    ///
-    /// # Errors
-    /// [`Error::Io`] if the frame cannot be synced or the journal removed.
-    pub(crate) fn journal_commit(&mut self) -> Result<()> {
-        let mut slot = std::mem::take(&mut self.journal);
-        let r = slot.commit(self);
-        self.journal = slot;
-        r
-    }
-
-    /// End a failed array-level write, undoing its changes on disk. `true`
-    /// if something was undone: the super-chunk must then be reopened.
-    ///
-    /// # Errors
-    /// As [`journal::recover`].
-    pub(crate) fn journal_abort(&mut self) -> Result<bool> {
-        self.journal.abort()
-    }
-
-    fn journal_before(&mut self, ops: &[Op]) -> Result<()> {
-        let mut slot = std::mem::take(&mut self.journal);
-        let r = slot.before(self, ops);
-        self.journal = slot;
-        r
-    }
-
     /// Give up ownership, returning the raw pointer.
     #[must_use]
-    pub fn into_raw(self) -> *mut b::blosc2_schunk {
+    pub(crate) fn into_raw(self) -> *mut b::blosc2_schunk {
         let p = self.ptr.as_ptr();
         std::mem::forget(self);
         p
@@ -1164,8 +1039,8 @@ fn check_meta_name(name: &str) -> Result<()> {
 /// exist is not an error.
 ///
 /// # Errors
-/// [`Error::BloscFailed`] if it exists and cannot be removed.
-pub fn remove_urlpath(urlpath: &str) -> Result<()> {
+/// [`Error::Blosc`] if it exists and cannot be removed.
+pub(crate) fn remove_urlpath(urlpath: &str) -> Result<()> {
     let url = cstring(urlpath, "urlpath")?;
     // SAFETY: valid C string.
     let rc = unsafe { b::blosc2_remove_urlpath(url.as_ptr()) };
@@ -1179,14 +1054,14 @@ pub fn remove_urlpath(urlpath: &str) -> Result<()> {
 ///
 /// # Safety
 /// `p` must come from malloc and not be used again.
-pub unsafe fn free(p: *mut c_void) {
+pub(crate) unsafe fn free(p: *mut c_void) {
     // SAFETY: as the caller guarantees.
     unsafe { libc::free(p) }
 }
 
 /// The c-blosc2 version string.
 #[must_use]
-pub fn blosc2_version() -> String {
+pub(crate) fn blosc2_version() -> String {
     // SAFETY: returns a static C string.
     unsafe { CStr::from_ptr(b::blosc2_get_version_string() as *const c_char) }.to_string_lossy().into_owned()
 }

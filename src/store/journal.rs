@@ -51,7 +51,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::schunk::{self, SChunk};
+use super::blosc::{self as schunk, SChunk};
+use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
 
 /// Suffix of the journal beside an array's urlpath.
 const JOURNAL_SUFFIX: &str = ".caterva-journal";
@@ -60,8 +61,6 @@ const TMP_SUFFIX: &str = ".caterva-journal-tmp";
 /// Suffix of a sparse-frame directory being replaced by [`replace_dir`].
 const OLD_SUFFIX: &str = ".caterva-old";
 const MAGIC: &[u8; 8] = b"CTVJRNL1";
-/// The sparse-frame index file.
-const INDEX: &str = "chunks.b2frame";
 
 // Record tags.
 const TARGET: u8 = 1; // key: kind (0 file, 1 directory); payload: identity
@@ -75,12 +74,6 @@ const BASE_END: u8 = 7; // end of the records written before any change
 const KIND_FILE: u64 = 0;
 const KIND_DIR: u64 = 1;
 
-// Frame header fields (c-blosc2 frame.h): msgpack markers and big-endian values.
-const HEADER_LEN_AT: usize = 11; // int32, marker 0xd2 before it
-const CBYTES_AT: usize = 39; // int64, marker 0xd3 before it
-const HEADER_MINLEN: u64 = 87;
-/// Offset of the compressed size in a chunk header (little-endian int32).
-const CHUNK_CBYTES_AT: usize = 12;
 
 /// A change an [`SChunk`] is about to make, as far as the journal cares.
 #[derive(Clone, Copy, Debug)]
@@ -113,14 +106,10 @@ pub(crate) enum Slot {
 }
 
 impl Slot {
-    /// Start an array-level write; `false` if one is already running (the
-    /// caller then joins it, and the outer write commits or aborts).
-    pub(crate) fn arm(&mut self) -> bool {
-        let idle = matches!(self, Slot::Idle);
-        if idle {
-            *self = Slot::Armed;
-        }
-        idle
+    /// The slot of a transaction that starts now: the journal is made at
+    /// its first change, if the super-chunk is persistent.
+    pub(crate) fn armed() -> Self {
+        Slot::Armed
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -250,7 +239,7 @@ impl Layout {
         }
         let mut f = File::open(path).map_err(io_err("opening", path))?;
         let head = read_at(&mut f, at, 16).map_err(io_err("reading", path))?;
-        let old = u64::from(u32::from_le_bytes(head[CHUNK_CBYTES_AT..16].try_into().unwrap_or_default()));
+        let old = u64::from(u32::from_le_bytes(head[CHUNK_POS_CBYTES..CHUNK_POS_CBYTES + 4].try_into().unwrap_or_default()));
         // c-blosc2 writes over the old chunk only when the new one fits.
         if cbytes > old {
             return Ok(None);
@@ -290,17 +279,6 @@ fn sibling(urlpath: &str, suffix: &str) -> PathBuf {
 
 fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
     move |e| Error::io(what, Some(path), &e)
-}
-
-fn chunk_file(dir: &Path, id: i64) -> PathBuf {
-    dir.join(format!("{:08X}.chunk", id as u32))
-}
-
-/// The chunk file number of a `%08X.chunk` name.
-fn chunk_id(name: &str) -> Option<i64> {
-    let hex = name.strip_suffix(".chunk")?;
-    let ok = hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
-    ok.then(|| i64::from_str_radix(hex, 16).ok()).flatten()
 }
 
 fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
@@ -452,13 +430,6 @@ fn parse(bytes: &[u8]) -> Result<Vec<Record<'_>>> {
     Ok(out)
 }
 
-fn read_at(file: &mut File, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
-    file.seek(SeekFrom::Start(at))?;
-    file.read_exact(&mut buf)?;
-    Ok(buf)
-}
-
 fn write_at(file: &mut File, at: u64, bytes: &[u8]) -> std::io::Result<()> {
     file.seek(SeekFrom::Start(at))?;
     file.write_all(bytes)
@@ -466,18 +437,6 @@ fn write_at(file: &mut File, at: u64, bytes: &[u8]) -> std::io::Result<()> {
 
 /// `header_len` and `header_len + cbytes` of a contiguous frame of `len`
 /// bytes, if its header is readable and consistent.
-fn frame_layout(head: &[u8], len: u64) -> Option<(u64, u64)> {
-    let be32 = head.get(HEADER_LEN_AT..HEADER_LEN_AT + 4)?;
-    let be64 = head.get(CBYTES_AT..CBYTES_AT + 8)?;
-    if head[HEADER_LEN_AT - 1] != 0xd2 || head[CBYTES_AT - 1] != 0xd3 {
-        return None;
-    }
-    let header_len = u64::try_from(i32::from_be_bytes(be32.try_into().ok()?)).ok()?;
-    let cbytes = u64::try_from(i64::from_be_bytes(be64.try_into().ok()?)).ok()?;
-    let data_end = header_len.checked_add(cbytes)?;
-    (header_len >= HEADER_MINLEN && data_end <= len).then_some((header_len, data_end))
-}
-
 impl Journal {
     /// Write the journal for the array at `url` before its first changes, `ops`.
     fn begin(sc: &SChunk, url: &str, ops: &[Op]) -> Result<Journal> {
@@ -526,9 +485,9 @@ impl Journal {
         let path = PathBuf::from(url);
         let mut f = File::open(&path).map_err(io_err("opening", &path))?;
         let len = f.metadata().map_err(io_err("reading", &path))?.len();
-        let head = read_at(&mut f, 0, len.min(HEADER_MINLEN) as usize).map_err(io_err("reading", &path))?;
+        let head = read_at(&mut f, 0, len.min(HEADER_MINLEN as u64) as usize).map_err(io_err("reading", &path))?;
         // An unreadable header: keep the whole file.
-        let (header_len, data_end) = frame_layout(&head, len).unwrap_or((0, 0));
+        let (header_len, data_end) = frame::data_section(&head, len).unwrap_or((0, 0));
         let id = identity(&path).map_err(io_err("reading", &path))?;
         let mut base = MAGIC.to_vec();
         base.extend(record(TARGET, KIND_FILE, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
@@ -543,7 +502,7 @@ impl Journal {
     /// Base records of a sparse frame: its index and the chunk files it uses.
     fn base_dir(sc: &SChunk, url: &str) -> Result<(Vec<u8>, Layout)> {
         let dir = PathBuf::from(url);
-        let index = dir.join(INDEX);
+        let index = dir.join(SPARSE_INDEX);
         let content = std::fs::read(&index).map_err(io_err("reading", &index))?;
         let id = identity(&index).map_err(io_err("reading", &index))?;
         let in_use: BTreeSet<i64> = sc.frame_offsets()?.into_iter().filter(|&o| o >= 0).collect();
@@ -593,7 +552,7 @@ impl Journal {
         match &self.layout {
             Layout::File { path, .. } => sync(path),
             Layout::Dir { dir, in_use, saved } => {
-                sync(&dir.join(INDEX))?;
+                sync(&dir.join(SPARSE_INDEX))?;
                 let offsets = sc.frame_offsets()?;
                 let new = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o));
                 for p in saved.iter().copied().chain(new).map(|id| chunk_file(dir, id)).filter(|p| p.exists()) {
@@ -615,7 +574,7 @@ fn rollback(file: &mut File, path: &Path, url: &str) -> Result<()> {
     let records = parse(&bytes).map_err(|e| Error::InvalidFormat(format!("'{url}': {}", e.message())))?;
     let target = &records[0];
     let dir = target.key == KIND_DIR;
-    let id_path = if dir { Path::new(url).join(INDEX) } else { PathBuf::from(url) };
+    let id_path = if dir { Path::new(url).join(SPARSE_INDEX) } else { PathBuf::from(url) };
     let stored: Vec<u64> = (0..2).filter_map(|i| u64_at(target.payload, 8 * i)).collect();
     match identity(&id_path) {
         // The frame it was written for is still there: undo.
@@ -662,7 +621,7 @@ fn undo_dir(dir: &Path, records: &[Record<'_>]) -> Result<()> {
     let mut in_use = BTreeSet::new();
     for r in records.iter().rev() {
         match r.tag {
-            INDEX_COPY => write(&dir.join(INDEX), r.payload)?,
+            INDEX_COPY => write(&dir.join(SPARSE_INDEX), r.payload)?,
             CHUNK_FILE => write(&chunk_file(dir, r.key as i64), r.payload)?,
             CHUNK_IDS => in_use.extend(r.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64)),
             _ => {}
@@ -777,7 +736,7 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
 /// [`recover`] puts it back if the process dies before `fresh` takes its place.
 ///
 /// # Errors
-/// [`Error::Io`] if a rename fails; [`Error::BloscFailed`] if the old
+/// [`Error::Io`] if a rename fails; [`Error::Blosc`] if the old
 /// directory cannot be removed.
 pub(crate) fn replace_dir(fresh: &str, target: &str) -> Result<()> {
     let old = sibling(target, OLD_SUFFIX);
@@ -808,7 +767,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::schunk::{repeat_chunk, CCtx, CParams};
+    use crate::store::blosc::{repeat_chunk, CCtx, CParams, Compression};
+    use crate::store::Store;
     use crate::{Array, Config, Context, Params, StorageParams};
 
     fn scratch(name: &str) -> PathBuf {
@@ -867,18 +827,22 @@ mod tests {
     fn crash_mid_write(url: &str) {
         let arr = Array::open(&ctx(), url).unwrap();
         let (chunk_nbytes, block_nbytes) = (arr.geometry().chunk_nbytes(), arr.geometry().block_nbytes());
-        let mut sc = arr.into_schunk();
-        let small = repeat_chunk(&CParams::default(), 4, block_nbytes, chunk_nbytes, &[1, 2, 3, 4]).unwrap();
-        let big =
-            CCtx::new(&CParams::default(), 4, block_nbytes, 1).unwrap().compress(&noise(chunk_nbytes, 9)).unwrap();
-        sc.journal_arm();
-        sc.update_chunk(0, &small).unwrap(); // fits: written over the old chunk
-        sc.update_chunk(2, &big).unwrap();
-        sc.append_chunk(&big).unwrap();
-        sc.delete_chunk(1).unwrap();
-        sc.reorder(&[4, 0, 1, 2, 3, 5]).unwrap();
-        sc.vlmeta_put("note", b"a longer note than before", true, &CParams::default()).unwrap();
-        drop(sc);
+        drop(arr);
+        let comp = Compression::default();
+        let small = repeat_chunk(&comp, 4, block_nbytes, chunk_nbytes, &[1, 2, 3, 4]).unwrap();
+        let big = CCtx::new(&comp, 4, block_nbytes, 1).unwrap().compress(&noise(chunk_nbytes, 9)).unwrap();
+        let mut store = Store::open(url).unwrap();
+        let r = store.write(|tx| {
+            tx.update_chunks(&[(0, &small)])?; // fits: written over the old chunk
+            tx.update_chunks(&[(2, &big)])?;
+            tx.append_chunk(&big)?;
+            tx.delete_chunk(1)?;
+            tx.reorder(&[4, 0, 1, 2, 3, 5])?;
+            tx.vlmeta_put("note", b"a longer note than before", true, &CParams::default())?;
+            tx.crash();
+            Err::<(), _>(Error::blosc("killed", None))
+        });
+        assert!(r.is_err());
     }
 
     fn both(name: &str, test: impl Fn(&str, bool)) {
@@ -992,13 +956,19 @@ mod tests {
     fn a_live_write_keeps_other_handles_out() {
         both("busy", |url, contiguous| {
             make(url, contiguous, 6);
-            let mut sc = SChunk::open(url).unwrap();
-            sc.journal_arm();
-            sc.vlmeta_put("note", b"second", true, &CParams::default()).unwrap();
-            let e = Array::open(&ctx(), url).unwrap_err();
-            assert!(matches!(e, Error::InvalidStorage { reason: ref m, .. } if m.contains("another handle")), "{e}");
-            sc.journal_commit().unwrap();
-            drop(sc);
+            let mut store = Store::open(url).unwrap();
+            store
+                .write(|tx| {
+                    tx.vlmeta_put("note", b"second", true, &CParams::default())?;
+                    let e = Array::open(&ctx(), url).unwrap_err();
+                    assert!(
+                        matches!(e, Error::InvalidStorage { reason: ref m, .. } if m.contains("another handle")),
+                        "{e}"
+                    );
+                    Ok(())
+                })
+                .unwrap();
+            drop(store);
             assert_eq!(Array::open(&ctx(), url).unwrap().vlmeta_get("note").unwrap(), b"second");
         });
     }
@@ -1006,16 +976,20 @@ mod tests {
     #[test]
     fn abort_undoes_a_failed_write() {
         both("abort", |url, contiguous| {
-            let arr = make(url, contiguous, 7);
+            drop(make(url, contiguous, 7));
             let before = snapshot(url);
-            let mut sc = arr.into_schunk();
-            sc.journal_arm();
-            let first = sc.chunk(0).unwrap().bytes().to_vec();
-            sc.append_chunk(&first).unwrap();
-            sc.update_chunk(1, &first).unwrap();
-            assert!(sc.journal_abort().unwrap());
-            assert!(!sc.journal_abort().unwrap(), "nothing left to undo");
-            drop(sc);
+            let mut store = Store::open(url).unwrap();
+            let first = store.chunk(0).unwrap().bytes().to_vec();
+            let r = store.write(|tx| {
+                tx.append_chunk(&first)?;
+                tx.update_chunks(&[(1, &first)])?;
+                assert!(journal_path(url).exists());
+                Err::<(), _>(Error::blosc("injected", None))
+            });
+            assert_eq!(r, Err(Error::blosc("injected", None)));
+            assert!(!journal_path(url).exists());
+            assert_eq!(store.nchunks(), 6, "the store was reloaded as it was");
+            drop(store);
             assert_eq!(snapshot(url), before);
         });
     }

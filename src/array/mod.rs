@@ -1,0 +1,199 @@
+//! [`Array`]: an N-dimensional array over a store (`crate::store::Store`).
+//!
+//! The methods are split by concern, one file each:
+//! - `create`: making arrays (from nothing, a buffer, a frame, a file, or
+//!   another array: `get_slice`, `copy`), persisting and removing them;
+//! - `io`: reading and writing regions and orthogonal selections;
+//! - `reshape`: resize, insert, append, delete, squeeze;
+//! - `meta`: metalayers, vlmetalayers, dtype;
+//! - `integrity`: checksums and `verify`.
+//!
+//! This file holds the types they share and the geometry a store describes.
+//! Every change of an array is one `Store::write` transaction: the methods
+//! compute what to write first (compressing new chunks in parallel), then
+//! apply it inside the transaction, and update `geom` only once it committed.
+
+mod create;
+mod integrity;
+mod io;
+mod meta;
+mod reshape;
+
+pub use integrity::ChunkProblem;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::geometry::{Geometry, MAX_DIM};
+use crate::meta::{self as codec, B2ND_META, CATERVA_META};
+use crate::store::blosc::Storage;
+use crate::store::Store;
+
+/// Element size and shape of a new array (`caterva_params_t`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Params {
+    /// Bytes per item, 1..=255.
+    pub itemsize: usize,
+    /// Shape, 0..=8 dimensions; 0 entries are allowed (empty axes).
+    pub shape: Vec<i64>,
+    /// NumPy dtype string recorded in the `b2nd` metalayer (`<f8`, `<i2`…),
+    /// which python-blosc2 uses; `None` records the unsigned integer of the
+    /// item size (`|u1`, `<u2`, `<u4`, `<u8`) or raw bytes (`|V<n>`).
+    pub dtype: Option<String>,
+}
+
+/// A user metalayer: a name and opaque bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Metalayer {
+    /// Name (1..=31 bytes, no NUL).
+    pub name: String,
+    /// Content.
+    pub content: Vec<u8>,
+}
+
+/// Partitions, location and initial metalayers of a new array (`caterva_storage_t`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StorageParams {
+    /// Chunk shape, one entry per dimension.
+    pub chunkshape: Vec<i32>,
+    /// Block shape, one entry per dimension (each ≤ the chunk's).
+    pub blockshape: Vec<i32>,
+    /// One contiguous frame (file) or a sparse frame (directory of chunk files).
+    pub contiguous: bool,
+    /// Where to persist it; `None` keeps it in memory.
+    pub urlpath: Option<String>,
+    /// Fixed-size user metalayers, at most 15.
+    pub metalayers: Vec<Metalayer>,
+}
+
+impl StorageParams {
+    pub(crate) fn storage(&self) -> Storage {
+        Storage { contiguous: self.contiguous, urlpath: self.urlpath.clone() }
+    }
+}
+
+/// An N-dimensional array of fixed-size items, compressed in chunks and
+/// blocks in a Blosc2 super-chunk.
+///
+/// Reads take `&self` and may run from many threads at once; anything that
+/// changes the array takes `&mut self`.
+pub struct Array {
+    geom: Geometry,
+    store: Store,
+    ctx: Context,
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Array").field("geometry", &self.geom).field("storage", &self.store.storage()).finish()
+    }
+}
+
+impl Array {
+    /// The geometry: item size, shape, chunk and block shapes.
+    #[must_use]
+    pub fn geometry(&self) -> &Geometry {
+        &self.geom
+    }
+    /// Number of dimensions.
+    #[must_use]
+    pub fn ndim(&self) -> usize {
+        self.geom.ndim()
+    }
+    /// Bytes per item.
+    #[must_use]
+    pub fn itemsize(&self) -> usize {
+        self.geom.itemsize()
+    }
+    /// Shape.
+    #[must_use]
+    pub fn shape(&self) -> &[i64] {
+        self.geom.shape()
+    }
+    /// Number of items.
+    #[must_use]
+    pub fn nitems(&self) -> i64 {
+        self.geom.nitems()
+    }
+    /// The context the array uses.
+    #[must_use]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The store (for the crate's C layer, the engine and tests).
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Wrap a store that carries a `caterva` and/or `b2nd` metalayer; a
+    /// failure hands the store back.
+    pub(crate) fn from_store(ctx: &Context, store: Store) -> std::result::Result<Array, Box<(Error, Store)>> {
+        match geometry_of(&store) {
+            Ok(geom) => Ok(Array { geom, store, ctx: ctx.clone() }),
+            Err(e) => Err(Box::new((e, store))),
+        }
+    }
+
+    /// [`Array::from_store`], dropping the store on failure.
+    pub(crate) fn wrap(ctx: &Context, store: Store) -> Result<Array> {
+        Self::from_store(ctx, store).map_err(|b| b.0)
+    }
+}
+
+/// The geometry a super-chunk's `caterva` and/or `b2nd` metalayers
+/// describe (they must agree when both are there), checked against the
+/// super-chunk itself.
+fn geometry_of(sc: &Store) -> Result<Geometry> {
+    let read = |name: &str| -> Result<Option<codec::MetaGeometry>> {
+        sc.meta_get(name)
+            .map(|b| {
+                codec::decode(&b)
+                    .map(|(m, _)| m)
+                    .map_err(|e| Error::InvalidFormat(format!("'{name}' metalayer: {}", e.message())))
+            })
+            .transpose()
+    };
+    let m = match (read(CATERVA_META)?, read(B2ND_META)?) {
+        (None, None) => {
+            return Err(Error::InvalidFormat("the super-chunk has neither a 'caterva' nor a 'b2nd' metalayer".into()))
+        }
+        (Some(c), Some(b)) if (&c.shape, &c.chunkshape, &c.blockshape) != (&b.shape, &b.chunkshape, &b.blockshape) => {
+            return Err(Error::InvalidFormat(format!(
+                "the 'caterva' and 'b2nd' metalayers disagree: shape {:?} / {:?}, chunks {:?} / {:?}, blocks {:?} / {:?}",
+                c.shape, b.shape, c.chunkshape, b.chunkshape, c.blockshape, b.blockshape
+            )))
+        }
+        (Some(m), _) | (None, Some(m)) => m,
+    };
+    let itemsize = usize::try_from(sc.typesize()).unwrap_or(0);
+    let geom = Geometry::new(itemsize, &m.shape, &m.chunkshape, &m.blockshape)
+        .map_err(|e| Error::InvalidFormat(format!("metalayer geometry: {}", e.message())))?;
+    if sc.nchunks() != geom.nchunks() {
+        return Err(Error::InvalidFormat(format!(
+            "the super-chunk has {} chunks; shape {:?} with chunks {:?} needs {}",
+            sc.nchunks(),
+            geom.shape(),
+            geom.chunkshape(),
+            geom.nchunks()
+        )));
+    }
+    if geom.nchunks() > 0 && usize::try_from(sc.chunksize()).ok() != Some(geom.chunk_nbytes()) {
+        return Err(Error::InvalidFormat(format!(
+            "chunks hold {} bytes; the geometry needs {}",
+            sc.chunksize(),
+            geom.chunk_nbytes()
+        )));
+    }
+    // Every chunk is whole (c-blosc2 allows a shorter last one).
+    if i128::from(sc.nbytes()) != i128::from(geom.nchunks()) * geom.chunk_nbytes() as i128 {
+        return Err(Error::InvalidFormat(format!(
+            "the super-chunk holds {} bytes; {} chunks of {} bytes are needed",
+            sc.nbytes(),
+            geom.nchunks(),
+            geom.chunk_nbytes()
+        )));
+    }
+    debug_assert!(geom.ndim() <= MAX_DIM);
+    Ok(geom)
+}
+

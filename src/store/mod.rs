@@ -1,0 +1,443 @@
+//! The storage layer: one [`Store`] per array, over a c-blosc2 super-chunk.
+//!
+//! - [`blosc`] is the thin, policy-free binding (the only module that calls
+//!   c-blosc2). Its super-chunk's writing methods are visible to this module
+//!   alone.
+//! - [`Store`] owns the super-chunk and the policies around it: the undo
+//!   [`journal`] of persistent arrays, the per-chunk [`checksum`] table, and
+//!   recovery of an interrupted write, which runs once, in [`Store::open`].
+//! - Every change goes through one entry point, [`Store::write`] (or
+//!   [`Store::create`] for a new store), whose [`Tx`] journals each chunk or
+//!   metalayer operation before it runs and updates the checksum table after
+//!   it; the table is stored and the journal committed when the closure
+//!   returns `Ok`, and the changes are rolled back when it fails. Reads of
+//!   chunks go through [`Store::chunk`], which checks the checksum, so no
+//!   code path can skip it.
+
+pub(crate) mod blosc;
+mod checksum;
+mod frame;
+mod frame_check;
+mod journal;
+mod paths;
+
+#[cfg(test)]
+mod tests;
+
+use blosc::{Chunk, Compression, SChunk, Special, Storage};
+use checksum::Table;
+use journal::{Op, Slot};
+
+use crate::error::{Error, Result};
+
+pub(crate) use checksum::VLMETA_NAME as CHECKSUM_VLMETA;
+pub(crate) use paths::{check_replaceable, write_beside};
+
+/// The undo journal's path of a store at `urlpath`.
+#[cfg(feature = "testing")]
+pub(crate) fn journal_path(urlpath: &str) -> std::path::PathBuf {
+    journal::journal_path(urlpath)
+}
+
+/// Run the frame validator on a buffer (for the fuzzers).
+#[cfg(feature = "testing")]
+pub(crate) fn check_cframe(data: &[u8]) -> Result<()> {
+    frame_check::check_cframe(data, blosc::inflate).map(drop)
+}
+
+/// An array's super-chunk with its journal, checksums and recovery.
+pub(crate) struct Store {
+    sc: SChunk,
+    /// Per-chunk checksums, when the store keeps them.
+    sums: Option<Table>,
+}
+
+/// The ways [`Store::create`] can make a new store.
+impl Store {
+    /// A new, empty store at `storage` (replacing a frame of the same kind
+    /// there, refusing anything else), filled by `fill` through an
+    /// unjournaled transaction: a new store has nothing to protect, and on
+    /// any error nothing is left on disk.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create(
+        storage: &Storage,
+        comp: &Compression,
+        typesize: usize,
+        blocksize: usize,
+        nthreads: usize,
+        checksums: bool,
+        fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
+    ) -> Result<Store> {
+        paths::prepare(storage)?;
+        let sc = SChunk::new(storage, comp, typesize, blocksize, nthreads)?;
+        let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
+        let mut store = Store { sc, sums: checksums.then(|| Table::new(Vec::new())) };
+        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle };
+        fill(&mut tx)?;
+        tx.store_checksums()?;
+        cleanup.defuse();
+        Ok(store)
+    }
+
+    /// Open a persisted store: roll back a write that was interrupted (the
+    /// only place recovery runs), check the frame, read the checksum table.
+    pub(crate) fn open(urlpath: &str) -> Result<Store> {
+        journal::recover(urlpath)?;
+        if std::fs::symlink_metadata(urlpath).is_err() {
+            return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist")));
+        }
+        Self::adopt(SChunk::open(urlpath)?)
+    }
+
+    /// A store over a contiguous frame in memory.
+    ///
+    /// # Safety
+    /// As [`SChunk::from_cframe`]: with `copy == false` the caller keeps the
+    /// buffer alive and unchanged for the store's life (it is copied before
+    /// the first write).
+    pub(crate) unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Store> {
+        // SAFETY: forwarded from the caller.
+        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? })
+    }
+
+    /// Take ownership of a raw super-chunk (`caterva_from_schunk`).
+    ///
+    /// # Safety
+    /// As [`SChunk::from_raw`].
+    pub(crate) unsafe fn from_raw(p: *mut blosc2_sys::blosc2_schunk) -> Result<Store> {
+        // SAFETY: forwarded from the caller.
+        let sc = unsafe { SChunk::from_raw(p)? };
+        // A table that cannot be read leaves the super-chunk with its caller.
+        match load_checksums(&sc) {
+            Ok(sums) => Ok(Store { sc, sums }),
+            Err(e) => {
+                let _ = sc.into_raw();
+                Err(e)
+            }
+        }
+    }
+
+    fn adopt(sc: SChunk) -> Result<Store> {
+        let sums = load_checksums(&sc)?;
+        Ok(Store { sc, sums })
+    }
+
+    /// Give up the store, returning the raw super-chunk.
+    pub(crate) fn into_raw(self) -> *mut blosc2_sys::blosc2_schunk {
+        self.sc.into_raw()
+    }
+
+    /// The raw super-chunk (for C callers who read `arr->sc`).
+    pub(crate) fn as_ptr(&self) -> *mut blosc2_sys::blosc2_schunk {
+        self.sc.as_ptr()
+    }
+
+    /// Write a copy to `urlpath` with the same contiguity, beside the target
+    /// and renamed into place.
+    pub(crate) fn save(&self, urlpath: &str, nthreads: usize) -> Result<()> {
+        let contiguous = self.storage().contiguous;
+        let exists = check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
+        write_beside(urlpath, contiguous, exists, |st| self.sc.copy_to(st, nthreads).map(drop))
+    }
+
+    /// Remove a persisted store and what its journal left. A path that does
+    /// not exist is not an error.
+    pub(crate) fn remove(urlpath: &str) -> Result<()> {
+        blosc::remove_urlpath(urlpath)?;
+        journal::discard(urlpath)
+    }
+
+    // Reads.
+
+    /// Compressed chunk `n`, checked against its checksum when the store keeps them.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if it fails its checksum; as [`SChunk::chunk`].
+    pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
+        checked_chunk(&self.sc, self.sums.as_ref(), n)
+    }
+    pub(crate) fn nchunks(&self) -> i64 {
+        self.sc.nchunks()
+    }
+    pub(crate) fn typesize(&self) -> i32 {
+        self.sc.typesize()
+    }
+    pub(crate) fn chunksize(&self) -> i32 {
+        self.sc.chunksize()
+    }
+    pub(crate) fn nbytes(&self) -> i64 {
+        self.sc.nbytes()
+    }
+    pub(crate) fn cbytes(&self) -> i64 {
+        self.sc.cbytes()
+    }
+    pub(crate) fn storage(&self) -> Storage {
+        self.sc.storage()
+    }
+    pub(crate) fn cparams(&self) -> blosc::CParams {
+        self.sc.cparams()
+    }
+    pub(crate) fn meta_names(&self) -> Vec<String> {
+        self.sc.meta_names()
+    }
+    pub(crate) fn meta_exists(&self, name: &str) -> bool {
+        self.sc.meta_exists(name)
+    }
+    pub(crate) fn meta_get(&self, name: &str) -> Option<Vec<u8>> {
+        self.sc.meta_get(name)
+    }
+    pub(crate) fn vlmeta_exists(&self, name: &str) -> Result<bool> {
+        self.sc.vlmeta_exists(name)
+    }
+    pub(crate) fn vlmeta_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        self.sc.vlmeta_get(name)
+    }
+    pub(crate) fn vlmeta_names(&self) -> Vec<String> {
+        self.sc.vlmeta_names()
+    }
+    pub(crate) fn has_checksums(&self) -> bool {
+        self.sums.is_some()
+    }
+
+    /// Serialise to a contiguous frame.
+    pub(crate) fn to_cframe(&self) -> Result<Vec<u8>> {
+        let (p, len, needs_free) = self.sc.to_cframe_raw()?;
+        // SAFETY: c-blosc2 returned len readable bytes at p; if it allocated
+        // them, we own and free them after copying.
+        unsafe {
+            let v = std::slice::from_raw_parts(p, len as usize).to_vec();
+            if needs_free {
+                blosc::free(p.cast());
+            }
+            Ok(v)
+        }
+    }
+
+    /// As [`Store::to_cframe`], without copying: `(pointer, length,
+    /// needs_free)`; when `needs_free` is false the pointer borrows the
+    /// store's own frame (C callers only).
+    pub(crate) fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
+        self.sc.to_cframe_raw()
+    }
+
+    // The write entry point.
+
+    /// Run `change` as one transaction, the only way to change a store. On
+    /// a persistent store every operation of `tx` is journaled before it
+    /// runs, so a crash at any point leaves the store as it was before or
+    /// after the transaction; the checksum table follows every operation
+    /// and is stored with them. When `change` (or the commit) fails, the
+    /// changes are rolled back on disk and the store reloaded; in memory,
+    /// where nothing can be rolled back, the table is kept true to what was
+    /// applied. A store over a caller's frame buffer is copied first: it is
+    /// never written in place.
+    pub(crate) fn write<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        if self.sc.borrows_buffer() {
+            let mem = Storage { contiguous: true, urlpath: None };
+            self.sc = self.sc.copy_to(&mem, 1)?;
+        }
+        let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::armed() };
+        let result = change(&mut tx).and_then(|v| tx.commit().map(|()| v));
+        if result.is_err() {
+            tx.journal.abort()?;
+            if self.sc.storage().urlpath.is_some() {
+                // What is on disk is what was there before: read it back
+                // (the table in memory may describe changes that never ran).
+                self.reload()?;
+            } else {
+                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::Idle };
+                let _ = tx.store_checksums();
+            }
+        }
+        result
+    }
+
+    /// Reopen a persistent store from disk (after a rollback).
+    fn reload(&mut self) -> Result<()> {
+        let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
+        *self = Self::adopt(SChunk::open(&url)?)?;
+        Ok(())
+    }
+}
+
+/// Chunk `n` of `sc`, checked against `sums`.
+fn checked_chunk<'a>(sc: &'a SChunk, sums: Option<&Table>, n: i64) -> Result<Chunk<'a>> {
+    let chunk = sc.chunk(n)?;
+    if let Some(t) = sums {
+        t.check(n, sc.nchunks(), chunk.bytes())?;
+    }
+    Ok(chunk)
+}
+
+/// Chunk `n`'s checksum, as [`SChunk::chunk`] hands it back.
+fn chunk_hash(sc: &SChunk, n: i64) -> Result<u64> {
+    sc.chunk(n).map(|c| checksum::hash(c.bytes()))
+}
+
+/// The checksum table a super-chunk stores, if any.
+fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
+    sc.vlmeta_get(checksum::VLMETA_NAME)?.map(|content| Table::decode(&content)).transpose()
+}
+
+/// A transaction on a [`Store`]: its operations are the only writes there
+/// are. Each one is journaled (on a persistent store, inside
+/// [`Store::write`]) before it runs and recorded in the checksum table after.
+pub(crate) struct Tx<'s> {
+    sc: &'s mut SChunk,
+    sums: &'s mut Option<Table>,
+    journal: Slot,
+}
+
+impl Tx<'_> {
+    /// Before an operation: the fault-injection point of the tests, then
+    /// the journal's record of what `ops` may overwrite.
+    fn before(&mut self, ops: &[Op]) -> Result<()> {
+        #[cfg(test)]
+        tests::fault::hit()?;
+        self.journal.before(self.sc, ops)
+    }
+
+    /// After an operation: record it in the checksum table. A change that
+    /// cannot be recorded leaves a table that no longer matches, so reads
+    /// report it instead of trusting stale sums.
+    fn track(&mut self, change: impl FnOnce(&SChunk, &mut Table) -> Result<()>) -> Result<()> {
+        match self.sums.as_mut() {
+            Some(t) => change(self.sc, t),
+            None => Ok(()),
+        }
+    }
+
+    /// Number of chunks.
+    pub(crate) fn nchunks(&self) -> i64 {
+        self.sc.nchunks()
+    }
+
+    /// Whether a fixed-size metalayer exists.
+    pub(crate) fn meta_exists(&self, name: &str) -> bool {
+        self.sc.meta_exists(name)
+    }
+
+    /// Append a compressed chunk.
+    pub(crate) fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
+        let n = self.sc.nchunks();
+        self.before(&[Op::Append])?;
+        self.sc.append_chunk(chunk)?;
+        self.track(|sc, t| chunk_hash(sc, n).map(|h| t.push(h)))
+    }
+
+    /// Replace several chunks, in order (journaled in one go).
+    pub(crate) fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
+        // An unreadable header: blosc2 refuses it below, but save as if it fitted.
+        let cbytes = |c: &C| blosc::chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
+        let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
+        self.before(&ops)?;
+        for (n, chunk) in chunks {
+            let n = *n;
+            self.sc.update_chunk(n, chunk.as_ref())?;
+            self.track(|sc, t| chunk_hash(sc, n).map(|h| t.set(n as usize, h)))?;
+        }
+        Ok(())
+    }
+
+    /// Remove chunk `n`; the chunks after it move down by one.
+    pub(crate) fn delete_chunk(&mut self, n: i64) -> Result<()> {
+        self.before(&[Op::Delete(n)])?;
+        self.sc.delete_chunk(n)?;
+        self.track(|_, t| {
+            t.remove(n as usize);
+            Ok(())
+        })
+    }
+
+    /// Permute the chunks without touching their data: chunk `i` becomes
+    /// the one that was at `order[i]`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `order` is not a permutation of the chunk indices.
+    pub(crate) fn reorder(&mut self, order: &[i64]) -> Result<()> {
+        let n = self.sc.nchunks();
+        let mut seen = vec![false; order.len()];
+        let valid = order.len() as i64 == n
+            && order.iter().all(|&o| o >= 0 && o < n && !std::mem::replace(&mut seen[o as usize], true));
+        if !valid {
+            return Err(Error::InvalidArgument("chunk order is not a permutation".into()));
+        }
+        if order.iter().enumerate().all(|(i, &o)| i as i64 == o) {
+            return Ok(());
+        }
+        self.before(&[Op::Meta])?;
+        self.sc.reorder(order)?;
+        self.track(|_, t| {
+            t.reorder(order);
+            Ok(())
+        })
+    }
+
+    /// Fill an empty store with `nchunks` special chunks of `chunk_nbytes` bytes.
+    pub(crate) fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
+        if nchunks == 0 {
+            return Ok(());
+        }
+        self.before(&[Op::Meta])?;
+        self.sc.fill_special(nchunks, chunk_nbytes, kind)?;
+        // Every special chunk of one kind comes back as the same bytes.
+        self.track(|sc, t| {
+            let sum = chunk_hash(sc, 0)?;
+            (0..nchunks).for_each(|_| t.push(sum));
+            Ok(())
+        })
+    }
+
+    /// Add a fixed-size metalayer (only before the first chunk).
+    pub(crate) fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        self.before(&[Op::Meta])?;
+        self.sc.meta_add(name, content)
+    }
+
+    /// Replace a fixed-size metalayer's content (never longer than it was).
+    pub(crate) fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
+        self.before(&[Op::Meta])?;
+        self.sc.meta_update(name, content)
+    }
+
+    /// Add (`update == false`) or replace a variable-length metalayer.
+    pub(crate) fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &blosc::CParams) -> Result<()> {
+        self.before(&[Op::Meta])?;
+        self.sc.vlmeta_put(name, content, update, cparams)
+    }
+
+    /// Start keeping per-chunk checksums, hashing every chunk now (stored
+    /// when the transaction commits). Nothing happens if the store keeps them.
+    pub(crate) fn enable_checksums(&mut self) -> Result<()> {
+        if self.sums.is_none() {
+            let sums = (0..self.sc.nchunks()).map(|n| chunk_hash(self.sc, n)).collect::<Result<Vec<_>>>()?;
+            *self.sums = Some(Table::new(sums));
+        }
+        Ok(())
+    }
+
+    /// Store the checksum table if it changed since it was last stored.
+    fn store_checksums(&mut self) -> Result<()> {
+        let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
+        let update = self.sc.vlmeta_exists(checksum::VLMETA_NAME)?;
+        let r = self.vlmeta_put(checksum::VLMETA_NAME, &content, update, &blosc::CParams::default());
+        if r.is_err() {
+            self.sums.as_mut().map(Table::mark_dirty);
+        }
+        r
+    }
+
+    /// The transaction succeeded: store the table with the changes it
+    /// describes, then commit the journal.
+    fn commit(&mut self) -> Result<()> {
+        self.store_checksums()?;
+        self.journal.commit(self.sc)
+    }
+
+    /// Leave the journal on disk and stop journaling, as a process killed
+    /// in the middle of the transaction would (for the recovery tests).
+    #[cfg(test)]
+    pub(crate) fn crash(&mut self) {
+        self.journal = Slot::Idle;
+    }
+}

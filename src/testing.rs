@@ -1,0 +1,110 @@
+//! Hooks for the crate's own integration tests, benches and fuzzers
+//! (feature `testing`, which the crate's dev-dependency on itself turns on).
+//! Not part of the API: no stability promise, hidden from the docs.
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::store::blosc;
+use crate::{Array, Context};
+
+pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
+/// The vlmetalayer holding the checksum table.
+pub const CHECKSUM_VLMETA: &str = crate::store::CHECKSUM_VLMETA;
+
+/// What the super-chunk under an array records.
+#[derive(Clone, Debug)]
+pub struct SChunkFacts {
+    /// Number of chunks.
+    pub nchunks: i64,
+    /// Item size.
+    pub typesize: i32,
+    /// Uncompressed bytes of a chunk.
+    pub chunksize: i32,
+    /// Uncompressed bytes.
+    pub nbytes: i64,
+    /// Compressed bytes.
+    pub cbytes: i64,
+    /// Fixed-size metalayer names, in order.
+    pub meta_names: Vec<String>,
+    /// Variable-length metalayer names, in order.
+    pub vlmeta_names: Vec<String>,
+    /// A contiguous frame (or in memory) rather than a sparse one.
+    pub contiguous: bool,
+    /// Where it is persisted.
+    pub urlpath: Option<String>,
+    /// Compression parameters it records.
+    pub cparams: crate::CParams,
+}
+
+/// The facts of `arr`'s super-chunk.
+#[must_use]
+pub fn schunk(arr: &Array) -> SChunkFacts {
+    let s = arr.store();
+    let st = s.storage();
+    SChunkFacts {
+        nchunks: s.nchunks(),
+        typesize: s.typesize(),
+        chunksize: s.chunksize(),
+        nbytes: s.nbytes(),
+        cbytes: s.cbytes(),
+        meta_names: s.meta_names(),
+        vlmeta_names: s.vlmeta_names(),
+        contiguous: st.contiguous,
+        urlpath: st.urlpath,
+        cparams: s.cparams(),
+    }
+}
+
+/// Compressed chunk `n` of `arr`, checked against its checksum.
+///
+/// # Errors
+/// As reading the chunk.
+pub fn chunk(arr: &Array, n: i64) -> Result<Vec<u8>> {
+    Ok(arr.store().chunk(n)?.bytes().to_vec())
+}
+
+/// Decompress a whole chunk of `nbytes` bytes.
+///
+/// # Errors
+/// If it does not decompress to `nbytes` bytes.
+pub fn decompress(chunk: &[u8], nbytes: usize) -> Result<Vec<u8>> {
+    blosc::inflate(chunk, nbytes)
+}
+
+/// The undo journal's path for an array at `urlpath`.
+#[must_use]
+pub fn journal_path(urlpath: &str) -> PathBuf {
+    crate::store::journal_path(urlpath)
+}
+
+/// Run the frame validator on a buffer.
+///
+/// # Errors
+/// If the frame is not sound.
+pub fn check_cframe(data: &[u8]) -> Result<()> {
+    crate::store::check_cframe(data)
+}
+
+/// An array over a frame in a caller's buffer, read in place
+/// (`caterva_from_cframe(.., copy = false)`).
+///
+/// # Safety
+/// `frame` must outlive the array and stay unchanged.
+///
+/// # Errors
+/// If it is not a sound frame of an array.
+pub unsafe fn from_cframe_borrowed(ctx: &Context, frame: &[u8]) -> Result<Array> {
+    // SAFETY: as the caller guarantees.
+    let store = unsafe { crate::store::Store::from_cframe(frame.as_ptr(), frame.len(), false)? };
+    Array::wrap(ctx, store)
+}
+
+/// `(nbytes, cbytes, blocksize)` from a chunk header.
+///
+/// # Errors
+/// If `chunk` is not a complete chunk.
+pub fn chunk_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
+    let i = blosc::chunk_info(chunk)?;
+    Ok((i.nbytes, i.cbytes, i.blocksize))
+}
