@@ -22,12 +22,17 @@ enum Dir {
     Write,
 }
 
-/// A user buffer holding a C-order box whose first item is the region's
-/// `start`, addressed through per-axis strides (in items). Raw so that
-/// workers can share it; see the SAFETY notes where it is written.
+/// A view of the caller's buffer: a C-order box whose first item is the
+/// region's `start`, addressed through per-axis strides (in items), with the
+/// number of bytes it may touch. Workers share it (each writes only the items
+/// of its own chunk: see the SAFETY notes where it is written); every address
+/// it hands out is checked against its length, so a planning bug panics (and
+/// the C layer's boundary reports it) instead of writing past the buffer.
 #[derive(Clone, Copy)]
 pub(crate) struct UserBuf {
     ptr: *mut u8,
+    /// Bytes from `ptr` that belong to the view.
+    len: usize,
     strides: [i64; MAX_DIM],
 }
 
@@ -38,29 +43,40 @@ unsafe impl Send for UserBuf {}
 unsafe impl Sync for UserBuf {}
 
 impl UserBuf {
-    /// A C-order buffer of shape `shape` (one entry per axis of `geom`).
-    pub(crate) fn new(ptr: *mut u8, geom: &Geometry, shape: &[i64]) -> Self {
+    /// A view of `buf`, a C-order buffer of shape `shape` (one entry per
+    /// axis of `geom`; checked against the buffer's length by the callers).
+    /// A write view (`Dir::Read` copies) must come from a `&mut [u8]`.
+    pub(crate) fn new(buf: &[u8], geom: &Geometry, shape: &[i64]) -> Self {
         let mut full = [1i64; MAX_DIM];
         full[..shape.len()].copy_from_slice(shape);
-        UserBuf { ptr, strides: c_strides(&full[..geom.dims()]) }
+        UserBuf { ptr: buf.as_ptr().cast_mut(), len: buf.len(), strides: c_strides(&full[..geom.dims()]) }
+    }
+
+    /// A view of the caller's mutable buffer (reads land in it).
+    pub(crate) fn new_mut(buf: &mut [u8], geom: &Geometry, shape: &[i64]) -> Self {
+        let v = Self::new(buf, geom, shape);
+        UserBuf { ptr: buf.as_mut_ptr(), ..v }
     }
 
     fn strides(self) -> [i64; MAX_DIM] {
         self.strides
     }
 
-    /// The address of the item at offset `off` (in items).
-    ///
-    /// # Safety
-    /// The offset must lie inside the buffer.
-    unsafe fn at(self, off: i64, item: usize) -> *mut u8 {
-        // SAFETY: as the caller guarantees.
-        unsafe { self.ptr.offset(off as isize * item as isize) }
+    /// The address of the `n` bytes from the item at offset `off` (in
+    /// items), checked to lie inside the view.
+    fn at(self, off: i64, item: usize, n: usize) -> *mut u8 {
+        let start = usize::try_from(off).ok().and_then(|o| o.checked_mul(item));
+        let inside = start.and_then(|s| s.checked_add(n)).is_some_and(|end| end <= self.len);
+        assert!(inside, "engine bug: {n} bytes at item {off} leave a view of {} bytes", self.len);
+        // SAFETY: start + n <= len, and the view's len bytes from ptr are the caller's buffer.
+        unsafe { self.ptr.add(start.unwrap_or(0)) }
     }
 
-    /// A buffer with explicit strides (in items), e.g. a box inside a larger one.
-    pub(crate) fn strided(ptr: *mut u8, strides: [i64; MAX_DIM]) -> Self {
-        UserBuf { ptr, strides }
+    /// A view of the bytes `at..` of `buf` with explicit strides (in
+    /// items): a box inside a larger one.
+    pub(crate) fn strided(buf: &mut [u8], at: usize, strides: [i64; MAX_DIM]) -> Self {
+        let rest = &mut buf[at..];
+        UserBuf { ptr: rest.as_mut_ptr(), len: rest.len(), strides }
     }
 }
 
@@ -112,10 +128,11 @@ unsafe fn copy_block(
     for_each_row(geom, region.start(), part, block, &user.strides, |coff, uoff, row_items| {
         let row_bytes = row_items * item;
         let c = &mut chunk[coff * item..coff * item + row_bytes];
-        // SAFETY: uoff addresses a row of the region inside the user box (the
-        // block part lies inside the region), which the caller owns exclusively.
+        let u = user.at(uoff, item, row_bytes);
+        // SAFETY: u holds row_bytes bytes (checked by `at`) of a row of the
+        // region inside the user box, which the caller owns exclusively for
+        // this part; c is a distinct buffer.
         unsafe {
-            let u = user.at(uoff, item);
             match dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(c.as_ptr(), u, row_bytes),
                 Dir::Write => std::ptr::copy_nonoverlapping(u.cast_const(), c.as_mut_ptr(), row_bytes),
@@ -136,13 +153,27 @@ pub(crate) fn clear_box(geom: &Geometry, chunk: &mut [u8], lo: &[i64; MAX_DIM], 
     });
 }
 
-/// Per-worker state: compression contexts and scratch buffers. Workers are
-/// kept by their [`Context`] between calls ([`WorkerPool`]), so a small read
-/// neither creates Blosc2 contexts nor touches a fresh chunk-sized buffer.
+/// Per-worker state: codecs and scratch buffers, two objects so that a task
+/// borrows a codec and a buffer at once. Workers are kept by their
+/// [`Context`] between calls ([`WorkerPool`]), so a small read neither
+/// creates Blosc2 contexts nor touches a fresh chunk-sized buffer.
+#[derive(Default)]
 pub(crate) struct Worker {
+    pub(crate) codecs: Codecs,
+    pub(crate) bufs: Buffers,
+}
+
+/// A worker's Blosc2 contexts, made on first use and kept while they fit.
+#[derive(Default)]
+pub(crate) struct Codecs {
     /// Decompression contexts: single-threaded, and with the context's threads.
     dctx: [Option<(usize, DCtx)>; 2],
     cctx: Option<(CctxKey, CCtx)>,
+}
+
+/// A worker's scratch buffers.
+#[derive(Default)]
+pub(crate) struct Buffers {
     /// A decompressed chunk (block layout).
     pub(crate) scratch: Vec<u8>,
     /// A chunk being built (block layout).
@@ -188,7 +219,7 @@ pub(crate) struct Lease<'a> {
 
 impl Lease<'_> {
     pub(crate) fn new(ctx: &Context) -> Lease<'_> {
-        let worker = ctx.workers().idle().pop().unwrap_or_else(Worker::new);
+        let worker = ctx.workers().idle().pop().unwrap_or_default();
         Lease { ctx, worker: Some(worker) }
     }
 }
@@ -218,11 +249,7 @@ impl Drop for Lease<'_> {
     }
 }
 
-impl Worker {
-    pub(crate) fn new() -> Self {
-        Worker { dctx: [None, None], cctx: None, scratch: Vec::new(), out: Vec::new(), stage: Vec::new() }
-    }
-
+impl Codecs {
     fn dctx(&mut self, nthreads: usize) -> Result<&mut DCtx> {
         let slot = &mut self.dctx[usize::from(nthreads > 1)];
         if slot.as_ref().stale_for(nthreads) {
@@ -254,6 +281,7 @@ impl Worker {
     /// only the blocks whose entry is false are guaranteed to be filled.
     pub(crate) fn load(
         &mut self,
+        scratch: &mut Vec<u8>,
         sc: &Store,
         geom: &Geometry,
         n: i64,
@@ -261,31 +289,29 @@ impl Worker {
         nthreads: usize,
     ) -> Result<()> {
         let nbytes = geom.chunk_nbytes();
-        self.scratch.resize(nbytes, 0);
+        scratch.resize(nbytes, 0);
         let chunk = sc.chunk(n)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
-            self.scratch.fill(0);
+            scratch.fill(0);
             return Ok(());
         }
         let info = chunk.info()?;
         // Maskout selects Blosc blocks; it matches geometric blocks only when
         // the chunk was written with our block size.
         let mask = mask.filter(|_| info.blocksize == geom.block_nbytes() && info.nbytes == nbytes);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let r = self.dctx(nthreads)?.decompress(&chunk, &mut scratch, mask);
-        self.scratch = scratch;
-        r
+        self.dctx(nthreads)?.decompress(&chunk, scratch, mask)
     }
 
-    /// Read one chunk's part of `region` into `user`, decompressing only
-    /// the blocks it touches.
+    /// Read one chunk's part of `region` into `user` through `scratch`,
+    /// decompressing only the blocks it touches.
     ///
     /// # Safety
-    /// `user` must be valid for the region's box and nobody else may touch
-    /// the items of `part` in it during the call.
+    /// Nobody else may touch the items of `part` in `user` during the call.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn read_part(
         &mut self,
+        scratch: &mut Vec<u8>,
         sc: &Store,
         geom: &Geometry,
         region: &Region,
@@ -295,8 +321,7 @@ impl Worker {
     ) -> Result<()> {
         let mut mask = vec![true; geom.nblocks() as usize];
         geom.for_each_block_in(part, |b| mask[b.nblock as usize] = false);
-        self.load(sc, geom, part.nchunk, Some(&mask), nthreads)?;
-        let scratch = &mut self.scratch;
+        self.load(scratch, sc, geom, part.nchunk, Some(&mask), nthreads)?;
         geom.for_each_block_in(part, |b| {
             // SAFETY: forwarded from the caller.
             unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Read) };
@@ -304,13 +329,14 @@ impl Worker {
         Ok(())
     }
 
-    /// Read `region` of an array into `user`, one chunk after another on
-    /// this worker (for callers that are already parallel).
+    /// Read `region` of an array into `user`, one chunk after another (for
+    /// callers that are already parallel).
     ///
     /// # Safety
-    /// As [`Worker::read_part`], for the whole region.
+    /// As [`Codecs::read_part`], for the whole region.
     pub(crate) unsafe fn read_region(
         &mut self,
+        scratch: &mut Vec<u8>,
         sc: &Store,
         geom: &Geometry,
         region: &Region,
@@ -318,25 +344,35 @@ impl Worker {
     ) -> Result<()> {
         for part in plan(geom, region) {
             // SAFETY: forwarded from the caller.
-            unsafe { self.read_part(sc, geom, region, &part, user, 1) }?;
+            unsafe { self.read_part(scratch, sc, geom, region, &part, user, 1) }?;
         }
         Ok(())
     }
+}
 
-    /// Fill `out` with a whole chunk of `geom` whose items inside `region`
-    /// (the chunk's part of it) come from `user`, the rest zeros.
-    ///
-    /// # Safety
-    /// `user` must be valid for reads over the region's box.
-    pub(crate) unsafe fn pack(&mut self, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
-        self.out.clear();
-        self.out.resize(geom.chunk_nbytes(), 0);
-        let out = &mut self.out;
-        geom.for_each_block_in(part, |b| {
-            // SAFETY: Dir::Write only reads `user`, valid as the caller guarantees.
-            unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
-        });
+impl Worker {
+    /// Decompress chunk `n` into `self.bufs.scratch`; see [`Codecs::load`].
+    pub(crate) fn load(
+        &mut self,
+        sc: &Store,
+        geom: &Geometry,
+        n: i64,
+        mask: Option<&[bool]>,
+        nthreads: usize,
+    ) -> Result<()> {
+        self.codecs.load(&mut self.bufs.scratch, sc, geom, n, mask, nthreads)
     }
+}
+
+/// Fill `out` with a whole chunk of `geom` whose items inside `region`
+/// (the chunk's part of it) come from `user`, the rest zeros.
+pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
+    out.clear();
+    out.resize(geom.chunk_nbytes(), 0);
+    geom.for_each_block_in(part, |b| {
+        // SAFETY: Dir::Write only reads `user` (every address checked by `at`).
+        unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
+    });
 }
 
 /// Whether a cached `(key, value)` slot must be rebuilt for `key`.
@@ -420,13 +456,14 @@ pub(crate) fn read_region(
 ) -> Result<()> {
     check_user_buffer(geom, region, dst_shape, dst.len())?;
     let parts = plan(geom, region);
-    let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
+    let user = UserBuf::new_mut(dst, geom, dst_shape);
     let nthreads = blosc_threads(ctx, parts.len());
     let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {
-        // SAFETY: `user` covers the region (checked above) and this part's
-        // items belong to this chunk alone; `dst` is borrowed mutably for the
+        let Worker { codecs, bufs } = &mut **w;
+        // SAFETY: this part's items belong to this chunk alone, so no two
+        // workers write the same bytes; `dst` is borrowed mutably for the
         // whole call, so nobody else touches it.
-        unsafe { w.read_part(sc, geom, region, part, user, nthreads) }
+        unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, nthreads) }
     };
     ctx.run(|| parts.par_iter().try_for_each_init(|| Lease::new(ctx), work))
 }
@@ -447,25 +484,24 @@ pub(crate) fn build_chunks(
     check_user_buffer(geom, region, src_shape, src.len())?;
     // The copy routine takes a *mut for both directions; in Write direction
     // it only reads through it.
-    let user = UserBuf::new(src.as_ptr().cast_mut(), geom, src_shape);
+    let user = UserBuf::new(src, geom, src_shape);
     let nthreads = blosc_threads(ctx, parts.len());
     let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
+        let Worker { codecs, bufs } = &mut **w;
+        let scratch = &mut bufs.scratch;
         match sc {
-            Some(sc) if !part.covers_chunk => w.load(sc, geom, part.nchunk, None, nthreads)?,
+            Some(sc) if !part.covers_chunk => codecs.load(scratch, sc, geom, part.nchunk, None, nthreads)?,
             _ => {
-                w.scratch.clear();
-                w.scratch.resize(geom.chunk_nbytes(), 0);
+                scratch.clear();
+                scratch.resize(geom.chunk_nbytes(), 0);
             }
         }
-        let mut scratch = std::mem::take(&mut w.scratch);
         geom.for_each_block_in(part, |b| {
-            // SAFETY: Dir::Write only reads the user buffer, which covers the
-            // region (checked above) and is borrowed immutably for the call.
-            unsafe { copy_block(geom, region, part, &b, &mut scratch, user, Dir::Write) };
+            // SAFETY: Dir::Write only reads the user buffer (borrowed
+            // immutably for the call; every address checked by `at`).
+            unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Write) };
         });
-        let compressed = w.cctx(ctx.compression(), geom, nthreads)?.compress(&scratch);
-        w.scratch = scratch;
-        Ok((part.nchunk, compressed?))
+        Ok((part.nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
     };
     ctx.run(|| parts.par_iter().map_init(|| Lease::new(ctx), work).collect())
 }
@@ -633,22 +669,21 @@ pub(crate) fn read_selection(
     if sel.shape().contains(&0) {
         return Ok(());
     }
-    let user = UserBuf::new(dst.as_mut_ptr(), geom, dst_shape);
+    let user = UserBuf::new_mut(dst, geom, dst_shape);
     let jobs = sel.jobs();
     let nthreads = blosc_threads(ctx, jobs.len());
     let item = geom.itemsize();
     let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<()> {
         let (nchunk, mask, contrib) = sel.chunk_plan(geom, job);
         w.load(sc, geom, nchunk, Some(&mask), nthreads)?;
-        let scratch = &w.scratch;
+        let scratch = &w.bufs.scratch;
         for_each_selected(&contrib, &user.strides(), |coff, uoff| {
-            // SAFETY: uoff is a position of the selection inside the checked
-            // user buffer; positions of different chunks are different (each
-            // position holds one index per axis), so no two workers write
-            // the same item, and `dst` is borrowed mutably for the call.
-            unsafe {
-                std::ptr::copy_nonoverlapping(scratch.as_ptr().add(coff * item), user.at(uoff, item), item);
-            }
+            let src = &scratch[coff * item..(coff + 1) * item];
+            // SAFETY: `at` checked the item lies in the user buffer; positions
+            // of different chunks are different (each position holds one
+            // index per axis), so no two workers write the same item, and
+            // `dst` is borrowed mutably for the call.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), user.at(uoff, item, item), item) }
         });
         Ok(())
     };
@@ -669,28 +704,22 @@ pub(crate) fn build_selection(
     if sel.shape().contains(&0) {
         return Ok(Vec::new());
     }
-    let user = UserBuf::new(src.as_ptr().cast_mut(), geom, src_shape);
+    let user = UserBuf::new(src, geom, src_shape);
     let jobs = sel.jobs();
     let nthreads = blosc_threads(ctx, jobs.len());
     let item = geom.itemsize();
     let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
         let (nchunk, _, contrib) = sel.chunk_plan(geom, job);
-        w.load(sc, geom, nchunk, None, nthreads)?;
-        let mut scratch = std::mem::take(&mut w.scratch);
+        let Worker { codecs, bufs } = &mut **w;
+        let scratch = &mut bufs.scratch;
+        codecs.load(scratch, sc, geom, nchunk, None, nthreads)?;
         for_each_selected(&contrib, &user.strides(), |coff, uoff| {
-            // SAFETY: uoff is a position inside the checked user buffer,
-            // which is only read (borrowed immutably for the call).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    user.at(uoff, item).cast_const(),
-                    scratch.as_mut_ptr().add(coff * item),
-                    item,
-                );
-            }
+            let dst = &mut scratch[coff * item..(coff + 1) * item];
+            // SAFETY: `at` checked the item lies in the user buffer, which is
+            // only read (borrowed immutably for the call).
+            unsafe { std::ptr::copy_nonoverlapping(user.at(uoff, item, item).cast_const(), dst.as_mut_ptr(), item) }
         });
-        let compressed = w.compress(ctx.compression(), geom, &scratch, nthreads);
-        w.scratch = scratch;
-        Ok((nchunk, compressed?))
+        Ok((nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
     };
     ctx.run(|| jobs.par_iter().map_init(|| Lease::new(ctx), work).collect())
 }
@@ -782,7 +811,7 @@ mod tests {
                 let bshape: Vec<i64> = shape.iter().map(|&x| x + 1).collect();
                 let mut user = vec![0u8; checked_product(&bshape).unwrap() as usize * ITEM];
                 check_user_buffer(&g, &region, &bshape, user.len()).unwrap();
-                let buf = UserBuf::new(user.as_mut_ptr(), &g, &bshape);
+                let buf = UserBuf::new_mut(&mut user, &g, &bshape);
                 for part in plan(&g, &region) {
                     let mut chunk = chunk_bytes(&g, part.nchunk);
                     g.for_each_block_in(&part, |b| {
@@ -819,11 +848,10 @@ mod tests {
                     let c: Vec<i64> = (0..g.ndim()).map(|i| region.start()[i] + j[i]).collect();
                     src.extend_from_slice(&value(&g, &c));
                 });
-                let user = UserBuf::new(src.as_mut_ptr(), &g, &shape);
-                let mut w = Worker::new();
+                let user = UserBuf::new(&src, &g, &shape);
+                let mut out = Vec::new();
                 for part in plan(&g, &region) {
-                    // SAFETY: `src` holds the region's box (C order).
-                    unsafe { w.pack(&g, &region, &part, user) };
+                    pack(&mut out, &g, &region, &part, user);
                     let mut want = vec![0u8; g.chunk_nbytes()];
                     let (lo, hi): (Vec<i64>, Vec<i64>) =
                         (0..g.ndim()).map(|i| (part.origin[i] + part.start[i], part.origin[i] + part.stop[i])).unzip();
@@ -832,7 +860,7 @@ mod tests {
                         assert_eq!(k, part.nchunk);
                         want[off * ITEM..(off + 1) * ITEM].copy_from_slice(&value(&g, c));
                     });
-                    assert!(w.out == want, "{g:?}: chunk {} of {region:?}", part.nchunk);
+                    assert!(out == want, "{g:?}: chunk {} of {region:?}", part.nchunk);
                 }
             }
         }

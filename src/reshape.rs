@@ -17,7 +17,7 @@
 use rayon::prelude::*;
 
 use crate::context::Context;
-use crate::engine::{self, Lease, UserBuf, Worker};
+use crate::engine::{self, Buffers, Lease, UserBuf, Worker};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
 use crate::store::blosc::repeat_chunk;
@@ -215,7 +215,8 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     let box_shape: Vec<i64> = (0..n).map(|i| hi[i] - lo[i]).collect();
     let sstrides = c_strides(&box_shape);
     let nitems: i64 = box_shape.iter().product();
-    let mut stage = std::mem::take(&mut w.stage);
+    let Worker { codecs, bufs } = w;
+    let Buffers { scratch, out, stage } = bufs;
     stage.clear();
     stage.resize(nitems as usize * item, 0);
     let pieces: Vec<Vec<(i64, i64, Source)>> = (0..n).map(|i| m.axes[i].pieces(lo[i], hi[i])).collect();
@@ -230,9 +231,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
         if sel.iter().any(|p| p.2 == Source::Fill) {
             return;
         }
-        let dst_off: i64 = (0..n).map(|i| (sel[i].0 - lo[i]) * sstrides[i]).sum();
-        // SAFETY: dst_off is the offset of the piece's first item inside the stage box.
-        let dst = unsafe { stage.as_mut_ptr().add(dst_off as usize * item) };
+        let dst_off = (0..n).map(|i| (sel[i].0 - lo[i]) * sstrides[i]).sum::<i64>() as usize * item;
         let shape: Vec<i64> = sel.iter().map(|p| p.1 - p.0).collect();
         if sel.iter().any(|p| matches!(p.2, Source::Buffer(_))) {
             let (buf, bshape) = m.buffer.as_ref().expect("a Buffer run comes with its buffer");
@@ -245,7 +244,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
                     Source::Fill => 0,
                 })
                 .sum();
-            copy_box(&buf[src_off as usize * item..], &bstrides, dst, &sstrides, &shape, item);
+            copy_box(&buf[src_off as usize * item..], &bstrides, &mut stage[dst_off..], &sstrides, &shape, item);
         } else {
             let (mut ostart, mut ostop) = (vec![0i64; old_n], vec![1i64; old_n]);
             let mut ostrides = [0i64; MAX_DIM];
@@ -259,24 +258,23 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
             result = m.old_geom.region(&ostart, &ostop).and_then(|region| {
                 // SAFETY: the strides address the piece's box inside the stage,
                 // which this worker owns.
-                unsafe { w.read_region(m.old, m.old_geom, &region, UserBuf::strided(dst, ostrides)) }
+                unsafe {
+                    codecs.read_region(scratch, m.old, m.old_geom, &region, UserBuf::strided(stage, dst_off, ostrides))
+                }
             });
         }
     });
     let region = new_geom.region(&lo[..new_geom.ndim()], &hi[..new_geom.ndim()]);
-    let r = result.and(region).map(|region| {
-        // SAFETY: the stage holds the region's box in C order.
-        unsafe { w.pack(new_geom, &region, part, UserBuf::new(stage.as_mut_ptr(), new_geom, &box_shape)) }
-    });
-    w.stage = stage;
-    r
+    result
+        .and(region)
+        .map(|region| engine::pack(out, new_geom, &region, part, UserBuf::new(stage, new_geom, &box_shape)))
 }
 
 /// Copy a C-order box of `shape` items between two strided buffers.
 fn copy_box(
     src: &[u8],
     sstrides: &[i64; MAX_DIM],
-    dst: *mut u8,
+    dst: &mut [u8],
     dstrides: &[i64; MAX_DIM],
     shape: &[i64],
     item: usize,
@@ -286,9 +284,8 @@ fn copy_box(
     for_each_index(&[0; MAX_DIM][..n - 1], &shape[..n - 1], |idx| {
         let s: i64 = (0..n - 1).map(|i| idx[i] * sstrides[i]).sum();
         let d: i64 = (0..n - 1).map(|i| idx[i] * dstrides[i]).sum();
-        let s = &src[s as usize * item..s as usize * item + row];
-        // SAFETY: d addresses a row of the box inside dst (its caller's stage).
-        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), dst.add(d as usize * item), row) };
+        let (s, d) = (s as usize * item, d as usize * item);
+        dst[d..d + row].copy_from_slice(&src[s..s + row]);
     });
 }
 
@@ -338,20 +335,16 @@ pub(crate) fn build(
         let compressed = match plan {
             Plan::Patch(k, clear) => {
                 w.load(m.old, m.old_geom, *k, None, nthreads)?;
+                let Worker { codecs, bufs } = &mut **w;
                 for (lo, hi) in clear {
-                    engine::clear_box(new_geom, &mut w.scratch, lo, hi);
+                    engine::clear_box(new_geom, &mut bufs.scratch, lo, hi);
                 }
-                let chunk = std::mem::take(&mut w.scratch);
-                let c = w.compress(comp, new_geom, &chunk, nthreads);
-                w.scratch = chunk;
-                c
+                codecs.compress(comp, new_geom, &bufs.scratch, nthreads)
             }
             _ => {
                 assemble(w, new_geom, m, &parts[*i])?;
-                let chunk = std::mem::take(&mut w.out);
-                let c = w.compress(comp, new_geom, &chunk, nthreads);
-                w.out = chunk;
-                c
+                let Worker { codecs, bufs } = &mut **w;
+                codecs.compress(comp, new_geom, &bufs.out, nthreads)
             }
         };
         Ok((*i, compressed?))
@@ -488,9 +481,7 @@ mod tests {
         let (mut ss, mut ds) = ([0i64; MAX_DIM], [0i64; MAX_DIM]);
         (ss[0], ss[1], ds[0], ds[1]) = (6, 1, 7, 1);
         let at = |r: usize, c: usize, width: usize| (r * width + c) * item;
-        // SAFETY: the destination box (rows 2..5, cols 1..5 of 5 x 7) lies inside dst.
-        let base = unsafe { dst.as_mut_ptr().add(at(2, 1, 7)) };
-        copy_box(&src[at(1, 2, 6)..], &ss, base, &ds, &[3, 4], item);
+        copy_box(&src[at(1, 2, 6)..], &ss, &mut dst[at(2, 1, 7)..], &ds, &[3, 4], item);
         for r in 0..5 {
             for c in 0..7 {
                 let got = &dst[at(r, c, 7)..at(r, c, 7) + item];

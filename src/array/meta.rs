@@ -82,7 +82,9 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] if it does not exist; [`Error::BloscFailed`] if it cannot be read.
     pub fn vlmeta_get(&self, name: &str) -> Result<Vec<u8>> {
-        self.store.vlmeta_get(name)?.ok_or_else(|| Error::InvalidArgument(format!("vlmetalayer '{name}' does not exist")))
+        self.store
+            .vlmeta_get(name)?
+            .ok_or_else(|| Error::InvalidArgument(format!("vlmetalayer '{name}' does not exist")))
     }
 
     /// Add a variable-length metalayer.
@@ -126,7 +128,6 @@ impl Array {
             join(m.blockshape.iter().map(ToString::to_string).collect()),
         ))
     }
-
 }
 
 /// Names that hold geometry and are managed by the library itself.
@@ -161,4 +162,3 @@ pub(super) fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
     }
     Ok(())
 }
-

@@ -196,4 +196,3 @@ fn geometry_of(sc: &Store) -> Result<Geometry> {
     debug_assert!(geom.ndim() <= MAX_DIM);
     Ok(geom)
 }
-

@@ -28,7 +28,10 @@ pub unsafe extern "C" fn caterva_ctx_set_checksums(ctx: *mut caterva_ctx_t, enab
         // contract, nobody else uses it during the call.
         let b = unsafe { &mut *ctx.cast::<CtxBox>() };
         if b.ctx.config().checksums != enable {
-            b.ctx = Context::with_prefilter(Config { checksums: enable, ..*b.ctx.config() }, b.ctx.compression().prefilter)?;
+            b.ctx = Context::with_prefilter(
+                Config { checksums: enable, ..*b.ctx.config() },
+                b.ctx.compression().prefilter,
+            )?;
         }
         Ok(CATERVA_SUCCEED)
     })

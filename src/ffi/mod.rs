@@ -35,10 +35,6 @@ mod meta;
 mod reshape;
 mod types;
 
-
-
-
-
 pub(crate) use types::*;
 
 /// Major version of the caterva API this library implements.

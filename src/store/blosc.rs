@@ -943,7 +943,6 @@ impl SChunk {
         Ok(())
     }
 
-
     /// Serialise to a contiguous frame: `(pointer, length, needs_free)`. When
     /// `needs_free` is false the pointer borrows the super-chunk's own frame.
     ///

@@ -50,9 +50,9 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::error::{Error, Result};
 use super::blosc::{self as schunk, SChunk};
 use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
+use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.
 const JOURNAL_SUFFIX: &str = ".caterva-journal";
@@ -73,7 +73,6 @@ const BASE_END: u8 = 7; // end of the records written before any change
 
 const KIND_FILE: u64 = 0;
 const KIND_DIR: u64 = 1;
-
 
 /// A change an [`SChunk`] is about to make, as far as the journal cares.
 #[derive(Clone, Copy, Debug)]
@@ -239,7 +238,8 @@ impl Layout {
         }
         let mut f = File::open(path).map_err(io_err("opening", path))?;
         let head = read_at(&mut f, at, 16).map_err(io_err("reading", path))?;
-        let old = u64::from(u32::from_le_bytes(head[CHUNK_POS_CBYTES..CHUNK_POS_CBYTES + 4].try_into().unwrap_or_default()));
+        let old =
+            u64::from(u32::from_le_bytes(head[CHUNK_POS_CBYTES..CHUNK_POS_CBYTES + 4].try_into().unwrap_or_default()));
         // c-blosc2 writes over the old chunk only when the new one fits.
         if cbytes > old {
             return Ok(None);

@@ -401,7 +401,13 @@ impl Tx<'_> {
     }
 
     /// Add (`update == false`) or replace a variable-length metalayer.
-    pub(crate) fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &blosc::CParams) -> Result<()> {
+    pub(crate) fn vlmeta_put(
+        &mut self,
+        name: &str,
+        content: &[u8],
+        update: bool,
+        cparams: &blosc::CParams,
+    ) -> Result<()> {
         self.before(&[Op::Meta])?;
         self.sc.vlmeta_put(name, content, update, cparams)
     }
