@@ -1,31 +1,29 @@
-//! Build script: generates the C header with cbindgen, and makes the shared
-//! libblosc2 that blosc2-sys builds findable beside libcaterva.so.
+//! Build script: only what has to happen when the library is built.
+//!
+//! - The soname of libcaterva.so and the `$ORIGIN` rpath of libcaterva.so and
+//!   of the `caterva` tool (linker arguments: nothing else can pass them).
+//! - `CATERVA_BUILD_TARGET`, the target the C-suite runner compiles for.
+//! - `libblosc2.so*` copied beside libcaterva.so in target/<profile>/, and the
+//!   soname link `libcaterva.so.<major>` there (see [`stage_beside_cdylib`]).
+//!
+//! The C header is not generated here: `tests/header.rs` checks the committed
+//! include/caterva.h against cbindgen's output, and rewrites it with
+//! `CATERVA_REGENERATE_HEADER=1 cargo test --test header`.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 fn main() {
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    println!("cargo:rerun-if-changed=src");
-    println!("cargo:rerun-if-changed=cbindgen.toml");
-    println!("cargo:rerun-if-env-changed=CATERVA_REGENERATE_HEADER");
+    println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=BLOSC2_INSTALL_PREFIX");
 
-    generate_header(&manifest, &out_dir);
     // The C-suite runner (tests/ctests.rs) compiles for the same target.
     println!("cargo:rustc-env=CATERVA_BUILD_TARGET={}", env::var("TARGET").expect("cargo sets TARGET"));
-
     // libcaterva.so finds the libblosc2.so copied beside it, wherever both are installed.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
     let soname = set_soname();
-    if let Some(profile_dir) = out_dir.ancestors().nth(3) {
-        copy_blosc2(&manifest, &out_dir, profile_dir);
-        if let Some(soname) = soname {
-            link_soname(profile_dir, &soname);
-        }
-    }
+    stage_beside_cdylib(soname.as_deref());
 }
 
 /// Give ELF builds of libcaterva.so the soname `libcaterva.so.<major>`, the
@@ -43,68 +41,76 @@ fn set_soname() -> Option<String> {
     Some(soname)
 }
 
-/// Programs linked against target/<profile>/libcaterva.so record its soname
-/// and look for that name at run time: point it at the library cargo links.
-fn link_soname(profile_dir: &Path, soname: &str) {
-    let link = profile_dir.join(soname);
-    if fs::read_link(&link).is_ok_and(|t| t == Path::new("libcaterva.so")) {
-        return;
-    }
-    #[cfg(unix)]
-    {
-        let tmp = profile_dir.join(format!(".{soname}.tmp"));
-        let _ = fs::remove_file(&tmp);
-        std::os::unix::fs::symlink("libcaterva.so", &tmp).expect("target dir is writable");
-        fs::rename(&tmp, &link).expect("target dir is writable");
-    }
-}
-
-/// Generate the header into OUT_DIR (a unit test compares it with the
-/// committed include/caterva.h) and, on request, over the committed one.
-fn generate_header(manifest: &Path, out_dir: &Path) {
-    let config = cbindgen::Config::from_file(manifest.join("cbindgen.toml")).expect("cbindgen.toml is valid");
-    let bindings = cbindgen::Builder::new()
-        .with_crate(manifest)
-        .with_config(config)
-        .generate()
-        .expect("cbindgen can parse the crate");
-    bindings.write_to_file(out_dir.join("caterva.h"));
-    if env::var_os("CATERVA_REGENERATE_HEADER").is_some() {
-        bindings.write_to_file(manifest.join("include").join("caterva.h"));
-    }
-}
-
-/// The lib folder of the libblosc2 that blosc2-sys installed.
-fn blosc2_lib_dir(manifest: &Path, out_dir: &Path) -> Option<PathBuf> {
-    if let Some(prefix) = env::var_os("BLOSC2_INSTALL_PREFIX") {
-        let prefix = manifest.join(prefix);
-        for sub in ["lib", "lib64"] {
-            if prefix.join(sub).join("libblosc2.so").exists() {
-                return Some(prefix.join(sub));
-            }
+/// Lay out target/<profile>/ for C programs linked against the libcaterva.so
+/// cargo puts there (tests/ctests.rs, examples/demo.sh, bench/run.sh, the
+/// `caterva` tool's `$ORIGIN` rpath): libblosc2.so* beside it, and the soname
+/// link they record. This writes outside OUT_DIR on purpose: cargo has no
+/// post-build step, and a cdylib's consumers need its runtime dependencies
+/// next to it; the build script is the only hook that runs on every
+/// `cargo build`. Both writes are idempotent (nothing is rewritten when
+/// already right) and atomic (write beside, then rename).
+fn stage_beside_cdylib(soname: Option<&str>) {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // OUT_DIR is <target>/[<triple>/]<profile>/build/caterva-<hash>/out.
+    let profile_dir = match out_dir.ancestors().nth(3) {
+        Some(d) if out_dir.ancestors().nth(2).and_then(Path::file_name) == Some("build".as_ref()) => d,
+        _ => {
+            println!("cargo:warning=unexpected OUT_DIR layout {}: target dir left as it is", out_dir.display());
+            return;
         }
+    };
+    if let Some(soname) = soname {
+        link_soname(profile_dir, soname);
     }
-    // Without the prefix (the crate used as a dependency), look in blosc2-sys's own OUT_DIR.
-    let build_dir = out_dir.parent()?.parent()?;
-    let mut found: Vec<(std::time::SystemTime, PathBuf)> = fs::read_dir(build_dir)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("blosc2-sys-"))
-        .flat_map(|e| ["lib", "lib64"].map(|sub| e.path().join("out").join(sub)))
-        .filter_map(|d| Some((fs::metadata(d.join("libblosc2.so")).ok()?.modified().ok()?, d)))
-        .collect();
-    found.sort();
-    found.pop().map(|(_, d)| d)
+    match blosc2_lib_dir() {
+        Ok(lib_dir) => {
+            // Copy again when blosc2-sys reinstalls.
+            println!("cargo:rerun-if-changed={}", lib_dir.display());
+            copy_blosc2(&lib_dir, profile_dir);
+        }
+        Err(why) => println!("cargo:warning={why}; C programs linked against libcaterva.so will need LD_LIBRARY_PATH"),
+    }
 }
 
-/// Copy libblosc2.so* into target/<profile>/, beside libcaterva.so.
-fn copy_blosc2(manifest: &Path, out_dir: &Path, profile_dir: &Path) {
-    let Some(lib_dir) = blosc2_lib_dir(manifest, out_dir) else {
-        println!("cargo:warning=libblosc2.so not found; C programs will need LD_LIBRARY_PATH");
-        return;
+/// The lib folder of the libblosc2 that blosc2-sys built, and that this build
+/// links.
+///
+/// Why `BLOSC2_INSTALL_PREFIX`, and nothing else: blosc2-sys 0.4.0 declares
+/// `links = "blosc2"` but emits no `cargo:KEY=VALUE` metadata (only
+/// `rustc-link-search` and `rustc-link-lib`), so no `DEP_BLOSC2_*` variable
+/// reaches this script, and the `-L native=` paths it prints go to rustc, not
+/// to dependents' build scripts. Its own OUT_DIR,
+/// `build/blosc2-sys-<hash>/out`, carries a hash this script cannot compute,
+/// and several may exist (profiles, feature sets, old builds): picking one by
+/// name or modification time is a guess. But when `BLOSC2_INSTALL_PREFIX` is
+/// set, blosc2-sys installs c-blosc2 there (CMAKE_INSTALL_PREFIX; `lib` or
+/// `lib64`, as GNUInstallDirs decides) and prints exactly `<prefix>/lib64`,
+/// `<prefix>/lib` as its link search paths; cargo gives every build script
+/// of one build the same environment, so the variable names the library this
+/// build links. The repository's .cargo/config.toml sets it (target/blosc2)
+/// for every cargo command run inside the repository, and cmake/ sets it for
+/// its own target dir. Without it (caterva built as a dependency elsewhere),
+/// libblosc2 stays in blosc2-sys's OUT_DIR, on the library path of `cargo run`
+/// and `cargo test`, and nothing is copied.
+fn blosc2_lib_dir() -> Result<PathBuf, String> {
+    let Some(prefix) = env::var_os("BLOSC2_INSTALL_PREFIX") else {
+        return Err("BLOSC2_INSTALL_PREFIX is not set (.cargo/config.toml sets it for cargo commands run inside \
+                    the repository): libblosc2.so not copied beside libcaterva.so"
+            .into());
     };
-    println!("cargo:rustc-link-search=native={}", lib_dir.display());
-    let Ok(entries) = fs::read_dir(&lib_dir) else { return };
+    // As tests/common does: a relative prefix is taken from the manifest's folder.
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let prefix = manifest.join(prefix);
+    ["lib64", "lib"]
+        .iter()
+        .map(|sub| prefix.join(sub))
+        .find(|d| d.join("libblosc2.so").exists())
+        .ok_or_else(|| format!("no libblosc2.so under {}/lib{{,64}} (BLOSC2_INSTALL_PREFIX)", prefix.display()))
+}
+
+/// Copy libblosc2.so* from `lib_dir` into target/<profile>/, beside libcaterva.so.
+fn copy_blosc2(lib_dir: &Path, profile_dir: &Path) {
+    let Ok(entries) = fs::read_dir(lib_dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name();
         if !name.to_string_lossy().starts_with("libblosc2.so") {
@@ -119,5 +125,21 @@ fn copy_blosc2(manifest: &Path, out_dir: &Path, profile_dir: &Path) {
         let tmp = profile_dir.join(format!(".{}.tmp", name.to_string_lossy()));
         fs::write(&tmp, &src).expect("target dir is writable");
         fs::rename(&tmp, &dst).expect("target dir is writable");
+    }
+}
+
+/// Programs linked against target/<profile>/libcaterva.so record its soname
+/// and look for that name at run time: point it at the library cargo links.
+fn link_soname(profile_dir: &Path, soname: &str) {
+    let link = profile_dir.join(soname);
+    if fs::read_link(&link).is_ok_and(|t| t == Path::new("libcaterva.so")) {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let tmp = profile_dir.join(format!(".{soname}.tmp"));
+        let _ = fs::remove_file(&tmp);
+        std::os::unix::fs::symlink("libcaterva.so", &tmp).expect("target dir is writable");
+        fs::rename(&tmp, &link).expect("target dir is writable");
     }
 }

@@ -35,8 +35,10 @@
  *            a smoke run of a few seconds.
  *   --reps N: repetitions per operation (default 5).
  *   --slow-reps M: repetitions of from_buffer and append (default min(3, N)).
- * run.sh builds the library (cargo build --release) and this file, and passes
- * the git commit in BENCH_GIT_COMMIT.
+ * run.sh builds the library (cargo build --release) and this file, passes
+ * the git commit in BENCH_GIT_COMMIT, and saves what this prints on stdout
+ * (the report: machine, date, versions, tables) in target/bench/results.md
+ * (results-quick.md with --quick).
  */
 #define _DEFAULT_SOURCE /* clock_gettime, popen, readlink, mkstemp under -std=c99 */
 
@@ -931,7 +933,12 @@ static void print_machine(void) {
         fclose(f);
     }
     const char *commit = getenv("BENCH_GIT_COMMIT");
+    char date[32] = "unknown";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
     printf("# caterva-rs vs c-blosc2 b2nd\n\n");
+    printf("- date: %s\n", date);
     printf("- CPU: %s, %ld online cores (nproc)\n", model, sysconf(_SC_NPROCESSORS_ONLN));
     printf("- c-blosc2: %s; caterva-rs commit: %s\n", blosc2_get_version_string(), commit ? commit : "unknown");
     printf("- shape {%lld, %lld, %lld}, chunks {%d, %d, %d}, blocks {%d, %d, %d}, 8-byte items%s\n",

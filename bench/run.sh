@@ -5,6 +5,9 @@
 #   bash bench/run.sh --quick    # a smaller array, a smoke run of seconds
 #   bash bench/run.sh --reps N   # N repetitions per operation (default 5)
 #   bash bench/run.sh --slow-reps M  # for from_buffer and append (default min(3, N))
+# The report (stdout: date, CPU, cores, c-blosc2 version, git commit, then the
+# tables) is also saved in target/bench/results.md, or results-quick.md for a
+# --quick run, replaced only when the run succeeds. Progress goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release
@@ -15,4 +18,15 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$commit" != unknown ] && ! git diff --quiet HEAD -- 2>/dev/null; then
     commit="$commit (with uncommitted changes)"
 fi
-BENCH_GIT_COMMIT="$commit" exec target/release/caterva-bench "$@"
+results=target/bench/results.md
+for arg in "$@"; do
+    if [ "$arg" = --quick ]; then results=target/bench/results-quick.md; fi
+done
+mkdir -p target/bench
+tmp=$results.tmp
+if ! BENCH_GIT_COMMIT="$commit" target/release/caterva-bench "$@" | tee "$tmp"; then
+    rm -f "$tmp"
+    exit 1
+fi
+mv "$tmp" "$results"
+echo "bench: results saved in $results" >&2

@@ -62,7 +62,7 @@ foreach(_f IN LISTS _blosc2_files)
   endif()
 endforeach()
 
-# caterva.h (committed, kept current by a unit test) and the c-blosc2 headers
+# caterva.h (committed, kept current by tests/header.rs) and the c-blosc2 headers
 # (blosc2.h, which caterva.h includes, and what blosc2.h includes).
 stage_copy("${SOURCE_DIR}/include/caterva.h" "${STAGE}/include/caterva.h")
 if(NOT EXISTS "${BLOSC2_PREFIX}/include/blosc2.h")
