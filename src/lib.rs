@@ -29,12 +29,14 @@
 
 pub mod array;
 pub mod checksum;
+pub mod codec;
 pub mod context;
 mod engine;
 pub mod error;
 pub mod ffi;
 pub mod frame_check;
 pub mod geometry;
+mod info;
 pub mod journal;
 pub mod meta;
 mod reshape;
@@ -45,5 +47,7 @@ pub use array::{Array, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{Geometry, Region, MAX_DIM};
+pub use info::{blosc2_version, ArrayInfo};
+pub use meta::check_dtype;
 pub use schunk::{CParams, Storage};
 pub use verify::ChunkProblem;
