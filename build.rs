@@ -19,8 +19,7 @@ fn main() {
 
     // libcaterva.so finds the libblosc2.so copied beside it, wherever both are installed.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
-    // So does the `caterva` command-line tool, installed beside them.
-    println!("cargo:rustc-link-arg-bins=-Wl,-rpath,$ORIGIN");
+    // (So does the `caterva` command-line tool: cli/build.rs.)
     let soname = set_soname();
     if let Some(profile_dir) = out_dir.ancestors().nth(3) {
         copy_blosc2(&manifest, &out_dir, profile_dir);

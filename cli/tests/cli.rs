@@ -1,15 +1,18 @@
 //! The `caterva` command-line tool, run as a user runs it, on arrays
 //! written by this library (frame files and sparse-frame directories), by
 //! python-caterva 0.7.3 and by python-blosc2 (the peers of tests/interop.rs,
-//! whose virtual environments `.ci/setup` creates).
+//! whose virtual environments `.ci/setup` creates). The checks read the
+//! arrays back through the library's public API only.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
+use caterva::{codec, Array, Config, Context, Metalayer, Params, StorageParams};
+use serde_json::Value as Json;
 
+#[path = "../../tests/common/peers.rs"]
 mod common;
 use common::{hex, peer, read_specs, scratch_dir, write_spec, Spec};
 
@@ -232,7 +235,7 @@ fn info_describes_every_kind_of_file() {
     for c in cases() {
         let (s, what) = (&c.spec, &c.name);
         let m = info(&s.path);
-        let arr = Array::open(&ctx, &s.path).unwrap();
+        let arr = Array::open(&ctx, &s.path).unwrap().info();
         assert_eq!(m["path"], s.path, "{what}");
         assert_eq!(m["storage"], if s.contiguous { "contiguous" } else { "sparse" }, "{what}");
         assert_eq!(m["ndim"], s.shape.len().to_string(), "{what}");
@@ -244,13 +247,14 @@ fn info_describes_every_kind_of_file() {
         assert_eq!(m["itemsize"], s.itemsize.to_string(), "{what}");
         assert_eq!(m["dtype"], s.dtype.clone().unwrap_or_else(|| "(none)".into()), "{what}");
         assert_eq!(m["nitems"], s.shape.iter().product::<i64>().to_string(), "{what}");
-        assert_eq!(m["nchunks"], arr.schunk().nchunks().to_string(), "{what}");
-        assert_eq!(m["nbytes"], arr.schunk().nbytes().to_string(), "{what}");
-        assert_eq!(m["cbytes"], arr.schunk().cbytes().to_string(), "{what}");
-        let ratio = arr.schunk().nbytes() as f64 / arr.schunk().cbytes() as f64;
+        assert_eq!(m["nchunks"], arr.nchunks.to_string(), "{what}");
+        assert_eq!(m["nbytes"], arr.nbytes.to_string(), "{what}");
+        assert_eq!(m["cbytes"], arr.cbytes.to_string(), "{what}");
+        let ratio = arr.nbytes as f64 / arr.cbytes as f64;
         assert_eq!(m["cratio"], format!("{ratio:.2}"), "{what}");
         assert!(["zstd", "lz4", "lz4hc", "blosclz", "zlib"].contains(&m["codec"].as_str()), "{what}: {}", m["codec"]);
-        assert_eq!(m["clevel"], arr.schunk().cparams().clevel.to_string(), "{what}");
+        assert_eq!(m["clevel"], arr.cparams.clevel.to_string(), "{what}");
+        assert_eq!(m["checksums"], "no", "{what}");
         assert!(m["filters"].contains("shuffle"), "{what}: {}", m["filters"]);
         let names = |v: &str| v.split(", ").map(str::to_owned).collect::<Vec<_>>();
         for (k, _) in &s.meta {
@@ -267,23 +271,38 @@ fn info_describes_every_kind_of_file() {
     assert_eq!(info(&case("c2d_i2_sparse").spec.path)["vlmetalayers"], "(none)");
 }
 
+/// The JSON object printed by `caterva ARGS`.
+fn json_of(args: &[&str]) -> Json {
+    let out = ok(args);
+    assert!(out.ends_with("}\n"), "{out}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("caterva {args:?}: not JSON ({e}):\n{out}"))
+}
+
 #[test]
 fn info_json_has_the_same_fields() {
-    let out = ok(&["info", &case("b2d_f8").spec.path, "--json"]);
-    assert!(out.starts_with("{\n") && out.ends_with("}\n"), "{out}");
-    for want in [
-        "\"storage\": \"contiguous\"",
-        "\"shape\": [4, 6]",
-        "\"chunkshape\": [3, 4]",
-        "\"dtype\": \"<f8\"",
-        "\"filters\": [\"shuffle\"]",
-        "\"metalayers\": [\"b2nd\", \"units\"]",
-        "\"vlmetalayers\": [\"history\"]",
-    ] {
-        assert!(out.contains(want), "{want} missing from\n{out}");
+    let c = case("b2d_f8");
+    let j = json_of(&["info", &c.spec.path, "--json"]);
+    let text = info(&c.spec.path);
+    let keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys[..4], ["path", "storage", "ndim", "shape"], "the order of the text output");
+    assert_eq!(keys.len(), text.len(), "{keys:?}");
+    assert_eq!(j["path"], c.spec.path.as_str());
+    assert_eq!(j["storage"], "contiguous");
+    assert_eq!(j["ndim"], 2);
+    assert_eq!(j["shape"], serde_json::json!([4, 6]));
+    assert_eq!(j["chunkshape"], serde_json::json!([3, 4]));
+    assert_eq!(j["dtype"], "<f8");
+    assert_eq!(j["filters"], serde_json::json!(["shuffle"]));
+    assert_eq!(j["metalayers"], serde_json::json!(["b2nd", "units"]));
+    assert_eq!(j["vlmetalayers"], serde_json::json!(["history"]));
+    assert_eq!(j["checksums"], false);
+    for key in ["nitems", "nchunks", "nbytes", "cbytes", "itemsize", "clevel"] {
+        assert_eq!(j[key].as_i64().unwrap().to_string(), text[key], "{key}");
     }
-    let none = ok(&["info", "--json", &case("c1d_u1").spec.path]);
-    assert!(none.contains("\"dtype\": null"), "{none}");
+    let cratio = j["cratio"].as_f64().unwrap();
+    assert_eq!(format!("{cratio:.2}"), text["cratio"]);
+    let none = json_of(&["info", "--json", &case("c1d_u1").spec.path]);
+    assert_eq!(none["dtype"], Json::Null);
 }
 
 #[test]
@@ -390,10 +409,10 @@ fn copy_applies_new_partitions_codec_and_storage() {
     let out = ok(&[&args[..], &["--codec", "lz4", "--clevel", "3", "--sparse", "--threads", "2"]].concat());
     assert!(out.contains("sparse [4, 5], chunks [2, 3], blocks [1, 2], lz4 clevel 3"), "{out}");
     let arr = assert_same_array(&dst, c);
-    assert_eq!(arr.geometry().chunkshape(), [2, 3]);
-    assert_eq!(arr.geometry().blockshape(), [1, 2]);
-    assert!(!arr.schunk().storage().contiguous);
-    assert_eq!((arr.schunk().cparams().codec, arr.schunk().cparams().clevel), (1, 3));
+    let i = arr.info();
+    assert_eq!((i.chunkshape, i.blockshape), (vec![2, 3], vec![1, 2]));
+    assert!(!i.contiguous);
+    assert_eq!((i.cparams.codec, i.cparams.clevel), (codec::LZ4, 3));
     assert_eq!(arr.dtype().as_deref(), Some("<i8"));
     assert!(dst.join("chunks.b2frame").is_file());
 
@@ -402,20 +421,20 @@ fn copy_applies_new_partitions_codec_and_storage() {
     let dst = dir.join("i2.b2nd");
     ok(&["copy", &c.spec.path, s(&dst)]);
     let arr = assert_same_array(&dst, c);
-    let src = Array::open(&ctx(), &c.spec.path).unwrap();
-    assert_eq!(arr.geometry().chunkshape(), c.spec.chunks.as_slice());
-    assert_eq!(arr.geometry().blockshape(), c.spec.blocks.as_slice());
-    assert!(!arr.schunk().storage().contiguous);
-    assert_eq!(arr.schunk().cparams().codec, src.schunk().cparams().codec);
+    let src = Array::open(&ctx(), &c.spec.path).unwrap().info();
+    let i = arr.info();
+    assert_eq!((&i.chunkshape, &i.blockshape), (&c.spec.chunks, &c.spec.blocks));
+    assert!(!i.contiguous);
+    assert_eq!(i.cparams.codec, src.cparams.codec);
     assert_eq!(arr.dtype(), c.spec.dtype);
 
     // Chunks alone: blocks are the source's, cut to fit; a python-caterva file made contiguous.
     let c = case("c3d_i4");
     let dst = dir.join("i4.b2frame");
     ok(&["copy", &c.spec.path, s(&dst), "--chunks", "1,6,7", "--contiguous", "--codec", "zlib"]);
-    let arr = assert_same_array(&dst, c);
-    assert_eq!(arr.geometry().blockshape(), [1, 2, 2]);
-    assert!(arr.schunk().storage().contiguous);
+    let i = assert_same_array(&dst, c).info();
+    assert_eq!(i.blockshape, [1, 2, 2]);
+    assert!(i.contiguous);
     assert_eq!(info(s(&dst))["codec"], "zlib");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -442,20 +461,33 @@ fn copy_replaces_only_with_force_and_never_its_source() {
 fn verify_accepts_sound_files() {
     for c in cases() {
         let out = ok(&["verify", &c.spec.path]);
-        let n = Array::open(&ctx(), &c.spec.path).unwrap().schunk().nchunks();
+        let n = Array::open(&ctx(), &c.spec.path).unwrap().info().nchunks;
         assert_eq!(out, format!("{}: {n} chunks, all sound\n", c.spec.path), "{}", c.name);
     }
 }
 
-/// Overwrite byte 5 of chunk `n`'s header (its uncompressed size), found in
-/// `file`, which holds the chunk as the library reads it from `array`.
-fn damage_chunk(array: &Path, n: i64, file: &Path) {
-    let chunk = Array::open(&ctx(), s(array)).unwrap().schunk().chunk(n).unwrap().bytes().to_vec();
-    let mut bytes = std::fs::read(file).unwrap();
-    let at: Vec<usize> = (0..bytes.len() - chunk.len() + 1).filter(|&i| bytes[i..i + chunk.len()] == chunk).collect();
-    assert_eq!(at.len(), 1, "chunk {n} is in {} once", file.display());
-    bytes[at[0] + 5] ^= 0xff;
-    std::fs::write(file, bytes).unwrap();
+/// The stored bytes of chunk `n` of `array` (a frame file): a sparse copy
+/// (which copies the chunks as they are: same partitions and codec) keeps
+/// each chunk in a file of its own.
+fn chunk_bytes(array: &Path, n: i64) -> Vec<u8> {
+    let sparse = array.with_extension(format!("chunks-{n}.b2nd"));
+    ok(&["copy", s(array), s(&sparse), "--sparse", "--force"]);
+    let bytes = std::fs::read(sparse.join(format!("{n:08X}.chunk"))).unwrap();
+    std::fs::remove_dir_all(&sparse).unwrap();
+    bytes
+}
+
+/// Flip the bits `mask` of byte `at` (negative: from the end) of chunk `n`
+/// of the frame file `array`, found in the file.
+fn damage_chunk(array: &Path, n: i64, at: isize, mask: u8) {
+    let chunk = chunk_bytes(array, n);
+    let mut bytes = std::fs::read(array).unwrap();
+    let found: Vec<usize> =
+        (0..bytes.len() - chunk.len() + 1).filter(|&i| bytes[i..i + chunk.len()] == chunk[..]).collect();
+    assert_eq!(found.len(), 1, "chunk {n} is in {} once", array.display());
+    let offset = if at < 0 { chunk.len() - at.unsigned_abs() } else { at as usize };
+    bytes[found[0] + offset] ^= mask;
+    std::fs::write(array, bytes).unwrap();
 }
 
 #[test]
@@ -465,7 +497,8 @@ fn verify_reports_damaged_chunks() {
     // at open, and verify reports the file as damaged (exit 1, not 2).
     let file = dir.join("damaged.b2frame");
     ok(&["copy", &case("ours_i8").spec.path, s(&file)]);
-    damage_chunk(&file, 2, &file);
+    // Byte 5 of its header: its uncompressed size.
+    damage_chunk(&file, 2, 5, 0xff);
     let r = caterva(&["verify", s(&file), "--threads", "2"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.starts_with(&format!("{}: damaged: invalid format: ", s(&file))), "{}", r.stdout);
@@ -496,19 +529,12 @@ fn verify_reports_damaged_chunks() {
 #[test]
 fn verify_checks_checksums() {
     let dir = out_dir("verify-sums");
-    // A flipped bit at the end of a chunk (codec payload): only a checksum sees it.
-    let last_byte = |array: &Path, n: i64| {
-        let chunk = Array::open(&ctx(), s(array)).unwrap().schunk().chunk(n).unwrap().bytes().to_vec();
-        let mut bytes = std::fs::read(array).unwrap();
-        let at = (0..bytes.len() - chunk.len() + 1).find(|&i| bytes[i..i + chunk.len()] == chunk).unwrap();
-        bytes[at + chunk.len() - 1] ^= 0x01;
-        std::fs::write(array, bytes).unwrap();
-    };
+    // Damage at the end of a chunk (codec payload): only a checksum sees it.
     let file = dir.join("sums.b2frame");
     ok(&["copy", &case("ours_i8").spec.path, s(&file), "--checksums"]);
     assert!(Array::open(&ctx(), s(&file)).unwrap().has_checksums());
     ok(&["verify", s(&file)]);
-    last_byte(&file, 1);
+    damage_chunk(&file, 1, -1, 0x01);
     let r = caterva(&["verify", s(&file)]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.starts_with("chunk 1: corrupt data: chunk 1 fails its checksum"), "{}", r.stdout);
@@ -521,35 +547,42 @@ fn usage_errors_exit_2_with_a_hint() {
     let p = case("ours_i8").spec.path.as_str();
     let dst = dir.join("never.b2frame");
     let d = s(&dst);
+    // clap's own errors, and the tool's (reported the same way).
     let cases: &[(&[&str], &str)] = &[
-        (&[], "no command given"),
-        (&["frobnicate"], "unknown command 'frobnicate'"),
-        (&["--frob"], "unknown option '--frob'"),
-        (&["info"], "expected PATH"),
-        (&["info", p, "extra"], "expected PATH"),
-        (&["info", p, "--bogus"], "unknown option '--bogus'"),
-        (&["cat", p, "--dtype"], "needs a value"),
+        (&[], "Usage: caterva <COMMAND>"),
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (&["--frob"], "unexpected argument '--frob' found"),
+        (&["info"], "required arguments were not provided:\n  <PATH>"),
+        (&["info", p, "extra"], "unexpected argument 'extra' found"),
+        (&["info", p, "--bogus"], "unexpected argument '--bogus' found"),
+        (&["cat", p, "--dtype"], "a value is required for '--dtype <DTYPE>'"),
         (&["cat", p, "--dtype", "<i4"], "does not describe items of 8 bytes"),
-        (&["slice", p], "expected PATH SELECTION"),
+        (&["slice", p], "required arguments were not provided:\n  <SELECTION>"),
         (&["slice", p, "0:4:0"], "the step cannot be 0"),
         (&["slice", p, "4"], "index 4 is out of bounds for axis 0 with size 4"),
         (&["slice", p, "1,2,3"], "the array has 2 axes"),
         (&["slice", p, "x:"], "is not START:STOP"),
-        (&["copy", p], "expected SRC DST"),
+        (&["copy", p], "required arguments were not provided:\n  <DST>"),
         (&["copy", p, d, "--codec", "snappy"], "unknown codec 'snappy'"),
         (&["copy", p, d, "--clevel", "10"], "not a level from 0 to 9"),
         (&["copy", p, d, "--chunks", "2"], "--chunks needs 2 entries"),
         (&["copy", p, d, "--chunks", "2,x"], "'x' is not a valid number"),
         (&["copy", p, d, "--chunks", "2,2", "--blocks", "3,3"], "block"),
-        (&["copy", p, d, "--sparse", "--contiguous"], "exclude each other"),
+        (&["copy", p, d, "--sparse", "--contiguous"], "'--sparse' cannot be used with '--contiguous'"),
         (&["verify", p, "--threads", "0"], "at least 1"),
-        (&["verify", p, "--sparse"], "unknown option '--sparse'"),
+        (&["verify", p, "-j", "x"], "'x' is not a valid number"),
+        (&["verify", p, "--sparse"], "unexpected argument '--sparse' found"),
     ];
     for (args, want) in cases {
         let err = fails(args, 2);
         assert!(err.contains(want), "caterva {args:?}: '{want}' not in\n{err}");
-        assert!(err.contains("--help' for usage"), "caterva {args:?}: no hint in\n{err}");
+        // A pointer to the help (the help itself when no command is given).
+        assert!(err.contains("try '--help'") || args.is_empty(), "caterva {args:?}: no hint in\n{err}");
     }
+    // The usage of the command concerned, for the tool's own errors too.
+    let err = fails(&["slice", p, "0:4:0"], 2);
+    assert!(err.starts_with("error: '0:4:0' (axis 0): the step cannot be 0\n"), "{err}");
+    assert!(err.contains("\nUsage: caterva slice [OPTIONS] <PATH> <SELECTION>\n"), "{err}");
     assert!(!dst.exists(), "a refused copy wrote nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -583,8 +616,144 @@ fn help_and_version() {
         assert!(own.starts_with(&format!("Usage: caterva {cmd}")), "{own}");
         assert_eq!(ok(&["help", cmd]), own);
     }
-    assert!(ok(&["copy", "-h"]).contains("--chunks a,b,..."));
+    assert!(ok(&["copy", "-h"]).contains("--chunks <a,b,...>"));
     let version = ok(&["--version"]);
     assert!(version.starts_with(&format!("caterva {} (", env!("CARGO_PKG_VERSION"))), "{version}");
     assert!(version.contains("c-blosc2 2."), "{version}");
+}
+
+#[test]
+fn quiet_and_short_options() {
+    let dir = out_dir("quiet");
+    let c = case("ours_i8");
+    let dst = dir.join("q.b2frame");
+    // -q: copy prints nothing (errors aside); -f replaces; -j sets the threads.
+    assert_eq!(ok(&["copy", &c.spec.path, s(&dst), "-q", "-j", "2"]), "");
+    assert_eq!(ok(&["copy", &c.spec.path, s(&dst), "-fq", "--clevel", "2"]), "");
+    assert_eq!(info(s(&dst))["clevel"], "2");
+    assert_same_array(&dst, c);
+    // verify -q: nothing for a sound array (the exit status says it).
+    assert_eq!(ok(&["verify", "-q", s(&dst)]), "");
+    // cat and slice print the same with -q and --no-progress; -d is --dtype, -a --all.
+    let all = ok(&["cat", &c.spec.path]);
+    assert_eq!(ok(&["cat", "-q", "-j", "1", &c.spec.path]), all);
+    assert_eq!(ok(&["slice", &c.spec.path, "-1", "--no-progress", "-q"]), ok(&["slice", &c.spec.path, "-1"]));
+    let u = case("c2d_i8_sparse");
+    assert_eq!(ok(&["cat", &u.spec.path, "-d", "<u8", "-a"]), ok(&["cat", &u.spec.path, "--dtype", "<u8"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn verify_json_and_quiet_reports() {
+    // A sound array.
+    let c = case("b2d_i2_sparse");
+    let n = Array::open(&ctx(), &c.spec.path).unwrap().info().nchunks;
+    let want = serde_json::json!({"path": c.spec.path, "chunks": n, "problems": [], "sound": true});
+    assert_eq!(json_of(&["verify", &c.spec.path, "--json"]), want);
+    assert_eq!(json_of(&["verify", "-q", "--json", &c.spec.path]), want, "-q keeps the essential output");
+
+    // Damaged chunks 0 and 3 of a sparse array: the same problems as the text output.
+    let dir = out_dir("verify-json");
+    let sparse = dir.join("damaged.b2nd");
+    ok(&["copy", &case("ours_f8_sparse").spec.path, s(&sparse), "--checksums"]);
+    for n in [0, 3] {
+        let f = sparse.join(format!("{n:08X}.chunk"));
+        let mut bytes = std::fs::read(&f).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+        std::fs::write(&f, bytes).unwrap();
+    }
+    let text = caterva(&["verify", s(&sparse)]);
+    let r = caterva(&["verify", s(&sparse), "--json", "-j", "1"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let j: Json = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.stdout));
+    assert_eq!((&j["path"], &j["chunks"], &j["sound"]), (&Json::from(s(&sparse)), &Json::from(12), &Json::from(false)));
+    let lines: Vec<String> = j["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("chunk {}: {}", p["chunk"].as_i64().unwrap(), p["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    assert!(lines[0].starts_with("chunk 0: ") && lines[1].starts_with("chunk 3: "), "{lines:?}");
+    assert_eq!(text.stdout.lines().take(2).collect::<Vec<_>>(), lines);
+    // -q: the problems without the summary; the failure still on stderr.
+    let q = caterva(&["verify", "-q", s(&sparse)]);
+    assert_eq!(q.code, 1);
+    assert_eq!(q.stdout, format!("{}\n", lines.join("\n")));
+    assert!(q.stderr.contains("2 damaged chunk"), "{}", q.stderr);
+
+    // A frame whose structure is damaged: reported as a whole.
+    let file = dir.join("damaged.b2frame");
+    ok(&["copy", &case("ours_i8").spec.path, s(&file)]);
+    damage_chunk(&file, 2, 5, 0xff);
+    let r = caterva(&["verify", "--json", s(&file)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let j: Json = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.stdout));
+    assert_eq!((&j["chunks"], &j["sound"], &j["problems"][0]["chunk"]), (&Json::Null, &Json::from(false), &Json::Null));
+    assert!(j["problems"][0]["reason"].as_str().unwrap().starts_with("invalid format: "), "{}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mistyped_commands_and_options_get_suggestions() {
+    for (typo, want) in [("inf", "info"), ("verfy", "verify"), ("slise", "slice"), ("cpy", "copy")] {
+        let err = fails(&[typo], 2);
+        assert!(err.contains(&format!("unrecognized subcommand '{typo}'")), "{err}");
+        assert!(err.contains(&format!("a similar subcommand exists: '{want}'")), "{err}");
+    }
+    let p = case("ours_i8").spec.path.as_str();
+    let err = fails(&["copy", p, "x.b2frame", "--forse"], 2);
+    assert!(err.contains("a similar argument exists: '--force'"), "{err}");
+    let err = fails(&["info", p, "--jsn"], 2);
+    assert!(err.contains("a similar argument exists: '--json'"), "{err}");
+}
+
+/// Run `caterva ARGS` with stdout and stderr on a pseudo-terminal (util-linux
+/// `script`); its exit status and what it wrote there (`\r\n` line ends), or
+/// `None` where `script` cannot run.
+fn in_terminal(args: &[&str]) -> Option<(i32, String)> {
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let line: Vec<String> =
+        std::iter::once(env!("CARGO_BIN_EXE_caterva")).chain(args.iter().copied()).map(quote).collect();
+    let out = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).expect("UTF-8 output");
+    assert!(!text.contains("panicked"), "caterva {args:?} panicked:\n{text}");
+    Some((out.status.code().expect("exited"), text))
+}
+
+#[test]
+fn a_terminal_gets_at_most_100000_items_without_all() {
+    let dir = out_dir("terminal");
+    let big = dir.join("big.b2frame");
+    let n = 100_001usize;
+    let params = Params { itemsize: 1, shape: vec![n as i64], dtype: Some("|u1".into()) };
+    let storage = StorageParams {
+        chunkshape: vec![40_000],
+        blockshape: vec![10_000],
+        contiguous: true,
+        urlpath: Some(s(&big).to_owned()),
+        metalayers: Vec::new(),
+    };
+    let data: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+    Array::from_buffer(&ctx(), &params, &storage, &data).unwrap();
+    // Redirected, everything prints (and no bar: stderr is not a terminal).
+    assert_items(&tokens(&ok(&["cat", s(&big)])), &data, 1, Some("|u1"), "big, redirected");
+    let Some((code, out)) = in_terminal(&["cat", s(&big)]) else {
+        eprintln!("skipped: util-linux `script` cannot run here");
+        return;
+    };
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("the selection holds 100001 items; pass --all"), "{out}");
+    let (code, out) = in_terminal(&["cat", "--all", "--no-progress", s(&big)]).unwrap();
+    assert_eq!(code, 0);
+    assert_items(&tokens(&out.replace('\r', "")), &data, 1, Some("|u1"), "big, --all on a terminal");
+    let (code, out) = in_terminal(&["slice", s(&big), "-3:"]).unwrap();
+    let want = format!("[{}, {}, {}]\r\n", data[n - 3], data[n - 2], data[n - 1]);
+    assert_eq!((code, out), (0, want));
+    let _ = std::fs::remove_dir_all(&dir);
 }

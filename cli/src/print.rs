@@ -11,66 +11,67 @@
 
 use std::io::Write;
 
-use caterva::geometry::for_each_index;
-use caterva::Array;
+use caterva::{Array, CParams};
 
-use crate::args::{Opt, Parsed};
 use crate::items::ItemFormat;
 use crate::progress::{self, Bar};
-use crate::{Command, Failure, Outcome, NO_PROGRESS, THREADS};
+use crate::{Failure, Outcome, RunOpts};
 
-const OPTS: &[Opt] = &[
-    Opt::value("dtype", "DTYPE", "read items as this NumPy dtype (<i8, <f4, |u1...) instead of the stored one"),
-    Opt::flag("all", "print even a huge region (over 100000 items) to a terminal"),
-    THREADS,
-    NO_PROGRESS,
-];
+/// The arguments of `caterva cat`.
+#[derive(clap::Args, Debug)]
+pub struct CatArgs {
+    /// The array: a frame file or a sparse-frame directory
+    #[arg(value_name = "PATH")]
+    path: String,
+    #[command(flatten)]
+    print: PrintOpts,
+    #[command(flatten)]
+    run: RunOpts,
+}
 
-const FORMAT: &str = "Items print by the dtype of the 'b2nd' metalayer (or --dtype): integers,\n\
-floats in their shortest exact form, complex numbers as 1.5-2.0j, booleans as\n\
-true/false; other items (no dtype, structured or string dtypes) as 0x and their\n\
-bytes in storage order. A 0-dim array prints its one item alone.";
+/// The arguments of `caterva slice`.
+#[derive(clap::Args, Debug)]
+pub struct SliceArgs {
+    /// The array: a frame file or a sparse-frame directory
+    #[arg(value_name = "PATH")]
+    path: String,
+    /// The region: START:STOP[:STEP] or an index per axis, comma-separated
+    #[arg(value_name = "SELECTION", allow_hyphen_values = true)]
+    selection: String,
+    #[command(flatten)]
+    print: PrintOpts,
+    #[command(flatten)]
+    run: RunOpts,
+}
 
-/// `caterva cat`.
-pub const CAT: Command = Command {
-    name: "cat",
-    usage: "cat PATH [OPTIONS]",
-    summary: "print every item, NumPy style (nested brackets, one row per line)",
-    details: FORMAT,
-    opts: OPTS,
-    run: cat,
-};
-
-/// `caterva slice`.
-pub const SLICE: Command = Command {
-    name: "slice",
-    usage: "slice PATH SELECTION [OPTIONS]",
-    summary: "print a region, selected NumPy style: '0:2,:,5', '-3:', '1,2:4'",
-    details: "SELECTION has one entry per leading axis (missing ones select the whole axis):\n\
-START:STOP[:STEP] (as in NumPy: any may be left out; negative bounds count\n\
-from the end; bounds are clipped to the axis; a negative STEP walks backwards)\n\
-or an index (negative from the end), which drops that axis from the output.\n\n",
-    opts: OPTS,
-    run: slice,
-};
+/// How `cat` and `slice` print.
+#[derive(clap::Args, Debug)]
+struct PrintOpts {
+    /// Read items as this NumPy dtype (<i8, <f4, |u1...) instead of the stored one
+    #[arg(short, long, value_name = "DTYPE")]
+    dtype: Option<String>,
+    /// Print even a huge region (over 100000 items) to a terminal
+    #[arg(short, long)]
+    all: bool,
+}
 
 /// Regions larger than this do not print to a terminal without `--all`.
 const TERMINAL_LIMIT: i64 = 100_000;
 /// Bytes read per box.
 const BOX_BYTES: i64 = 4 << 20;
 
-fn cat(p: &Parsed) -> Outcome {
-    let [path] = crate::positionals(p, &["PATH"])?[..] else { unreachable!("one positional") };
-    let arr = crate::open(&crate::context(p, Default::default())?, path)?;
+/// `caterva cat`.
+pub fn cat(a: &CatArgs) -> Outcome {
+    let arr = crate::open(&crate::context(&a.run, CParams::default(), false)?, &a.path)?;
     let sel = Selection::whole(arr.shape());
-    print(p, &arr, &sel)
+    print(&a.print, &a.run, &arr, &sel)
 }
 
-fn slice(p: &Parsed) -> Outcome {
-    let [path, spec] = crate::positionals(p, &["PATH", "SELECTION"])?[..] else { unreachable!("two positionals") };
-    let arr = crate::open(&crate::context(p, Default::default())?, path)?;
-    let sel = Selection::parse(spec, arr.shape()).map_err(Failure::Usage)?;
-    print(p, &arr, &sel)
+/// `caterva slice`.
+pub fn slice(a: &SliceArgs) -> Outcome {
+    let arr = crate::open(&crate::context(&a.run, CParams::default(), false)?, &a.path)?;
+    let sel = Selection::parse(&a.selection, arr.shape()).map_err(Failure::Usage)?;
+    print(&a.print, &a.run, &arr, &sel)
 }
 
 /// The indices selected on each axis (`start + k * step` for `k` in
@@ -148,18 +149,18 @@ impl Selection {
 }
 
 /// Print `sel` of `arr` on stdout.
-fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
-    let dtype = match p.value("dtype") {
+fn print(p: &PrintOpts, run: &RunOpts, arr: &Array, sel: &Selection) -> Outcome {
+    let dtype = match &p.dtype {
         Some(d) => {
-            caterva::meta::check_dtype(d, arr.itemsize()).map_err(|e| Failure::Usage(e.message()))?;
-            Some(d.to_owned())
+            caterva::check_dtype(d, arr.itemsize()).map_err(|e| Failure::Usage(e.message()))?;
+            Some(d.clone())
         }
         None => arr.dtype(),
     };
     let format = ItemFormat::new(dtype.as_deref(), arr.itemsize());
     let nitems: i64 = sel.shape().iter().product();
-    let to_terminal = progress::stdout_is_tty();
-    if to_terminal && nitems > TERMINAL_LIMIT && !p.flag("all") {
+    let to_terminal = progress::stdout_is_terminal();
+    if to_terminal && nitems > TERMINAL_LIMIT && !p.all {
         return Err(Failure::Usage(format!(
             "the selection holds {nitems} items; pass --all to print them to the terminal anyway, \
              or select a smaller region with 'caterva slice'"
@@ -168,7 +169,7 @@ fn print(p: &Parsed, arr: &Array, sel: &Selection) -> Outcome {
     // Data goes to stdout: a bar on the same terminal would garble it.
     // Printed to a terminal, the items are their own progress (a bar would
     // garble them); redirected, a bar on stderr shows how far it got.
-    let mut bar = Bar::new("cat", "items", nitems as u64, progress::drawable(p) && !to_terminal);
+    let mut bar = Bar::new("cat", "items", nitems as u64, run.drawable() && !to_terminal);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut nested = Nested::new(sel.printed_shape());
     let mut text = String::new();
@@ -222,6 +223,31 @@ fn for_each_box(arr: &Array, sel: &Selection, mut f: impl FnMut(&[u8]) -> Outcom
         }
     });
     failure
+}
+
+/// Visit every index of the box `[lo, hi)` in C order: nothing when the box
+/// is empty, one (empty) index when it has no axes.
+fn for_each_index(lo: &[i64], hi: &[i64], mut f: impl FnMut(&[i64])) {
+    if lo.iter().zip(hi).any(|(l, h)| l >= h) {
+        return;
+    }
+    let mut idx = lo.to_vec();
+    loop {
+        f(&idx);
+        // Advance like an odometer; done when the first axis wraps around.
+        let mut axis = idx.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            idx[axis] += 1;
+            if idx[axis] < hi[axis] {
+                break;
+            }
+            idx[axis] = lo[axis];
+        }
+    }
 }
 
 /// Read the selected positions `[lo, hi)` of `sel` and hand their items to
@@ -310,6 +336,18 @@ mod tests {
         }
         nest.finish(&mut out).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn indices_in_c_order() {
+        let mut seen = Vec::new();
+        for_each_index(&[1, 0], &[3, 2], |i| seen.push(i.to_vec()));
+        assert_eq!(seen, [[1, 0], [1, 1], [2, 0], [2, 1]]);
+        let mut n = 0;
+        for_each_index(&[], &[], |i| n += 1 + i.len());
+        assert_eq!(n, 1);
+        for_each_index(&[0, 2], &[5, 2], |_| n += 1);
+        assert_eq!(n, 1);
     }
 
     #[test]
