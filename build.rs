@@ -22,6 +22,7 @@ fn main() {
     println!("cargo:rustc-env=CATERVA_BUILD_TARGET={}", env::var("TARGET").expect("cargo sets TARGET"));
     // libcaterva.so finds the libblosc2.so copied beside it, wherever both are installed.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
+    // (So does the `caterva` command-line tool: cli/build.rs.)
     let soname = set_soname();
     stage_beside_cdylib(soname.as_deref());
 }

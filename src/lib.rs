@@ -28,13 +28,15 @@
 #![allow(clippy::needless_range_loop)]
 
 // The public API is the safe one: contexts, arrays, their parameters,
-// geometry and regions, errors. Everything else is the crate's own.
+// geometry and regions, codec ids, errors. Everything else is the crate's own.
 mod array;
+pub mod codec;
 mod context;
 mod engine;
 mod error;
 mod ffi;
 mod geometry;
+mod info;
 mod meta;
 mod reshape;
 mod store;
@@ -46,4 +48,6 @@ pub use array::{Array, ChunkProblem, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{Geometry, Region, MAX_DIM};
+pub use info::{blosc2_version, ArrayInfo};
+pub use meta::check_dtype;
 pub use store::blosc::CParams;

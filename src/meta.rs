@@ -101,7 +101,7 @@ pub fn default_dtype(itemsize: usize) -> String {
     }
 }
 
-/// Check a NumPy dtype string: printable ASCII, at most [`DTYPE_RESERVE`]
+/// Check a NumPy dtype string: printable ASCII, at most `DTYPE_RESERVE`
 /// bytes, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`, `<M8[ns]`…) an
 /// item size equal to `itemsize`. Structured dtypes are taken as given.
 ///

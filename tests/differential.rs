@@ -343,7 +343,7 @@ impl Harness {
             }
             10 => {
                 // persist and reopen (or a frame round trip in memory)
-                match caterva::testing::schunk(&arr).urlpath {
+                match caterva::testing::schunk(arr).urlpath {
                     Some(u) => {
                         let tmp = std::mem::replace(
                             arr,

@@ -109,11 +109,11 @@ pub fn read_everything(ctx: &Context, arr: &Array) -> Reads {
         let mut buf = vec![0u8; items as usize * arr.itemsize()];
         reads.note(arr.get_slice_buffer(&start, &stop, &mut buf, &stop));
     }
-    let facts = caterva::testing::schunk(&arr);
-    for name in facts.meta_names {
+    let info = arr.info();
+    for name in info.metalayers {
         reads.note(arr.meta_get(&name));
     }
-    for name in facts.vlmeta_names {
+    for name in info.vlmetalayers {
         reads.note(arr.vlmeta_get(&name));
     }
     let _ = arr.dtype();

@@ -80,7 +80,7 @@ impl Array {
     /// A variable-length metalayer's content.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if it does not exist; [`Error::BloscFailed`] if it cannot be read.
+    /// [`Error::InvalidArgument`] if it does not exist; [`Error::Blosc`] if it cannot be read.
     pub fn vlmeta_get(&self, name: &str) -> Result<Vec<u8>> {
         self.store
             .vlmeta_get(name)?

@@ -7,6 +7,7 @@ use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
 use super::{handles, slice, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
+use crate::codec::{self, filter};
 use crate::context::{Config, Context};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
@@ -333,7 +334,11 @@ impl ArrayBox {
 /// the range c-blosc2 reserves for its own (0..=31) names nothing.
 fn known_id(code: u8, is_codec: bool) -> bool {
     const PLUGINS: u8 = 32;
-    let defined: &[u8] = if is_codec { &[0, 1, 2, 4, 5] } else { &[0, 1, 2, 3, 4] };
+    let defined: &[u8] = if is_codec {
+        &[codec::BLOSCLZ, codec::LZ4, codec::LZ4HC, codec::ZLIB, codec::ZSTD]
+    } else {
+        &[filter::NOFILTER, filter::SHUFFLE, filter::BITSHUFFLE, filter::DELTA, filter::TRUNC_PREC]
+    };
     code >= PLUGINS || defined.contains(&code)
 }
 

@@ -68,8 +68,10 @@ const WRITES: &[(&str, Write)] = &[
     ("set_dtype", |a| a.set_dtype("<i2")),
 ];
 
-/// What a reader sees of an array.
-fn seen(a: &Array) -> (Vec<i64>, Vec<u8>, Vec<u8>, Vec<u8>, Option<String>) {
+/// What a reader sees of an array: shape, items, metalayer "m", vlmetalayer "note", dtype.
+type Seen = (Vec<i64>, Vec<u8>, Vec<u8>, Vec<u8>, Option<String>);
+
+fn seen(a: &Array) -> Seen {
     (a.shape().to_vec(), a.to_vec().unwrap(), a.meta_get("m").unwrap(), a.vlmeta_get("note").unwrap(), a.dtype())
 }
 
