@@ -47,9 +47,11 @@ fn set_soname() -> Option<String> {
 /// `caterva` tool's `$ORIGIN` rpath): libblosc2.so* beside it, and the soname
 /// link they record. This writes outside OUT_DIR on purpose: cargo has no
 /// post-build step, and a cdylib's consumers need its runtime dependencies
-/// next to it; the build script is the only hook that runs on every
-/// `cargo build`. Both writes are idempotent (nothing is rewritten when
-/// already right) and atomic (write beside, then rename).
+/// next to it; the build script is the only hook cargo runs for a build.
+/// Both writes are idempotent (nothing is rewritten when already right) and
+/// atomic (write beside, then rename). They happen when the script runs:
+/// after a change to build.rs, to `BLOSC2_INSTALL_PREFIX` or to libblosc2 in
+/// it, not on every build (touch build.rs to restore a deleted copy).
 fn stage_beside_cdylib(soname: Option<&str>) {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR is <target>/[<triple>/]<profile>/build/caterva-<hash>/out.
