@@ -46,10 +46,9 @@ fn main() {
     match op {
         "to_buffer" => arr.to_buffer(&mut out).unwrap(),
         "floor" => {
-            let facts = caterva::testing::schunk(&arr);
-            for k in 0..facts.nchunks {
+            for k in 0..arr.info().nchunks {
                 let chunk = caterva::testing::chunk(&arr, k).unwrap();
-                caterva::testing::decompress(&chunk, facts.chunksize as usize).unwrap();
+                caterva::testing::decompress(&chunk, arr.geometry().chunk_nbytes()).unwrap();
             }
         }
         "planes" => {

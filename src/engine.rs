@@ -80,6 +80,19 @@ impl UserBuf {
     }
 }
 
+/// The invariant that lets workers share one [`UserBuf`]: the tasks are
+/// distinct chunks, so the items each one writes (its chunk's part of the
+/// region or selection) are disjoint. Checked in debug builds.
+fn debug_assert_distinct(chunks: impl Iterator<Item = i64>) {
+    if cfg!(debug_assertions) {
+        let mut seen: Vec<i64> = chunks.collect();
+        seen.sort_unstable();
+        let n = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), n, "engine bug: two tasks write the same chunk's items");
+    }
+}
+
 /// Visit the rows that `block` shares with the region starting at `rstart`:
 /// `f(chunk_offset, user_offset, row_items)`, offsets in items, the chunk
 /// one in block layout and the user one through `ustrides`.
@@ -350,20 +363,6 @@ impl Codecs {
     }
 }
 
-impl Worker {
-    /// Decompress chunk `n` into `self.bufs.scratch`; see [`Codecs::load`].
-    pub(crate) fn load(
-        &mut self,
-        sc: &Store,
-        geom: &Geometry,
-        n: i64,
-        mask: Option<&[bool]>,
-        nthreads: usize,
-    ) -> Result<()> {
-        self.codecs.load(&mut self.bufs.scratch, sc, geom, n, mask, nthreads)
-    }
-}
-
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
 pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
@@ -457,6 +456,7 @@ pub(crate) fn read_region(
     check_user_buffer(geom, region, dst_shape, dst.len())?;
     let parts = plan(geom, region);
     let user = UserBuf::new_mut(dst, geom, dst_shape);
+    debug_assert_distinct(parts.iter().map(|p| p.nchunk));
     let nthreads = blosc_threads(ctx, parts.len());
     let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {
         let Worker { codecs, bufs } = &mut **w;
@@ -596,6 +596,13 @@ impl Selection {
         jobs
     }
 
+    /// The number of the chunk a job reads.
+    fn chunk_of(&self, geom: &Geometry, job: &[usize; MAX_DIM]) -> i64 {
+        let n = self.axes.len();
+        let grid_strides = c_strides(&geom.chunk_grid()[..n]);
+        (0..n).map(|i| self.axes[i].chunks[job[i]].0 * grid_strides[i]).sum()
+    }
+
     /// For one chunk: its number, the block mask (true = not needed), and
     /// per axis the `(chunk offset contribution, user position)` of each
     /// selected index. A chunk offset (block layout) is the sum of the
@@ -671,12 +678,14 @@ pub(crate) fn read_selection(
     }
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     let jobs = sel.jobs();
+    debug_assert_distinct(jobs.iter().map(|j| sel.chunk_of(geom, j)));
     let nthreads = blosc_threads(ctx, jobs.len());
     let item = geom.itemsize();
     let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<()> {
         let (nchunk, mask, contrib) = sel.chunk_plan(geom, job);
-        w.load(sc, geom, nchunk, Some(&mask), nthreads)?;
-        let scratch = &w.bufs.scratch;
+        let Worker { codecs, bufs } = &mut **w;
+        codecs.load(&mut bufs.scratch, sc, geom, nchunk, Some(&mask), nthreads)?;
+        let scratch = &bufs.scratch;
         for_each_selected(&contrib, &user.strides(), |coff, uoff| {
             let src = &scratch[coff * item..(coff + 1) * item];
             // SAFETY: `at` checked the item lies in the user buffer; positions

@@ -36,7 +36,6 @@ mod engine;
 mod error;
 mod ffi;
 mod geometry;
-mod info;
 mod meta;
 mod reshape;
 mod store;
@@ -44,10 +43,9 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 
-pub use array::{Array, ChunkProblem, Metalayer, Params, StorageParams};
+pub use array::{blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
-pub use geometry::{Geometry, Region, MAX_DIM};
-pub use info::{blosc2_version, ArrayInfo};
+pub use geometry::{for_each_index, Geometry, Region, MAX_DIM};
 pub use meta::check_dtype;
 pub use store::blosc::CParams;

@@ -334,8 +334,8 @@ pub(crate) fn build(
     let work = |w: &mut Lease<'_>, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
         let compressed = match plan {
             Plan::Patch(k, clear) => {
-                w.load(m.old, m.old_geom, *k, None, nthreads)?;
                 let Worker { codecs, bufs } = &mut **w;
+                codecs.load(&mut bufs.scratch, m.old, m.old_geom, *k, None, nthreads)?;
                 for (lo, hi) in clear {
                     engine::clear_box(new_geom, &mut bufs.scratch, lo, hi);
                 }

@@ -12,48 +12,19 @@ pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
 /// The vlmetalayer holding the checksum table.
 pub const CHECKSUM_VLMETA: &str = crate::store::CHECKSUM_VLMETA;
 
-/// What the super-chunk under an array records.
-#[derive(Clone, Debug)]
+/// What the super-chunk under an array records beyond [`Array::info`].
+#[derive(Clone, Copy, Debug)]
 pub struct SChunkFacts {
-    /// Number of chunks.
-    pub nchunks: i64,
     /// Item size.
     pub typesize: i32,
     /// Uncompressed bytes of a chunk.
     pub chunksize: i32,
-    /// Uncompressed bytes.
-    pub nbytes: i64,
-    /// Compressed bytes.
-    pub cbytes: i64,
-    /// Fixed-size metalayer names, in order.
-    pub meta_names: Vec<String>,
-    /// Variable-length metalayer names, in order.
-    pub vlmeta_names: Vec<String>,
-    /// A contiguous frame (or in memory) rather than a sparse one.
-    pub contiguous: bool,
-    /// Where it is persisted.
-    pub urlpath: Option<String>,
-    /// Compression parameters it records.
-    pub cparams: crate::CParams,
 }
 
 /// The facts of `arr`'s super-chunk.
 #[must_use]
 pub fn schunk(arr: &Array) -> SChunkFacts {
-    let s = arr.store();
-    let st = s.storage();
-    SChunkFacts {
-        nchunks: s.nchunks(),
-        typesize: s.typesize(),
-        chunksize: s.chunksize(),
-        nbytes: s.nbytes(),
-        cbytes: s.cbytes(),
-        meta_names: s.meta_names(),
-        vlmeta_names: s.vlmeta_names(),
-        contiguous: st.contiguous,
-        urlpath: st.urlpath,
-        cparams: s.cparams(),
-    }
+    SChunkFacts { typesize: arr.store().typesize(), chunksize: arr.store().chunksize() }
 }
 
 /// Compressed chunk `n` of `arr`, checked against its checksum.

@@ -334,7 +334,7 @@ impl Harness {
                 let copy = arr.copy(&self.ctx, &st).unwrap_or_else(|e| self.fail(&format!("copy: {e}")));
                 self.check(&copy, r, "copy");
                 let old = std::mem::replace(arr, copy);
-                let old_path = caterva::testing::schunk(&old).urlpath;
+                let old_path = old.info().urlpath;
                 drop(old);
                 if let Some(u) = old_path {
                     Array::remove(&u).unwrap();
@@ -343,7 +343,7 @@ impl Harness {
             }
             10 => {
                 // persist and reopen (or a frame round trip in memory)
-                match caterva::testing::schunk(arr).urlpath {
+                match arr.info().urlpath {
                     Some(u) => {
                         let tmp = std::mem::replace(
                             arr,
@@ -424,7 +424,7 @@ fn run_seed(seed: u64, steps: usize, dir: &std::path::Path) {
         h.check(&arr, &r, &ctx_msg);
         assert!(r.nitems() < 200_000, "reference grew too large");
     }
-    let path = caterva::testing::schunk(&arr).urlpath;
+    let path = arr.info().urlpath;
     drop(arr);
     if let Some(u) = path {
         Array::remove(&u).unwrap();

@@ -24,7 +24,7 @@ fn chunk_items(arr: &Array, n: i64) -> Vec<i16> {
 #[test]
 fn worked_example_chunk_layout() {
     let arr = example();
-    assert_eq!(caterva::testing::schunk(&arr).nchunks, 4);
+    assert_eq!(arr.info().nchunks, 4);
     assert_eq!(caterva::testing::schunk(&arr).typesize, 2);
     assert_eq!(caterva::testing::schunk(&arr).chunksize, 128);
     let chunk = caterva::testing::chunk(&arr, 0).unwrap();
@@ -58,7 +58,7 @@ fn worked_example_metalayer_bytes() {
     assert_eq!(&b2nd[1..44], &expect[1..]);
     assert_eq!(&b2nd[44..53], &[0, 0xdb, 0, 0, 0, 3, b'<', b'u', b'2']);
     assert!(b2nd[53..].iter().all(|&b| b == 0));
-    assert_eq!(caterva::testing::schunk(&arr).meta_names, vec!["caterva".to_string(), "b2nd".to_string()]);
+    assert_eq!(arr.info().metalayers, vec!["caterva".to_string(), "b2nd".to_string()]);
     assert_eq!(arr.dtype().as_deref(), Some("<u2"));
 }
 
@@ -174,7 +174,7 @@ fn dtype_is_recorded_kept_and_checked() {
     st.metalayers = (0..15).map(|i| caterva::Metalayer { name: format!("m{i}"), content: vec![i as u8] }).collect();
     let full = Array::zeros(&ctx, &Params { itemsize: 8, shape: vec![2], dtype: None }, &st).unwrap();
     assert_eq!(full.dtype(), None);
-    assert_eq!(caterva::testing::schunk(&full).meta_names.len(), 16);
+    assert_eq!(full.info().metalayers.len(), 16);
     // Default dtypes.
     for (item, d) in [(1, "|u1"), (2, "<u2"), (4, "<u4"), (8, "<u8"), (3, "|V3")] {
         let a = Array::zeros(&ctx, &Params { itemsize: item, shape: vec![2], dtype: None }, &storage_1d()).unwrap();

@@ -172,7 +172,7 @@ fn check_theirs(dir: &Path, expect_dtype: bool) -> usize {
             assert_eq!(arr.geometry().chunkshape(), s.chunks.as_slice(), "{name}: chunks");
             assert_eq!(arr.geometry().blockshape(), s.blocks.as_slice(), "{name}: blocks");
         }
-        assert_eq!(caterva::testing::schunk(&arr).contiguous, s.contiguous, "{name}: contiguity");
+        assert_eq!(arr.info().contiguous, s.contiguous, "{name}: contiguity");
         assert!(arr.to_vec().unwrap() == *data, "{name}: bytes differ");
         if expect_dtype {
             assert_eq!(arr.dtype(), s.dtype, "{name}: dtype");

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use caterva::{Array, CParams};
+use caterva::{for_each_index, Array, CParams};
 
 use crate::items::ItemFormat;
 use crate::progress::{self, Bar};
@@ -225,31 +225,6 @@ fn for_each_box(arr: &Array, sel: &Selection, mut f: impl FnMut(&[u8]) -> Outcom
     failure
 }
 
-/// Visit every index of the box `[lo, hi)` in C order: nothing when the box
-/// is empty, one (empty) index when it has no axes.
-fn for_each_index(lo: &[i64], hi: &[i64], mut f: impl FnMut(&[i64])) {
-    if lo.iter().zip(hi).any(|(l, h)| l >= h) {
-        return;
-    }
-    let mut idx = lo.to_vec();
-    loop {
-        f(&idx);
-        // Advance like an odometer; done when the first axis wraps around.
-        let mut axis = idx.len();
-        loop {
-            if axis == 0 {
-                return;
-            }
-            axis -= 1;
-            idx[axis] += 1;
-            if idx[axis] < hi[axis] {
-                break;
-            }
-            idx[axis] = lo[axis];
-        }
-    }
-}
-
 /// Read the selected positions `[lo, hi)` of `sel` and hand their items to
 /// `f`: a slice when every step is 1, else an orthogonal selection.
 fn read_box(arr: &Array, sel: &Selection, lo: &[i64], hi: &[i64], f: &mut impl FnMut(&[u8]) -> Outcome) -> Outcome {
@@ -336,18 +311,6 @@ mod tests {
         }
         nest.finish(&mut out).unwrap();
         String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn indices_in_c_order() {
-        let mut seen = Vec::new();
-        for_each_index(&[1, 0], &[3, 2], |i| seen.push(i.to_vec()));
-        assert_eq!(seen, [[1, 0], [1, 1], [2, 0], [2, 1]]);
-        let mut n = 0;
-        for_each_index(&[], &[], |i| n += 1 + i.len());
-        assert_eq!(n, 1);
-        for_each_index(&[0, 2], &[5, 2], |_| n += 1);
-        assert_eq!(n, 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::error::{invalid, Error, Result};
 use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Built, Mapping};
-use crate::store::blosc::{self, Special, Storage, MAX_METALAYERS};
+use crate::store::blosc::{self, Layout, Special, Storage, MAX_METALAYERS};
 use crate::store::{Store, Tx};
 
 /// How a new array's chunks are initialised.
@@ -90,25 +90,23 @@ impl Array {
     ) -> Result<Array> {
         super::meta::check_user_metalayers(new.metalayers)?;
         let g = &new.geom;
-        let store = Store::create(
-            new.storage,
-            ctx.compression(),
-            g.itemsize(),
-            g.block_nbytes(),
-            ctx.nthreads(),
-            new.checksums,
-            |tx| {
-                tx.meta_add(CATERVA_META, &meta::encode_caterva(g.shape(), g.chunkshape(), g.blockshape())?)?;
-                if new.metalayers.len() + 2 <= MAX_METALAYERS {
-                    let b2nd = meta::encode_b2nd_reserved(g.shape(), g.chunkshape(), g.blockshape(), new.dtype)?;
-                    tx.meta_add(B2ND_META, &b2nd)?;
-                }
-                for m in new.metalayers {
-                    tx.meta_add(&m.name, &m.content)?;
-                }
-                fill(tx, g)
-            },
-        )?;
+        let layout = Layout {
+            comp: *ctx.compression(),
+            typesize: g.itemsize(),
+            blocksize: g.block_nbytes(),
+            nthreads: ctx.nthreads(),
+        };
+        let store = Store::create(new.storage, &layout, new.checksums, |tx| {
+            tx.meta_add(CATERVA_META, &meta::encode_caterva(g.shape(), g.chunkshape(), g.blockshape())?)?;
+            if new.metalayers.len() + 2 <= MAX_METALAYERS {
+                let b2nd = meta::encode_b2nd_reserved(g.shape(), g.chunkshape(), g.blockshape(), new.dtype)?;
+                tx.meta_add(B2ND_META, &b2nd)?;
+            }
+            for m in new.metalayers {
+                tx.meta_add(&m.name, &m.content)?;
+            }
+            fill(tx, g)
+        })?;
         Ok(Array { geom: new.geom.clone(), store, ctx: ctx.clone() })
     }
 

@@ -91,8 +91,8 @@ impl Array {
     fn check_chunk(&self, w: &mut Worker, n: i64, nthreads: usize) -> Result<()> {
         // The chunk is fetched (which checks its checksum, if it has one) and
         // decompresses to a whole chunk of the geometry (leaving it in
-        // `w.scratch` for any check that follows).
-        w.load(&self.store, self.geometry(), n, None, nthreads)?;
+        // `w.bufs.scratch` for any check that follows).
+        w.codecs.load(&mut w.bufs.scratch, &self.store, self.geometry(), n, None, nthreads)?;
         Ok(())
     }
 }

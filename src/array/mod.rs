@@ -6,7 +6,8 @@
 //! - `io`: reading and writing regions and orthogonal selections;
 //! - `reshape`: resize, insert, append, delete, squeeze;
 //! - `meta`: metalayers, vlmetalayers, dtype;
-//! - `integrity`: checksums and `verify`.
+//! - `integrity`: checksums and `verify`;
+//! - `info`: what an array is and how it is stored ([`Array::info`]).
 //!
 //! This file holds the types they share and the geometry a store describes.
 //! Every change of an array is one `Store::write` transaction: the methods
@@ -14,11 +15,13 @@
 //! apply it inside the transaction, and update `geom` only once it committed.
 
 mod create;
+mod info;
 mod integrity;
 mod io;
 mod meta;
 mod reshape;
 
+pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
 
 use crate::context::Context;

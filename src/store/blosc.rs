@@ -166,6 +166,19 @@ fn dparams(nthreads: usize) -> b::blosc2_dparams {
     dp
 }
 
+/// How a new super-chunk's chunks are laid out and compressed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    /// Compression of its chunks.
+    pub(crate) comp: Compression,
+    /// Bytes per item.
+    pub(crate) typesize: usize,
+    /// Bytes per Blosc block (one geometric block).
+    pub(crate) blocksize: usize,
+    /// Threads c-blosc2 may use on it.
+    pub(crate) nthreads: usize,
+}
+
 /// Where a super-chunk lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Storage {
@@ -475,14 +488,9 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 cannot create it (unwritable path, …).
-    pub(crate) fn new(
-        storage: &Storage,
-        comp: &Compression,
-        typesize: usize,
-        blocksize: usize,
-        nthreads: usize,
-    ) -> Result<Self> {
+    pub(crate) fn new(storage: &Storage, layout: &Layout) -> Result<Self> {
         init();
+        let Layout { comp, typesize, blocksize, nthreads } = *layout;
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut cp = comp.to_blosc(typesize, blocksize, nthreads);
         let mut dp = dparams(nthreads);

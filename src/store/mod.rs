@@ -24,7 +24,7 @@ mod paths;
 #[cfg(test)]
 mod tests;
 
-use blosc::{Chunk, Compression, SChunk, Special, Storage};
+use blosc::{Chunk, Layout, SChunk, Special, Storage};
 use checksum::Table;
 use journal::{Op, Slot};
 
@@ -58,18 +58,14 @@ impl Store {
     /// there, refusing anything else), filled by `fill` through an
     /// unjournaled transaction: a new store has nothing to protect, and on
     /// any error nothing is left on disk.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn create(
         storage: &Storage,
-        comp: &Compression,
-        typesize: usize,
-        blocksize: usize,
-        nthreads: usize,
+        layout: &Layout,
         checksums: bool,
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
         paths::prepare(storage)?;
-        let sc = SChunk::new(storage, comp, typesize, blocksize, nthreads)?;
+        let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let mut store = Store { sc, sums: checksums.then(|| Table::new(Vec::new())) };
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle };
