@@ -357,11 +357,12 @@ pub(crate) fn build(
     Ok(out.into_iter().map(|b| b.expect("every chunk planned or built")).collect())
 }
 
-/// Make `sc`'s chunks the `new` list (in order), keeping the reused old
-/// chunks where they are stored: free old slots take new data, the rest is
-/// appended or deleted, and one reorder of the chunk index puts them in place.
-pub(crate) fn apply_in_place(sc: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
-    let n_old = sc.nchunks();
+/// Make the store's chunks the `new` list (in order), inside transaction
+/// `tx`, keeping the reused old chunks where they are stored: free old slots
+/// take new data, the rest is appended or deleted, and one reorder of the
+/// chunk index puts them in place.
+pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
+    let n_old = tx.nchunks();
     let mut reused = vec![false; n_old as usize];
     for b in &new {
         if let Built::Reuse(k) = b {
@@ -376,11 +377,11 @@ pub(crate) fn apply_in_place(sc: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
             Built::Reuse(k) => slot_of.push(k),
             Built::Data(bytes) => match free.next() {
                 Some(slot) => {
-                    sc.update_chunks(&[(slot, &bytes)])?;
+                    tx.update_chunks(&[(slot, &bytes)])?;
                     slot_of.push(slot);
                 }
                 None => {
-                    sc.append_chunk(&bytes)?;
+                    tx.append_chunk(&bytes)?;
                     slot_of.push(count);
                     count += 1;
                 }
@@ -389,14 +390,14 @@ pub(crate) fn apply_in_place(sc: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     }
     let unused: Vec<i64> = free.collect();
     for &slot in unused.iter().rev() {
-        sc.delete_chunk(slot)?;
+        tx.delete_chunk(slot)?;
         for s in &mut slot_of {
             if *s > slot {
                 *s -= 1;
             }
         }
     }
-    sc.reorder(&slot_of)
+    tx.reorder(&slot_of)
 }
 
 #[cfg(test)]
