@@ -281,7 +281,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] for invalid geometry or metalayers,
     /// [`Error::InvalidStorage`] if the path is taken by something else,
-    /// [`Error::BloscFailed`] if the super-chunk cannot be written.
+    /// [`Error::Blosc`] if the super-chunk cannot be written.
     pub fn uninit(ctx: &Context, params: &Params, storage: &StorageParams) -> Result<Array> {
         Self::create(ctx, params, storage, Fill::Special(Special::Uninit))
     }
@@ -343,7 +343,7 @@ impl Array {
     /// write that was interrupted (the process died) is rolled back first.
     ///
     /// # Errors
-    /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::BloscFailed`]
+    /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Blosc`]
     /// if it is not a frame; as [`journal::recover`] and [`Array::from_schunk`] otherwise.
     pub fn open(ctx: &Context, urlpath: &str) -> Result<Array> {
         journal::recover(urlpath)?;
@@ -356,7 +356,7 @@ impl Array {
     /// An in-memory array from a contiguous frame (the bytes are copied).
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it is not a frame; as [`Array::from_schunk`] otherwise.
+    /// [`Error::Blosc`] if it is not a frame; as [`Array::from_schunk`] otherwise.
     pub fn from_cframe(ctx: &Context, cframe: &[u8]) -> Result<Array> {
         // SAFETY: the slice is valid for its length and copied (copy = true).
         let sc = unsafe { SChunk::from_cframe(cframe.as_ptr(), cframe.len(), true)? };
@@ -366,7 +366,7 @@ impl Array {
     /// Serialise to a contiguous frame.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot serialise it.
+    /// [`Error::Blosc`] if c-blosc2 cannot serialise it.
     pub fn to_cframe(&self) -> Result<Vec<u8>> {
         let (p, len, needs_free) = self.sc.to_cframe_raw()?;
         // SAFETY: c-blosc2 returned len readable bytes at p; if it allocated
@@ -386,7 +386,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if `urlpath` is taken by something that is
-    /// not a frame of that kind; [`Error::BloscFailed`] if writing fails.
+    /// not a frame of that kind; [`Error::Blosc`] if writing fails.
     pub fn save(&self, urlpath: &str) -> Result<()> {
         let contiguous = self.sc.storage().contiguous;
         let exists = check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
@@ -397,7 +397,7 @@ impl Array {
     /// path that does not exist is not an error.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it exists and cannot be removed.
+    /// [`Error::Blosc`] if it exists and cannot be removed.
     pub fn remove(urlpath: &str) -> Result<()> {
         schunk::remove_urlpath(urlpath)?;
         journal::discard(urlpath)
@@ -449,7 +449,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `buffer` is too small;
-    /// [`Error::BloscFailed`] if a chunk cannot be read.
+    /// [`Error::Blosc`] if a chunk cannot be read.
     pub fn to_buffer(&self, buffer: &mut [u8]) -> Result<()> {
         let region = self.geom.full_region();
         engine::read_region(&self.ctx, &self.sc, &self.geom, &region, buffer, self.geom.shape())
@@ -470,7 +470,7 @@ impl Array {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if the slice leaves the array or does not
-    /// fit the buffer; [`Error::BloscFailed`] if a chunk cannot be read.
+    /// fit the buffer; [`Error::Blosc`] if a chunk cannot be read.
     pub fn get_slice_buffer(&self, start: &[i64], stop: &[i64], buffer: &mut [u8], buffershape: &[i64]) -> Result<()> {
         let region = self.geom.region(start, stop)?;
         engine::read_region(&self.ctx, &self.sc, &self.geom, &region, buffer, buffershape)
@@ -509,7 +509,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidIndex`] if an index leaves its axis;
     /// [`Error::InvalidArgument`] if there is not one list per axis or the
-    /// buffer cannot hold the selection; [`Error::BloscFailed`] if a chunk
+    /// buffer cannot hold the selection; [`Error::Blosc`] if a chunk
     /// cannot be read.
     pub fn get_orthogonal_selection(&self, selection: &[&[i64]], buffer: &mut [u8], buffershape: &[i64]) -> Result<()> {
         let sel = engine::Selection::new(&self.geom, selection, false)?;
@@ -712,7 +712,7 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] for a region outside the array or invalid
     /// partitions; [`Error::InvalidStorage`] if the path is this array's own
-    /// or is taken by something that is not a frame; [`Error::BloscFailed`]
+    /// or is taken by something that is not a frame; [`Error::Blosc`]
     /// if writing fails (nothing is left behind).
     pub fn get_slice(&self, ctx: &Context, start: &[i64], stop: &[i64], storage: &StorageParams) -> Result<Array> {
         let region = self.geom.region(start, stop)?;
@@ -779,7 +779,7 @@ impl Array {
     /// table, and keep it current on every later write through this library.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if a chunk cannot be read or the table cannot be stored.
+    /// [`Error::Blosc`] if a chunk cannot be read or the table cannot be stored.
     pub fn enable_checksums(&mut self) -> Result<()> {
         self.detach()?;
         self.transaction(|a| a.sc.enable_checksums())
@@ -1032,7 +1032,7 @@ impl Array {
     /// A variable-length metalayer's content.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if it does not exist; [`Error::BloscFailed`] if it cannot be read.
+    /// [`Error::InvalidArgument`] if it does not exist; [`Error::Blosc`] if it cannot be read.
     pub fn vlmeta_get(&self, name: &str) -> Result<Vec<u8>> {
         self.sc.vlmeta_get(name)?.ok_or_else(|| Error::InvalidArgument(format!("vlmetalayer '{name}' does not exist")))
     }

@@ -777,7 +777,7 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
 /// [`recover`] puts it back if the process dies before `fresh` takes its place.
 ///
 /// # Errors
-/// [`Error::Io`] if a rename fails; [`Error::BloscFailed`] if the old
+/// [`Error::Io`] if a rename fails; [`Error::Blosc`] if the old
 /// directory cannot be removed.
 pub(crate) fn replace_dir(fresh: &str, target: &str) -> Result<()> {
     let old = sibling(target, OLD_SUFFIX);

@@ -149,7 +149,7 @@ impl CCtx {
     /// New context for chunks of `typesize`-byte items and `blocksize`-byte blocks.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 rejects the parameters.
+    /// [`Error::Blosc`] if c-blosc2 rejects the parameters.
     pub fn new(cparams: &CParams, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
@@ -160,7 +160,7 @@ impl CCtx {
     /// Compress `src` into a new chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if compression fails (bad codec, filter…).
+    /// [`Error::Blosc`] if compression fails (bad codec, filter…).
     pub fn compress(&mut self, src: &[u8]) -> Result<Vec<u8>> {
         let cap = src.len() + MAX_OVERHEAD;
         let mut out: Vec<u8> = Vec::with_capacity(cap);
@@ -201,7 +201,7 @@ impl DCtx {
     /// New context using `nthreads` blosc threads.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot create it.
+    /// [`Error::Blosc`] if c-blosc2 cannot create it.
     pub fn new(nthreads: usize) -> Result<Self> {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
@@ -215,7 +215,7 @@ impl DCtx {
     /// block count.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] on a corrupt chunk or a size mismatch.
+    /// [`Error::Blosc`] on a corrupt chunk or a size mismatch.
     pub fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
         let info = chunk.info()?;
         if info.nbytes != dst.len() {
@@ -263,7 +263,7 @@ impl Drop for DCtx {
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
-/// [`Error::BloscFailed`] if it does not decompress.
+/// [`Error::Blosc`] if it does not decompress.
 pub fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
     let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
     let mut out = vec![0u8; nbytes];
@@ -355,7 +355,7 @@ pub fn chunk_info(bytes: &[u8]) -> Result<ChunkInfo> {
 /// A special chunk of `nbytes` bytes in which every `typesize`-byte item is `value`.
 ///
 /// # Errors
-/// [`Error::BloscFailed`] if c-blosc2 refuses.
+/// [`Error::Blosc`] if c-blosc2 refuses.
 pub fn repeat_chunk(
     cparams: &CParams,
     typesize: usize,
@@ -444,7 +444,7 @@ impl SChunk {
     /// Create an empty super-chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot create it (unwritable path, …).
+    /// [`Error::Blosc`] if c-blosc2 cannot create it (unwritable path, …).
     pub fn new(
         storage: &Storage,
         cparams: &CParams,
@@ -473,7 +473,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if it does not exist; [`Error::InvalidFormat`]
-    /// if it is not a sound frame; [`Error::BloscFailed`] if c-blosc2 refuses
+    /// if it is not a sound frame; [`Error::Blosc`] if c-blosc2 refuses
     /// it; as [`journal::recover`].
     pub fn open(urlpath: &str) -> Result<Self> {
         init();
@@ -501,7 +501,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] if the buffer is not a sound frame (see
-    /// [`frame_check`]); [`Error::BloscFailed`] if c-blosc2 refuses it.
+    /// [`frame_check`]); [`Error::Blosc`] if c-blosc2 refuses it.
     pub unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Self> {
         init();
         if !copy {
@@ -679,7 +679,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if it exists, the name is too long, or all
-    /// slots are taken; [`Error::BloscFailed`] if c-blosc2 cannot write it.
+    /// slots are taken; [`Error::Blosc`] if c-blosc2 cannot write it.
     pub fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
         check_meta_name(name)?;
         if self.meta_exists(name) {
@@ -743,7 +743,7 @@ impl SChunk {
     /// The content of a variable-length metalayer, if it exists.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it exists but cannot be decompressed.
+    /// [`Error::Blosc`] if it exists but cannot be decompressed.
     pub fn vlmeta_get(&self, name: &str) -> Result<Option<Vec<u8>>> {
         if !self.vlmeta_exists(name)? {
             return Ok(None);
@@ -774,7 +774,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if it exists (add) or does not (update);
-    /// [`Error::BloscFailed`] if c-blosc2 cannot store it.
+    /// [`Error::Blosc`] if c-blosc2 cannot store it.
     pub fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &CParams) -> Result<()> {
         check_meta_name(name)?;
         let exists = self.vlmeta_exists(name)?;
@@ -822,7 +822,7 @@ impl SChunk {
     /// A chunk the super-chunk has never initialised comes back empty.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if it cannot be read.
+    /// [`Error::Blosc`] if it cannot be read.
     /// [`Error::Corrupt`] if it fails its checksum.
     pub fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
         let chunk = self.chunk_unchecked(n)?;
@@ -862,7 +862,7 @@ impl SChunk {
     /// Append a compressed chunk.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it (size mismatch, I/O).
+    /// [`Error::Blosc`] if c-blosc2 refuses it (size mismatch, I/O).
     pub fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
         let before = self.nchunks();
         self.journal_before(&[Op::Append])?;
@@ -877,7 +877,7 @@ impl SChunk {
     /// Replace chunk `n`.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
         self.update_chunks(&[(n, chunk)])
     }
@@ -885,7 +885,7 @@ impl SChunk {
     /// Replace several chunks, in order (journaled in one go).
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses one (those before it are replaced).
+    /// [`Error::Blosc`] if c-blosc2 refuses one (those before it are replaced).
     pub fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
         // An unreadable header: blosc2 refuses it below, but save as if it fitted.
         let cbytes = |c: &C| chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
@@ -907,7 +907,7 @@ impl SChunk {
     /// Remove chunk `n`; the chunks after it move down by one.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses it.
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub fn delete_chunk(&mut self, n: i64) -> Result<()> {
         if n < 0 || n >= self.nchunks() {
             return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
@@ -929,7 +929,7 @@ impl SChunk {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `order` is not a permutation of the
-    /// chunk indices; [`Error::BloscFailed`] if c-blosc2 refuses it.
+    /// chunk indices; [`Error::Blosc`] if c-blosc2 refuses it.
     pub fn reorder(&mut self, order: &[i64]) -> Result<()> {
         let n = self.nchunks();
         let mut seen = vec![false; order.len()];
@@ -957,7 +957,7 @@ impl SChunk {
     /// Fill an empty super-chunk with `nchunks` special chunks of `chunk_nbytes` bytes.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 refuses (too many chunks, I/O).
+    /// [`Error::Blosc`] if c-blosc2 refuses (too many chunks, I/O).
     pub fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
         if nchunks == 0 {
             return Ok(());
@@ -988,7 +988,7 @@ impl SChunk {
     /// `needs_free` is false the pointer borrows the super-chunk's own frame.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot serialise it.
+    /// [`Error::Blosc`] if c-blosc2 cannot serialise it.
     pub fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
         let (mut data, mut needs_free) = (ptr::null_mut::<u8>(), false);
         let len = {
@@ -1006,7 +1006,7 @@ impl SChunk {
     /// parameters: chunks are copied compressed, metalayers and vlmetalayers included.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if c-blosc2 cannot write the copy.
+    /// [`Error::Blosc`] if c-blosc2 cannot write the copy.
     pub fn copy_to(&self, storage: &Storage, nthreads: usize) -> Result<SChunk> {
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut dp = dparams(nthreads);
@@ -1045,7 +1045,7 @@ impl SChunk {
     /// by the next [`SChunk::flush_checksums`]. Nothing happens if it already keeps them.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if a chunk cannot be read.
+    /// [`Error::Blosc`] if a chunk cannot be read.
     pub fn enable_checksums(&mut self) -> Result<()> {
         if self.sums.is_none() {
             let sums = (0..self.nchunks()).map(|n| self.chunk_hash(n)).collect::<Result<Vec<_>>>()?;
@@ -1057,7 +1057,7 @@ impl SChunk {
     /// Store the checksum table if it changed since it was last stored.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if the vlmetalayer cannot be written.
+    /// [`Error::Blosc`] if the vlmetalayer cannot be written.
     pub fn flush_checksums(&mut self) -> Result<()> {
         let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
         let update = self.vlmeta_exists(checksum::VLMETA_NAME)?;
@@ -1081,7 +1081,7 @@ impl SChunk {
     /// of a sparse frame; negative for special chunks). Empty without chunks.
     ///
     /// # Errors
-    /// [`Error::BloscFailed`] if the offsets cannot be read.
+    /// [`Error::Blosc`] if the offsets cannot be read.
     pub(crate) fn frame_offsets(&self) -> Result<Vec<i64>> {
         let n = usize::try_from(self.nchunks()).unwrap_or(0);
         if n == 0 || self.raw().frame.is_null() {
@@ -1164,7 +1164,7 @@ fn check_meta_name(name: &str) -> Result<()> {
 /// exist is not an error.
 ///
 /// # Errors
-/// [`Error::BloscFailed`] if it exists and cannot be removed.
+/// [`Error::Blosc`] if it exists and cannot be removed.
 pub fn remove_urlpath(urlpath: &str) -> Result<()> {
     let url = cstring(urlpath, "urlpath")?;
     // SAFETY: valid C string.
