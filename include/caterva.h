@@ -13,8 +13,11 @@
  *   index out of range; CATERVA_ERR_INVALID_STORAGE for a path taken by
  *   something that is not an array; CATERVA_ERR_BLOSC_FAILED for c-blosc2,
  *   I/O and checksum failures. Outputs are written only on success, and a
- *   failed call leaves the array (and its file) as it was. Set the environment
- *   variable CATERVA_TRACE to have each error explained on stderr.
+ *   failed call leaves the array (and its file) as it was. The reason, as
+ *   "function: reason" text, is then caterva_last_error()'s (per thread, kept
+ *   until the next failure on the thread: calls that succeed do not clear it;
+ *   see caterva_last_error below). Set the environment variable CATERVA_TRACE
+ *   to have each error explained on stderr as well.
  * - Ownership: contexts (caterva_ctx_new) are freed with caterva_ctx_free,
  *   arrays (every function with a caterva_array_t ** output) with
  *   caterva_free, each of which sets the pointer to NULL; an array stays valid
@@ -633,6 +636,38 @@ int caterva_enable_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *
  * `ctx` and `array` must be NULL or live handles; `enabled` NULL or writable.
  */
 int caterva_has_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bool *enabled);
+
+/**
+ * The message of the calling thread's last failed caterva call, for example
+ * `"caterva_open: invalid storage: '/x' does not exist"`: the function's
+ * name, then the reason (the text `CATERVA_TRACE` prints on stderr, without
+ * its `[error] - ` prefix). An extension: the original library had no such
+ * function.
+ *
+ * - Never NULL: a NUL-terminated string owned by the library; do not free
+ *   or modify it. It is `""` when no caterva call has failed on this thread
+ *   (or since `caterva_clear_last_error`).
+ * - Per thread: each thread sees only the failures of its own calls.
+ * - Only failures set it, as with `errno`: a call that succeeds leaves it as
+ *   it was, so look at it only when a call has just returned an error code.
+ * - Lifetime: the pointer stays valid, and the text unchanged, until the next
+ *   caterva call that fails on the same thread, the next
+ *   `caterva_clear_last_error` on that thread, or the thread's exit; copy the
+ *   text to keep it longer. Calls that succeed do not invalidate it.
+ * - Any length: the text is never cut to a fixed size. Should memory run out
+ *   while it is recorded, it is cut short, or replaced by a fixed message
+ *   saying it was lost; the call still returns its error code. A NUL inside
+ *   a reason is written as the two characters `\0`.
+ */
+const char *caterva_last_error(void);
+
+/**
+ * Forget the calling thread's last error message: `caterva_last_error`
+ * returns `""` until the next failure on this thread. The string it returned
+ * before is then no longer valid. Never fails. An extension, for callers that
+ * want to know whether anything has failed since a given point.
+ */
+void caterva_clear_last_error(void);
 
 /**
  * Add a variable-length metalayer (`vlmeta->name`, `vlmeta->size` bytes at `vlmeta->sdata`).

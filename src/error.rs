@@ -125,14 +125,24 @@ impl Error {
     /// The reason, without the kind.
     #[must_use]
     pub fn message(&self) -> String {
-        match self {
+        Reason(self).to_string()
+    }
+}
+
+/// The reason of an error, displayed without allocating (the C layer records
+/// error messages without risking an abort on a failed allocation).
+struct Reason<'a>(&'a Error);
+
+impl fmt::Display for Reason<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
             Error::InvalidArgument(m) | Error::InvalidIndex(m) | Error::NullPointer(m) | Error::InvalidFormat(m) => {
-                m.clone()
+                f.write_str(m)
             }
-            Error::InvalidStorage { reason, .. } | Error::Corrupt { reason, .. } => reason.clone(),
-            Error::Blosc { op, code: Some(c) } => format!("{op} failed (blosc2 error {c})"),
-            Error::Blosc { op, code: None } => format!("{op} failed"),
-            Error::Io { op, message, .. } => format!("{op}: {message}"),
+            Error::InvalidStorage { reason, .. } | Error::Corrupt { reason, .. } => f.write_str(reason),
+            Error::Blosc { op, code: Some(c) } => write!(f, "{op} failed (blosc2 error {c})"),
+            Error::Blosc { op, code: None } => write!(f, "{op} failed"),
+            Error::Io { op, message, .. } => write!(f, "{op}: {message}"),
         }
     }
 }
@@ -149,7 +159,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidIndex => "invalid index",
             ErrorKind::Corrupt => "corrupt data",
         };
-        write!(f, "{kind}: {}", self.message())
+        write!(f, "{kind}: {}", Reason(self))
     }
 }
 

@@ -5,8 +5,9 @@
 //!   `CATERVA_ERR_BLOSC_FAILED` instead of unwinding into C;
 //! - every pointer is checked: NULL gives `CATERVA_ERR_NULL_POINTER`;
 //! - outputs are written only on success;
-//! - on failure, the reason is printed on stderr when the environment
-//!   variable `CATERVA_TRACE` is set.
+//! - on failure, `function: reason` becomes the calling thread's last error
+//!   (`caterva_last_error`, see `last_error`), and is also printed on stderr
+//!   when the environment variable `CATERVA_TRACE` is set;
 //! - handles are checked against the registry of live ones (`handles`): a
 //!   freed context or array (a double free, a use after free) or one the
 //!   caller made itself gives `CATERVA_ERR_INVALID_ARGUMENT`, never a crash.
@@ -31,10 +32,13 @@ use crate::error::{Error, Result};
 mod array;
 mod handles;
 mod integrity;
+mod last_error;
 mod meta;
 mod reshape;
 mod types;
 
+#[cfg(test)]
+use last_error::{caterva_clear_last_error, caterva_last_error};
 pub(crate) use types::*;
 
 /// Major version of the caterva API this library implements.
@@ -76,28 +80,25 @@ fn tracing() -> bool {
     std::env::var_os("CATERVA_TRACE").is_some()
 }
 
-/// Print an error trace in the original library's format.
-pub(crate) fn trace(func: &str, msg: &str) {
-    if tracing() {
-        eprintln!("[error] - {func}: {msg}");
-    }
-}
-
 /// Run `f` behind a panic boundary and turn its outcome into a C return value.
+///
+/// Every failure, an `Err` or a caught panic, is recorded as the thread's
+/// last error (`caterva_last_error`) and traced under `CATERVA_TRACE`, as
+/// `func: reason`. Every exported function that can fail goes through here.
 pub(crate) fn boundary(func: &str, f: impl FnOnce() -> Result<c_int>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(rc)) => rc,
         Ok(Err(e)) => {
-            trace(func, &e.to_string());
+            last_error::record(func, format_args!("{e}"));
             code(&e)
         }
         Err(p) => {
             let why = p
                 .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            trace(func, &format!("internal error (panic): {why}"));
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("unknown panic");
+            last_error::record(func, format_args!("internal error (panic): {why}"));
             CATERVA_ERR_BLOSC_FAILED
         }
     }
@@ -218,9 +219,45 @@ pub(crate) fn code(e: &Error) -> c_int {
 
 #[cfg(test)]
 mod tests {
+    /// The calling thread's last error as a Rust string.
+    fn last() -> String {
+        // SAFETY: caterva_last_error returns a valid NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(super::caterva_last_error()) }.to_string_lossy().into_owned()
+    }
+
     #[test]
     fn panics_become_error_codes() {
-        let rc = super::boundary("test", || panic!("boom"));
-        assert_eq!(rc, super::CATERVA_ERR_BLOSC_FAILED);
+        std::thread::spawn(|| {
+            let rc = super::boundary("test", || panic!("boom"));
+            assert_eq!(rc, super::CATERVA_ERR_BLOSC_FAILED);
+            assert_eq!(last(), "test: internal error (panic): boom");
+            let rc = super::boundary("test2", || std::panic::panic_any(42_u8));
+            assert_eq!(rc, super::CATERVA_ERR_BLOSC_FAILED);
+            assert_eq!(last(), "test2: internal error (panic): unknown panic");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn errors_are_recorded_and_successes_keep_them() {
+        std::thread::spawn(|| {
+            assert_eq!(last(), "");
+            let e = crate::Error::storage(Some("/x"), "'/x' does not exist");
+            let rc = super::boundary("caterva_open", || Err(e));
+            assert_eq!(rc, super::CATERVA_ERR_INVALID_STORAGE);
+            assert_eq!(last(), "caterva_open: invalid storage: '/x' does not exist");
+            let p = super::caterva_last_error();
+            assert_eq!(super::boundary("caterva_free", || Ok(super::CATERVA_SUCCEED)), super::CATERVA_SUCCEED);
+            assert_eq!(super::caterva_last_error(), p);
+            assert_eq!(last(), "caterva_open: invalid storage: '/x' does not exist");
+            let rc = super::boundary("caterva_x", || Err(crate::Error::InvalidArgument("a\0b".into())));
+            assert_eq!(rc, super::CATERVA_ERR_INVALID_ARGUMENT);
+            assert_eq!(last(), "caterva_x: invalid argument: a\\0b");
+            super::caterva_clear_last_error();
+            assert_eq!(last(), "");
+        })
+        .join()
+        .unwrap();
     }
 }
