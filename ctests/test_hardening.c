@@ -595,6 +595,63 @@ static int test_double_free(const test_case_t *tc) {
     return hd_end(&f);
 }
 
+/* A freed handle stays refused however many handles are made after it:
+ * handles never reuse a freed handle's address (with malloc they did, and a
+ * stale pointer then freed or read the new array that took its place). */
+static int test_stale_handles_after_reuse(const test_case_t *tc) {
+    (void)tc;
+    hd_t f;
+    if (hd_setup(&f)) {
+        return 1;
+    }
+    enum { N = 300 };
+    caterva_array_t *stale[N];
+    caterva_ctx_t *stale_ctx[N];
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    for (int i = 0; i < N; i++) {
+        caterva_array_t *a = NULL;
+        CHECK_OK(caterva_from_cframe(f.ctx, f.cframe, f.cframe_len, true, &a));
+        stale[i] = a;
+        CHECK_OK(caterva_free(f.ctx, &a));
+        caterva_ctx_t *c = NULL;
+        CHECK_OK(caterva_ctx_new(&cfg, &c));
+        stale_ctx[i] = c;
+        CHECK_OK(caterva_ctx_free(&c));
+    }
+    /* Live handles made now: none of them may answer to a stale pointer. */
+    caterva_array_t *live[8];
+    caterva_ctx_t *live_ctx[8];
+    for (int j = 0; j < 8; j++) {
+        CHECK_OK(caterva_from_cframe(f.ctx, f.cframe, f.cframe_len, true, &live[j]));
+        CHECK_OK(caterva_ctx_new(&cfg, &live_ctx[j]));
+    }
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < 8; j++) {
+            CHECK(stale[i] != live[j]);
+            CHECK(stale_ctx[i] != live_ctx[j]);
+        }
+        for (int k = 0; k < i; k++) {
+            CHECK(stale[i] != stale[k]);
+        }
+        uint8_t buf[10 * 8 * 4];
+        CHECK_RC(caterva_to_buffer(f.ctx, stale[i], buf, (int64_t)sizeof(buf)), CATERVA_ERR_INVALID_ARGUMENT);
+        caterva_array_t *copy = stale[i];
+        CHECK_RC(caterva_free(f.ctx, &copy), CATERVA_ERR_INVALID_ARGUMENT);
+        CHECK(copy == stale[i]);
+        caterva_ctx_t *ccopy = stale_ctx[i];
+        CHECK_RC(caterva_ctx_free(&ccopy), CATERVA_ERR_INVALID_ARGUMENT);
+        CHECK(ccopy == stale_ctx[i]);
+    }
+    for (int j = 0; j < 8; j++) {
+        uint8_t buf[10 * 8 * 4];
+        CHECK_OK(caterva_to_buffer(f.ctx, live[j], buf, (int64_t)sizeof(buf)));
+        CHECK(memcmp(buf, f.data, sizeof(buf)) == 0);
+        CHECK_OK(caterva_free(f.ctx, &live[j]));
+        CHECK_OK(caterva_ctx_free(&live_ctx[j]));
+    }
+    return hd_end(&f);
+}
+
 /* An array's own super-chunk cannot be adopted by a second array (both
  * would free it); the refused super-chunk stays the first array's. */
 static int test_from_owned_schunk(const test_case_t *tc) {
@@ -1014,6 +1071,7 @@ static int test_bad_meta_codec(const test_case_t *tc) {
 void suite_hardening(void) {
     RUN_CASE(test_bad_handles);
     RUN_CASE(test_double_free);
+    RUN_CASE(test_stale_handles_after_reuse);
     RUN_CASE(test_from_owned_schunk);
     RUN_CASE(test_bad_configs);
     RUN_CASE(test_bad_params_and_storages);

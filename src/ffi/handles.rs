@@ -5,8 +5,9 @@
 //! pointer (a double free, a use after free), a struct the caller made
 //! itself or a stray pointer gives `CATERVA_ERR_INVALID_ARGUMENT` instead of a
 //! crash, and a super-chunk that an array owns cannot be adopted by a second
-//! array (which would free it twice). A freed address that the allocator has
-//! since handed to a new handle of the same kind is, of course, that new handle.
+//! array (which would free it twice). Handles live at addresses that are
+//! never handed out twice ([`super::slots`]), so a freed handle stays refused
+//! after any number of new handles have been made.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -35,6 +35,7 @@ mod integrity;
 mod last_error;
 mod meta;
 mod reshape;
+mod slots;
 mod types;
 
 #[cfg(test)]

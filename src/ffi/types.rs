@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
-use super::{handles, slice, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
+use super::{handles, slice, slots, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
 use crate::codec::{self, filter};
 use crate::context::{Config, Context};
@@ -164,7 +164,7 @@ impl CtxBox {
     pub(crate) fn create(cfg: &caterva_config_t) -> Result<*mut caterva_ctx_t> {
         let (config, prefilter) = config_from_c(cfg)?;
         let ctx = Context::with_prefilter(config, prefilter)?;
-        let b = Box::into_raw(Box::new(CtxBox { public: caterva_ctx_t { cfg: std::ptr::null_mut() }, cfg: *cfg, ctx }));
+        let b = slots::alloc(CtxBox { public: caterva_ctx_t { cfg: std::ptr::null_mut() }, cfg: *cfg, ctx });
         // SAFETY: b was just allocated; pointing the public field at the box's
         // own cfg is fine because the box never moves.
         unsafe { (*b).public.cfg = &mut (*b).cfg };
@@ -209,8 +209,8 @@ impl CtxBox {
             return Ok(());
         }
         handles::remove_ctx(*slot, "*ctx")?;
-        // SAFETY: *slot was live, so it came from Box::into_raw in `create`.
-        drop(unsafe { Box::from_raw(slot.cast::<CtxBox>()) });
+        // SAFETY: *slot was live, so it came from slots::alloc in `create`.
+        unsafe { slots::free(slot.cast::<CtxBox>()) };
         *slot = std::ptr::null_mut();
         Ok(())
     }
@@ -230,7 +230,7 @@ impl ArrayBox {
     pub(crate) fn into_raw(array: Array, cfg: &caterva_config_t) -> *mut caterva_array_t {
         // SAFETY: all-zero is a valid caterva_array_t (integers, NULL pointers).
         let public: caterva_array_t = unsafe { std::mem::zeroed() };
-        let b = Box::into_raw(Box::new(ArrayBox { public, cfg: *cfg, array }));
+        let b = slots::alloc(ArrayBox { public, cfg: *cfg, array });
         // SAFETY: b was just allocated and is exclusively ours.
         unsafe {
             (*b).public.cfg = &mut (*b).cfg;
@@ -276,8 +276,8 @@ impl ArrayBox {
             return Ok(());
         }
         handles::remove_array(*slot, "*array")?;
-        // SAFETY: *slot was live, so it came from Box::into_raw in `into_raw`.
-        drop(unsafe { Box::from_raw(slot.cast::<ArrayBox>()) });
+        // SAFETY: *slot was live, so it came from slots::alloc in `into_raw`.
+        unsafe { slots::free(slot.cast::<ArrayBox>()) };
         *slot = std::ptr::null_mut();
         Ok(())
     }
