@@ -214,8 +214,8 @@ struct Seen {
     data: Vec<u8>,
     shape: Vec<i64>,
     dtype: Option<String>,
-    meta: Vec<(String, Vec<u8>)>,
-    vlmeta: Vec<(String, Vec<u8>)>,
+    meta: Vec<(String, Option<Vec<u8>>)>,
+    vlmeta: Vec<(String, Option<Vec<u8>>)>,
     checksums: bool,
 }
 
@@ -223,9 +223,19 @@ struct Seen {
 fn seen(arr: caterva::Result<Array>) -> caterva::Result<Seen> {
     let arr = arr?;
     let info = arr.info();
-    let meta = info.metalayers.iter().map(|n| arr.meta_get(n).map(|c| (n.clone(), c))).collect::<Result<_, _>>()?;
-    let vlmeta =
-        info.vlmetalayers.iter().map(|n| arr.vlmeta_get(n).map(|c| (n.clone(), c))).collect::<Result<_, _>>()?;
+    // A name that is not UTF-8 cannot be asked for (the list has it with
+    // U+FFFD): its content is None, not an error of the array.
+    let unaddressable = |e: Error| if e.kind() == caterva::ErrorKind::InvalidArgument { Ok(None) } else { Err(e) };
+    let meta = info
+        .metalayers
+        .iter()
+        .map(|n| arr.meta_get(n).map(Some).or_else(unaddressable).map(|c| (n.clone(), c)))
+        .collect::<Result<_, _>>()?;
+    let vlmeta = info
+        .vlmetalayers
+        .iter()
+        .map(|n| arr.vlmeta_get(n).map(Some).or_else(unaddressable).map(|c| (n.clone(), c)))
+        .collect::<Result<_, _>>()?;
     Ok(Seen {
         data: arr.to_vec()?,
         shape: arr.shape().to_vec(),
@@ -550,5 +560,69 @@ fn required_checksums_refuse_arrays_without_them() {
         assert!(Array::open(&strict, &url).unwrap().has_checksums());
         assert!(Array::from_cframe(&strict, &frame).unwrap().has_checksums());
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file written before version 2 (`tests/data/checksums-v1.b2frame`: the
+/// array of [`small`], chunk 0 then overwritten with zeros and the
+/// vlmetalayer updated, by caterva-rs at fcef8a0) reads as before; writes keep
+/// its table at version 1; `enable_checksums` checks it, then upgrades it.
+#[test]
+fn version_1_tables_are_read_as_before() {
+    let dir = common::scratch_dir("checksum-v1");
+    let url = dir.join("v1.b2frame").to_string_lossy().into_owned();
+    std::fs::copy(common::manifest_dir().join("tests/data/checksums-v1.b2frame"), &url).unwrap();
+    let version = |a: &Array| a.vlmeta_get(CHECKSUM_VLMETA).unwrap()[2];
+    let mut want = items(70, 11);
+    for row in 0..4 {
+        want[row * 28..row * 28 + 16].fill(0);
+    }
+    let mut arr = Array::open(&ctx(false), &url).unwrap();
+    assert!(arr.has_checksums());
+    assert_eq!(version(&arr), 1);
+    assert!(!arr.meta_exists(caterva::testing::CHECKSUM_MARKER));
+    assert_eq!(arr.to_vec().unwrap(), want);
+    assert_eq!(arr.vlmeta_get("history").unwrap(), b"\xa8written!");
+    assert!(arr.verify(&mut |_, _| {}).unwrap().is_empty());
+    // A damaged chunk is still caught.
+    let chunk = caterva::testing::chunk(&arr, 2).unwrap();
+    let mut bytes = std::fs::read(&url).unwrap();
+    let at = find(&bytes, &chunk) + chunk.len() - 1;
+    bytes[at] ^= 0x04;
+    let damaged = dir.join("damaged.b2frame");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let e = Array::open(&ctx(false), damaged.to_str().unwrap()).unwrap().to_vec().unwrap_err();
+    assert!(matches!(e, Error::Corrupt { chunk: 2, .. }), "{e}");
+    // Writes keep version 1.
+    arr.set_slice_buffer(&[7; 4], &[1, 1], &[9, 6], &[10, 7]).unwrap();
+    want[9 * 28 + 24..].copy_from_slice(&[7; 4]);
+    drop(arr);
+    let mut arr = Array::open(&ctx(false), &url).unwrap();
+    assert_eq!((version(&arr), arr.to_vec().unwrap()), (1, want.clone()));
+    // enable_checksums upgrades (no marker: the file holds chunks).
+    arr.enable_checksums().unwrap();
+    drop(arr);
+    let arr = Array::open(&ctx(false), &url).unwrap();
+    assert_eq!((version(&arr), arr.to_vec().unwrap()), (2, want));
+    assert!(!arr.meta_exists(caterva::testing::CHECKSUM_MARKER));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `enable_checksums` does not bless damage: a version-1 table whose chunk
+/// fails is not upgraded.
+#[test]
+fn upgrading_a_damaged_version_1_table_fails() {
+    let dir = common::scratch_dir("checksum-v1-damaged");
+    let url = dir.join("v1.b2frame").to_string_lossy().into_owned();
+    let mut bytes = std::fs::read(common::manifest_dir().join("tests/data/checksums-v1.b2frame")).unwrap();
+    let chunk = caterva::testing::chunk(&Array::from_cframe(&ctx(false), &bytes).unwrap(), 3).unwrap();
+    let at = find(&bytes, &chunk) + chunk.len() - 1;
+    bytes[at] ^= 0x01;
+    std::fs::write(&url, &bytes).unwrap();
+    let mut arr = Array::open(&ctx(false), &url).unwrap();
+    let e = arr.enable_checksums().unwrap_err();
+    assert!(matches!(e, Error::Corrupt { chunk: 3, .. }), "{e}");
+    drop(arr);
+    assert_eq!(std::fs::read(&url).unwrap(), bytes, "left as it was");
     let _ = std::fs::remove_dir_all(&dir);
 }
