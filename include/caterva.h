@@ -28,7 +28,8 @@
  *   caterva_from_schunk and the buffer given to caterva_from_cframe with
  *   copy = false, which must outlive the array.
  * - Threads: a context may be used by many threads at once (but for
- *   caterva_ctx_set_checksums and caterva_ctx_free). Reads of one array
+ *   caterva_ctx_set_checksums, caterva_ctx_require_checksums and
+ *   caterva_ctx_free). Reads of one array
  *   (to_buffer, get_slice_buffer, get_orthogonal_selection, get_slice, copy,
  *   to_cframe, save, the metadata getters) may run from many threads at once;
  *   calls that change an array, and caterva_free, need exclusive access to it.

@@ -463,7 +463,9 @@ fn damaged_names_are_recognised() {
             Array::open(&ctx(false), target.to_str().unwrap()).map(drop)
         };
         let corrupt = |r: caterva::Result<()>, want: &str, case: &str| match r {
-            Err(Error::Corrupt { chunk: -1, reason }) => assert!(reason.contains(want), "{what}, {case}: {reason}"),
+            Err(Error::Corrupt { chunk: -1, reason }) => {
+                assert!(reason.contains(want) && !reason.contains("  "), "{what}, {case}: {reason}")
+            }
             other => panic!("{what}, {case}: {other:?}"),
         };
         // The table's name is the last occurrence; the marker's (if any) the first.

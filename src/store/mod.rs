@@ -392,7 +392,8 @@ fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], m
             }
             Some(c) if checksum::xxh3(&c) != r.sum => {
                 return Err(corrupt(format!(
-                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a                      writer that does not keep caterva checksums",
+                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a \
+                     writer that does not keep caterva checksums",
                     r.layer.noun(),
                     r.name
                 )))
