@@ -28,7 +28,8 @@
  *   caterva_from_schunk and the buffer given to caterva_from_cframe with
  *   copy = false, which must outlive the array.
  * - Threads: a context may be used by many threads at once (but for
- *   caterva_ctx_set_checksums and caterva_ctx_free). Reads of one array
+ *   caterva_ctx_set_checksums, caterva_ctx_require_checksums and
+ *   caterva_ctx_free). Reads of one array
  *   (to_buffer, get_slice_buffer, get_orthogonal_selection, get_slice, copy,
  *   to_cframe, save, the metadata getters) may run from many threads at once;
  *   calls that change an array, and caterva_free, need exclusive access to it.
@@ -609,8 +610,10 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
  * get_slice… Each array then records the XXH3-64 hash of every compressed
  * chunk in its `caterva.xxh3` vlmetalayer, checks it on every read of the
  * chunk (a mismatch is `CATERVA_ERR_BLOSC_FAILED`, never data) and keeps it
- * current on every write. Arrays that already keep checksums always do.
- * Other readers ignore the vlmetalayer.
+ * current on every write, with a record of the metadata and a marker in
+ * the header (metalayer `caterva.xxh3`), so that damage to the table, its
+ * name or the metadata is refused rather than read unchecked. Arrays that
+ * already keep checksums always do. Other readers ignore both.
  *
  * Not thread-safe with respect to other calls using `ctx`.
  *
@@ -620,9 +623,28 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
 int caterva_ctx_set_checksums(struct caterva_ctx_t *ctx, bool enable);
 
 /**
+ * Require (`require` true) or stop requiring (false) integrity of the
+ * arrays opened or wrapped with `ctx` from now on: `caterva_open`,
+ * `caterva_from_cframe`, `caterva_from_schunk`… refuse an array that keeps
+ * no checksum table with `CATERVA_ERR_BLOSC_FAILED` ("the array keeps no
+ * checksum table, and the context requires checksums"; see
+ * `caterva_last_error`). Arrays created with `ctx` while it requires
+ * checksums keep them, as with `caterva_ctx_set_checksums`. (An array
+ * written with checksums whose table, header marker or recorded metadata is
+ * damaged is refused whatever this setting.)
+ *
+ * Not thread-safe with respect to other calls using `ctx`.
+ *
+ * # Safety
+ * `ctx` must be NULL or a live context from `caterva_ctx_new`.
+ */
+int caterva_ctx_require_checksums(struct caterva_ctx_t *ctx, bool require);
+
+/**
  * Start keeping per-chunk checksums in an existing array: every chunk is
- * hashed now and the table stored with the array. Nothing changes if it
- * already keeps them.
+ * hashed now, the metadata recorded and the table stored with the array.
+ * Nothing changes if it already keeps them (a table of the older version 1
+ * is checked, then upgraded).
  *
  * # Safety
  * `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.

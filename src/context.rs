@@ -18,12 +18,26 @@ pub struct Config {
     /// Keep per-chunk checksums in the arrays this context creates (see
     /// [`crate::Array::has_checksums`]). Arrays that already keep them always do.
     pub checksums: bool,
+    /// Require integrity: an array opened or wrapped with this context
+    /// ([`crate::Array::open`], [`crate::Array::from_cframe`], C's
+    /// `caterva_from_schunk`…) must keep a sound checksum table, or it is
+    /// refused with [`crate::Error::Corrupt`]. Arrays this context creates
+    /// keep checksums, as with [`Config::checksums`].
+    pub require_checksums: bool,
+}
+
+impl Config {
+    /// Whether arrays created with these settings keep checksums.
+    pub(crate) fn wants_checksums(&self) -> bool {
+        self.checksums || self.require_checksums
+    }
 }
 
 impl Default for Config {
-    /// The defaults of `CATERVA_CONFIG_DEFAULTS`: ZSTD level 5, shuffle, one thread.
+    /// The defaults of `CATERVA_CONFIG_DEFAULTS`: ZSTD level 5, shuffle, one
+    /// thread; no checksums asked for or required.
     fn default() -> Self {
-        Config { cparams: CParams::default(), nthreads: 1, checksums: false }
+        Config { cparams: CParams::default(), nthreads: 1, checksums: false, require_checksums: false }
     }
 }
 

@@ -11,6 +11,8 @@ use crate::{Array, Context};
 pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
 /// The vlmetalayer holding the checksum table.
 pub const CHECKSUM_VLMETA: &str = crate::store::CHECKSUM_VLMETA;
+/// The metalayer marking, in the header, that the array keeps checksums.
+pub const CHECKSUM_MARKER: &str = crate::store::CHECKSUM_MARKER;
 
 /// What the super-chunk under an array records beyond [`Array::info`].
 #[derive(Clone, Copy, Debug)]

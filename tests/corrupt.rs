@@ -59,7 +59,7 @@ fn cparams(codec: u32, clevel: u8, filters: [u8; 6]) -> CParams {
 }
 
 fn config(cp: CParams) -> Config {
-    Config { cparams: cp, nthreads: 1, checksums: false }
+    Config { cparams: cp, nthreads: 1, ..Config::default() }
 }
 
 /// As [`config`], keeping per-chunk checksums (their table is corrupted too).

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use caterva::testing::CHECKSUM_VLMETA;
+use caterva::testing::{CHECKSUM_MARKER, CHECKSUM_VLMETA};
 use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
 
 mod common;
@@ -132,8 +132,12 @@ fn write_ours(dir: &Path) {
             arr.vlmeta_add("history", &msgpack_str("written by caterva-rs")).unwrap();
             assert_eq!(arr.to_vec().unwrap(), data, "{name}: our own bytes");
             let mut vlmeta = vec![("history".into(), msgpack_str("written by caterva-rs"))];
+            let mut meta = vec![("units".into(), msgpack_str(&format!("m/{name}")))];
             if arr.has_checksums() {
                 vlmeta.push((CHECKSUM_VLMETA.into(), arr.vlmeta_get(CHECKSUM_VLMETA).unwrap()));
+                // The header marker too: the peers must read past it (and
+                // python-blosc2 decode it).
+                meta.push((CHECKSUM_MARKER.into(), arr.meta_get(CHECKSUM_MARKER).unwrap()));
             }
             if !on_disk {
                 if contiguous {
@@ -151,7 +155,7 @@ fn write_ours(dir: &Path) {
                 blocks: o.blocks.to_vec(),
                 itemsize: o.itemsize,
                 dtype: Some(o.dtype.map_or_else(|| caterva::testing::default_dtype(o.itemsize), str::to_owned)),
-                meta: vec![("units".into(), msgpack_str(&format!("m/{name}")))],
+                meta,
                 vlmeta,
             };
             write_spec(dir, &name, &spec, &data);
@@ -201,6 +205,9 @@ fn python_caterva_reads_ours() {
     write_ours(&dir);
     let out = peer("caterva", "check", &dir);
     assert!(out.contains(&format!("{} arrays identical", OURS.len() * 4)), "{out}");
+    // Reading them left them as they were: they open here (checksum table,
+    // marker and recorded metadata all sound) with the same contents.
+    assert_eq!(check_theirs(&dir, true), OURS.len() * 4);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -210,6 +217,9 @@ fn python_blosc2_reads_ours_as_ndarrays() {
     write_ours(&dir);
     let out = peer("blosc2", "check", &dir);
     assert!(out.contains(&format!("{} arrays identical", OURS.len() * 4)), "{out}");
+    // Reading them left them as they were: they open here (checksum table,
+    // marker and recorded metadata all sound) with the same contents.
+    assert_eq!(check_theirs(&dir, true), OURS.len() * 4);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -171,7 +171,7 @@ fn failures_leave_no_trace() {
     let bad = Context::new(Config {
         cparams: caterva::CParams { codec: 250, ..Default::default() },
         nthreads: 1,
-        checksums: false,
+        ..Config::default()
     })
     .unwrap();
     assert!(Array::from_buffer(&bad, &params, &st, &[7u8; 400]).is_err());

@@ -221,7 +221,7 @@ fn usage_error(subcommand: &str, message: &str) -> clap::Error {
 /// [`Failure::Usage`] if the library refuses the settings.
 pub fn context(opts: &RunOpts, cparams: CParams, checksums: bool) -> Result<Context, Failure> {
     let nthreads = opts.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
-    Context::new(Config { cparams, nthreads, checksums }).map_err(|e| Failure::Usage(e.message()))
+    Context::new(Config { cparams, nthreads, checksums, ..Config::default() }).map_err(|e| Failure::Usage(e.message()))
 }
 
 /// Open the array at `path` for reading.

@@ -1,7 +1,12 @@
 //! `caterva verify`: read every chunk back ([`caterva::Array::verify`]) and
 //! list the damaged ones, as text or (`--json`) one JSON object.
+//!
+//! A file that does not open because it is damaged (a broken frame, or a
+//! checksum table, header marker or recorded metadata that fails its
+//! check) is reported as damaged as a whole; so is, with
+//! `--require-checksums`, a file that keeps no checksums.
 
-use caterva::{Array, CParams, ChunkProblem, ErrorKind};
+use caterva::{Array, CParams, ChunkProblem, Config, Context, ErrorKind};
 use serde_json::json;
 
 use crate::progress::Bar;
@@ -16,6 +21,10 @@ pub struct Args {
     /// Print one JSON object (path, chunks, problems, sound) instead of lines
     #[arg(long)]
     json: bool,
+    /// Report a file that keeps no per-chunk checksums as damaged (whose
+    /// chunks could hold wrong data that no check would see)
+    #[arg(long)]
+    require_checksums: bool,
     #[command(flatten)]
     run: RunOpts,
 }
@@ -24,11 +33,17 @@ pub struct Args {
 pub fn run(a: &Args) -> Outcome {
     let path = a.path.as_str();
     let ctx = crate::context(&a.run, CParams::default(), false)?;
-    // A frame whose structure is damaged is refused when it is opened: that
-    // is a finding of verify, not a failure to run it.
+    let ctx = if a.require_checksums {
+        Context::new(Config { require_checksums: true, ..*ctx.config() }).map_err(|e| Failure::Usage(e.message()))?
+    } else {
+        ctx
+    };
+    // A frame whose structure, checksum table or metadata is damaged is
+    // refused when it is opened: that is a finding of verify, not a failure
+    // to run it.
     let arr = match Array::open(&ctx, path) {
         Ok(arr) => arr,
-        Err(e) if e.kind() == ErrorKind::InvalidFormat => {
+        Err(e) if matches!(e.kind(), ErrorKind::InvalidFormat | ErrorKind::Corrupt) => {
             if a.json {
                 let problem = json!({"chunk": null, "reason": e.to_string()});
                 crate::out(&report(json!({"path": path, "chunks": null, "problems": [problem], "sound": false})))?;
@@ -46,10 +61,13 @@ pub fn run(a: &Args) -> Outcome {
             .map_err(|e| Failure::Failed(format!("cannot verify '{path}': {e}")))?
     };
     crate::out(&if a.json { json_report(path, total, &problems) } else { text_report(a, total, &problems) })?;
-    if problems.is_empty() {
-        Ok(())
+    let chunks = problems.iter().filter(|p| p.nchunk >= 0).count();
+    if problems.len() > chunks {
+        Err(Failure::Failed(format!("'{path}' is damaged: its checksum table or metadata, and {chunks} chunk(s)")))
+    } else if chunks > 0 {
+        Err(Failure::Failed(format!("'{path}' has {chunks} damaged chunk(s)")))
     } else {
-        Err(Failure::Failed(format!("'{path}' has {} damaged chunk(s)", problems.len())))
+        Ok(())
     }
 }
 
@@ -57,16 +75,20 @@ pub fn run(a: &Args) -> Outcome {
 fn text_report(a: &Args, total: i64, problems: &[ChunkProblem]) -> String {
     let mut text: String = problems.iter().map(|p| format!("{p}\n")).collect();
     if !a.run.quiet {
-        text += &match problems.len() {
-            0 => format!("{}: {total} chunks, all sound\n", a.path),
-            n => format!("{}: {n} of {total} chunks damaged\n", a.path),
+        let chunks = problems.iter().filter(|p| p.nchunk >= 0).count();
+        let table = if problems.len() > chunks { "checksum table or metadata damaged; " } else { "" };
+        text += &match chunks {
+            0 if table.is_empty() => format!("{}: {total} chunks, all sound\n", a.path),
+            n => format!("{}: {table}{n} of {total} chunks damaged\n", a.path),
         };
     }
     text
 }
 
 fn json_report(path: &str, total: i64, problems: &[ChunkProblem]) -> String {
-    let list: Vec<_> = problems.iter().map(|p| json!({"chunk": p.nchunk, "reason": p.error.to_string()})).collect();
+    // The checksum table and metadata (nchunk -1) belong to no chunk.
+    let chunk = |p: &ChunkProblem| if p.nchunk >= 0 { json!(p.nchunk) } else { json!(null) };
+    let list: Vec<_> = problems.iter().map(|p| json!({"chunk": chunk(p), "reason": p.error.to_string()})).collect();
     report(json!({"path": path, "chunks": total, "problems": list, "sound": problems.is_empty()}))
 }
 

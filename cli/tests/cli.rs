@@ -542,6 +542,43 @@ fn verify_checks_checksums() {
 }
 
 #[test]
+fn verify_reports_a_damaged_checksum_table() {
+    let dir = out_dir("verify-table");
+    let file = dir.join("sums.b2frame");
+    ok(&["copy", &case("ours_i8").spec.path, s(&file), "--checksums"]);
+    let sound = std::fs::read(&file).unwrap();
+    // The table's name (its last occurrence; the first is the header's marker),
+    // damaged as users found it: the file is refused at open, as damaged.
+    let name = b"caterva.xxh3";
+    let at = (0..sound.len() - name.len()).rev().find(|&i| &sound[i..i + name.len()] == name).unwrap();
+    let mut bytes = sound.clone();
+    bytes[at + 5] = 0xf6;
+    std::fs::write(&file, &bytes).unwrap();
+    let r = caterva(&["verify", s(&file)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with(&format!("{}: damaged: corrupt data: the array was written with checksums", s(&file))),
+        "{}",
+        r.stdout
+    );
+    let r = caterva(&["verify", "--json", s(&file)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let j: Json = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.stdout));
+    assert_eq!((&j["chunks"], &j["sound"], &j["problems"][0]["chunk"]), (&Json::Null, &Json::from(false), &Json::Null));
+    assert!(j["problems"][0]["reason"].as_str().unwrap().contains("checksum table"), "{}", r.stdout);
+
+    // --require-checksums: a sound file without checksums is reported, one with them is not.
+    std::fs::write(&file, &sound).unwrap();
+    ok(&["verify", "--require-checksums", s(&file)]);
+    let plain = &case("ours_i8").spec.path;
+    ok(&["verify", plain]);
+    let r = caterva(&["verify", "--require-checksums", plain]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("keeps no checksum table"), "{}", r.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn usage_errors_exit_2_with_a_hint() {
     let dir = out_dir("usage");
     let p = case("ours_i8").spec.path.as_str();

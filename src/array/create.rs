@@ -71,7 +71,7 @@ impl Array {
             storage: &st,
             metalayers: &storage.metalayers,
             dtype: &dtype,
-            checksums: ctx.config().checksums,
+            checksums: ctx.config().wants_checksums(),
         };
         Self::create_with(ctx, &new, |tx, g| fill_chunks(ctx, tx, g, fill))
     }
@@ -158,7 +158,11 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidStorage`] if nothing is at `urlpath` or another handle
     /// is writing it; [`Error::InvalidFormat`] if it is not a sound frame or
-    /// its metalayers do not describe it; [`Error::Blosc`] if c-blosc2 refuses it.
+    /// its metalayers do not describe it; [`Error::Corrupt`] if it was written
+    /// with checksums and its checksum table, header marker or recorded
+    /// metadata is damaged, or if the context requires checksums
+    /// ([`crate::Config::require_checksums`]) and it keeps none;
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub fn open(ctx: &Context, urlpath: &str) -> Result<Array> {
         Self::wrap(ctx, Store::open(urlpath)?)
     }
@@ -166,7 +170,8 @@ impl Array {
     /// An in-memory array from a contiguous frame (the bytes are copied).
     ///
     /// # Errors
-    /// [`Error::InvalidFormat`] if it is not a sound frame; as [`Array::open`] otherwise.
+    /// [`Error::InvalidFormat`] if it is not a sound frame; as [`Array::open`] otherwise
+    /// ([`Error::Corrupt`] for damaged or required checksums).
     pub fn from_cframe(ctx: &Context, cframe: &[u8]) -> Result<Array> {
         // SAFETY: the slice is valid for its length and copied (copy = true).
         let store = unsafe { Store::from_cframe(cframe.as_ptr(), cframe.len(), true)? };
@@ -270,7 +275,7 @@ impl Array {
             storage: d.storage,
             metalayers: d.metalayers,
             dtype: &dtype,
-            checksums: ctx.config().checksums || self.store.has_checksums(),
+            checksums: ctx.config().wants_checksums() || self.store.has_checksums(),
         };
         let cparams = ctx.config().cparams;
         Array::create_with(ctx, &new, |tx, g| {

@@ -29,7 +29,8 @@ pub struct ArrayInfo {
     /// Number of chunks.
     pub nchunks: i64,
     /// Names of the fixed-size metalayers, in order (`caterva` and `b2nd`,
-    /// the geometry ones, included).
+    /// the geometry ones, and this library's checksum marker `caterva.xxh3`,
+    /// when there is one, included).
     pub metalayers: Vec<String>,
     /// Names of the variable-length metalayers, in order (this library's
     /// own checksum table, when there is one, included).
@@ -86,7 +87,9 @@ mod tests {
         assert_eq!(info.nchunks, 6);
         assert_eq!(info.nbytes, 6 * 4 * 6 * 4);
         assert!(info.cbytes > 0);
-        assert_eq!(info.metalayers, ["caterva", "b2nd"]);
+        // The geometry, then the checksum marker.
+        assert_eq!(info.metalayers, ["caterva", "b2nd", "caterva.xxh3"]);
+        assert_eq!(info.vlmetalayers, ["caterva.xxh3"]);
         assert!(info.checksums);
         assert!(super::blosc2_version().starts_with("2."));
     }

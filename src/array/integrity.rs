@@ -1,7 +1,14 @@
-//! [`Array::verify`]: read every chunk of an array back and report the ones
-//! that cannot be read, one [`ChunkProblem`] each.
+//! [`Array::verify`]: check the array's checksum table and recorded metadata
+//! again, then read every chunk back and report the ones that cannot be
+//! read, one [`ChunkProblem`] each.
 //!
-//! The check is a per-chunk loop (`Array::check_chunk`): each chunk is
+//! The table, its header marker and the metadata it records are checked
+//! when an array is opened (a damaged one does not open: see
+//! `store/checksum.rs`); `verify` checks them once more, in case the
+//! super-chunk changed underneath (C callers reach it through `arr->sc`),
+//! and reports a failure as a problem of chunk -1.
+//!
+//! The check of the chunks is a per-chunk loop (`Array::check_chunk`): each chunk is
 //! fetched from its storage, checked against its checksum when the array
 //! keeps them (see [`Array::has_checksums`]; a flipped bit in the codec's payload
 //! is caught only this way), and decompressed in full into a worker's
@@ -14,10 +21,12 @@ use crate::array::Array;
 use crate::engine::{self, Lease, Worker};
 use crate::error::{Error, Result};
 
-/// A chunk that failed a check.
+/// A chunk that failed a check, or (`nchunk == -1`) the array's checksum
+/// table and metadata.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChunkProblem {
-    /// Index of the chunk in the super-chunk.
+    /// Index of the chunk in the super-chunk; -1 for the checksum table
+    /// and the metadata it records.
     pub nchunk: i64,
     /// What is wrong with it.
     pub error: Error,
@@ -25,23 +34,37 @@ pub struct ChunkProblem {
 
 impl std::fmt::Display for ChunkProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "chunk {}: {}", self.nchunk, self.error)
+        if self.nchunk < 0 {
+            write!(f, "checksum table and metadata: {}", self.error)
+        } else {
+            write!(f, "chunk {}: {}", self.nchunk, self.error)
+        }
     }
 }
 
 impl Array {
     /// Whether this array keeps per-chunk checksums: the XXH3-64 of every
-    /// compressed chunk, in the vlmetalayer `caterva.xxh3`, checked on every
-    /// read (a mismatch is [`Error::Corrupt`]).
+    /// compressed chunk, in the vlmetalayer `caterva.xxh3` (with a record of
+    /// the metadata, checked on opening), checked on every read (a mismatch
+    /// is [`Error::Corrupt`]).
     #[must_use]
     pub fn has_checksums(&self) -> bool {
         self.store.has_checksums()
     }
 
-    /// Start keeping per-chunk checksums: hash every chunk now, store the
-    /// table, and keep it current on every later write through this library.
+    /// Start keeping per-chunk checksums: hash every chunk now, record the
+    /// metadata, store the table, and keep it current on every later write
+    /// through this library. The header marker that lets a reader recognise
+    /// the array even if the table's name is damaged is added only where
+    /// c-blosc2 can still add a metalayer: an in-memory array that is not a
+    /// contiguous frame, or one without chunks; other arrays converted
+    /// later are recognised by the table's name, even with one character
+    /// of it damaged. An array with a table of version 1 (written before
+    /// the metadata was recorded) has every chunk checked against it and
+    /// gets a table of version 2; nothing happens to one with version 2.
     ///
     /// # Errors
+    /// [`Error::Corrupt`] if a chunk fails its version-1 checksum;
     /// [`Error::Blosc`] if a chunk cannot be read or the table cannot be stored.
     pub fn enable_checksums(&mut self) -> Result<()> {
         self.store.write(|tx| tx.enable_checksums())
@@ -56,15 +79,21 @@ impl Array {
     /// the super-chunk never initialised (sparse frames) reads as zeros and
     /// is sound.
     ///
+    /// The checksum table, its header marker and the metadata it records
+    /// are checked first (they are when the array is opened, too); a failure
+    /// there is a problem with `nchunk == -1`.
+    ///
     /// # Errors
-    /// None today: every failure belongs to a chunk and is reported in the
-    /// list. The `Result` leaves room for checks that need the whole array
-    /// (a damaged checksum table, for one).
+    /// None today: every failure belongs to a chunk or the table and is
+    /// reported in the list.
     pub fn verify(&self, progress: &mut dyn FnMut(i64, i64)) -> Result<Vec<ChunkProblem>> {
         let total = self.store.nchunks();
         let ctx = self.context();
         let batch = engine::batch_len(ctx) as i64;
         let mut problems = Vec::new();
+        if let Err(error) = self.store.check_integrity() {
+            problems.push(ChunkProblem { nchunk: -1, error });
+        }
         progress(0, total);
         let mut done = 0;
         while done < total {

@@ -5,7 +5,7 @@ use super::{Array, Metalayer};
 use crate::error::{invalid, Error, Result};
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::store::blosc::{MAX_METALAYERS, METALAYER_NAME_MAXLEN};
-use crate::store::CHECKSUM_VLMETA;
+use crate::store::{one_off, CHECKSUM_MARKER, CHECKSUM_VLMETA};
 
 impl Array {
     /// The NumPy dtype string of the `b2nd` metalayer, if the array has one.
@@ -56,7 +56,7 @@ impl Array {
     /// [`Error::InvalidArgument`] if it does not exist, is reserved, or the length differs.
     pub fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
         if is_reserved(name) {
-            invalid!("metalayer '{name}' holds the array geometry and cannot be updated by hand");
+            invalid!("metalayer '{name}' is the library's to write ({})", reserved_why(name));
         }
         let old = self.meta_get(name)?;
         if old.len() != content.len() {
@@ -130,14 +130,28 @@ impl Array {
     }
 }
 
-/// Names that hold geometry and are managed by the library itself.
+/// Metalayer names managed by the library itself: the geometry ones, the
+/// checksum marker, and names one character off the marker's (which a
+/// reader takes for the marker with a damaged name).
 pub(super) fn is_reserved(name: &str) -> bool {
-    name == CATERVA_META || name == B2ND_META
+    name == CATERVA_META || name == B2ND_META || name == CHECKSUM_MARKER || one_off(name, CHECKSUM_MARKER)
+}
+
+/// What a reserved metalayer name is for.
+fn reserved_why(name: &str) -> &'static str {
+    if name == CATERVA_META || name == B2ND_META {
+        "it holds the array geometry"
+    } else {
+        "it is, or is one character off, the header's checksum marker"
+    }
 }
 
 fn check_user_vlmeta(name: &str) -> Result<()> {
     if name == CHECKSUM_VLMETA {
         invalid!("vlmetalayer '{name}' holds the chunk checksums and is the library's to write");
+    }
+    if one_off(name, CHECKSUM_VLMETA) {
+        invalid!("vlmetalayer name '{name}' is one character off the checksum table's, which readers take for damage");
     }
     Ok(())
 }
@@ -151,7 +165,7 @@ pub(super) fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
             invalid!("metalayer name '{}' must have 1 to {METALAYER_NAME_MAXLEN} bytes and no NUL", m.name);
         }
         if is_reserved(&m.name) {
-            invalid!("metalayer name '{}' is reserved for the array geometry", m.name);
+            invalid!("metalayer name '{}' is reserved: {}", m.name, reserved_why(&m.name));
         }
         if list[..i].iter().any(|o| o.name == m.name) {
             invalid!("metalayer '{}' given twice", m.name);

@@ -128,9 +128,17 @@ impl Array {
         &self.store
     }
 
-    /// Wrap a store that carries a `caterva` and/or `b2nd` metalayer; a
-    /// failure hands the store back.
+    /// Wrap a store that carries a `caterva` and/or `b2nd` metalayer (and,
+    /// when the context requires checksums, a checksum table); a failure
+    /// hands the store back.
     pub(crate) fn from_store(ctx: &Context, store: Store) -> std::result::Result<Array, Box<(Error, Store)>> {
+        if ctx.config().require_checksums && !store.has_checksums() {
+            let e = Error::corrupt(
+                -1,
+                "the array keeps no checksum table, and the context requires checksums (Config::require_checksums)",
+            );
+            return Err(Box::new((e, store)));
+        }
         match geometry_of(&store) {
             Ok(geom) => Ok(Array { geom, store, ctx: ctx.clone() }),
             Err(e) => Err(Box::new((e, store))),

@@ -12,8 +12,10 @@ use crate::context::{Config, Context};
 /// get_slice… Each array then records the XXH3-64 hash of every compressed
 /// chunk in its `caterva.xxh3` vlmetalayer, checks it on every read of the
 /// chunk (a mismatch is `CATERVA_ERR_BLOSC_FAILED`, never data) and keeps it
-/// current on every write. Arrays that already keep checksums always do.
-/// Other readers ignore the vlmetalayer.
+/// current on every write, with a record of the metadata and a marker in
+/// the header (metalayer `caterva.xxh3`), so that damage to the table, its
+/// name or the metadata is refused rather than read unchecked. Arrays that
+/// already keep checksums always do. Other readers ignore both.
 ///
 /// Not thread-safe with respect to other calls using `ctx`.
 ///
@@ -37,9 +39,42 @@ pub unsafe extern "C" fn caterva_ctx_set_checksums(ctx: *mut caterva_ctx_t, enab
     })
 }
 
+/// Require (`require` true) or stop requiring (false) integrity of the
+/// arrays opened or wrapped with `ctx` from now on: `caterva_open`,
+/// `caterva_from_cframe`, `caterva_from_schunk`… refuse an array that keeps
+/// no checksum table with `CATERVA_ERR_BLOSC_FAILED` ("the array keeps no
+/// checksum table, and the context requires checksums"; see
+/// `caterva_last_error`). Arrays created with `ctx` while it requires
+/// checksums keep them, as with `caterva_ctx_set_checksums`. (An array
+/// written with checksums whose table, header marker or recorded metadata is
+/// damaged is refused whatever this setting.)
+///
+/// Not thread-safe with respect to other calls using `ctx`.
+///
+/// # Safety
+/// `ctx` must be NULL or a live context from `caterva_ctx_new`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_ctx_require_checksums(ctx: *mut caterva_ctx_t, require: bool) -> c_int {
+    boundary("caterva_ctx_require_checksums", || {
+        // SAFETY: caller's contract; `get` checks that ctx is a live context.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: ctx is a live CtxBox (checked above) and, by the caller's
+        // contract, nobody else uses it during the call.
+        let b = unsafe { &mut *ctx.cast::<CtxBox>() };
+        if b.ctx.config().require_checksums != require {
+            b.ctx = Context::with_prefilter(
+                Config { require_checksums: require, ..*b.ctx.config() },
+                b.ctx.compression().prefilter,
+            )?;
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
 /// Start keeping per-chunk checksums in an existing array: every chunk is
-/// hashed now and the table stored with the array. Nothing changes if it
-/// already keeps them.
+/// hashed now, the metadata recorded and the table stored with the array.
+/// Nothing changes if it already keeps them (a table of the older version 1
+/// is checked, then upgraded).
 ///
 /// # Safety
 /// `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.

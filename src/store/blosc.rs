@@ -720,6 +720,12 @@ impl SChunk {
         if usize::from(self.raw().nmetalayers) >= MAX_METALAYERS {
             return Err(Error::InvalidArgument(format!("no room for metalayer '{name}' ({MAX_METALAYERS} at most)")));
         }
+        // c-blosc2 would fail *after* adding it to the super-chunk in memory.
+        if !self.meta_addable() {
+            return Err(Error::InvalidArgument(format!(
+                "metalayer '{name}' cannot be added: a frame takes new metalayers only before its first chunk"
+            )));
+        }
         let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
         let n = cstring(name, "metalayer name")?;
         // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
@@ -728,6 +734,15 @@ impl SChunk {
             return Err(blosc_err(&format!("adding metalayer '{name}'"), i64::from(rc)));
         }
         Ok(())
+    }
+
+    /// Whether c-blosc2 can add a fixed-size metalayer now: always to a
+    /// super-chunk that is not a frame, to a frame only before its first
+    /// chunk (`frame_update_header(.., new = true)` refuses once `cbytes > 0`).
+    #[must_use]
+    pub(crate) fn meta_addable(&self) -> bool {
+        let r = self.raw();
+        r.frame.is_null() || r.cbytes <= 0
     }
 
     /// Replace a fixed-size metalayer's content; `content` must not be longer

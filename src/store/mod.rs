@@ -9,10 +9,16 @@
 //! - Every change goes through one entry point, [`Store::write`] (or
 //!   [`Store::create`] for a new store), whose [`Tx`] journals each chunk or
 //!   metalayer operation before it runs and updates the checksum table after
-//!   it; the table is stored and the journal committed when the closure
-//!   returns `Ok`, and the changes are rolled back when it fails. Reads of
-//!   chunks go through [`Store::chunk`], which checks the checksum, so no
-//!   code path can skip it.
+//!   it (chunk hashes and the record of every metalayer and vlmetalayer); the
+//!   table is stored and the journal committed when the closure returns
+//!   `Ok`, and the changes are rolled back when it fails. Reads of chunks go
+//!   through [`Store::chunk`], which checks the checksum, so no code path can
+//!   skip it.
+//! - Every store is adopted through [`load_checksums`], which recognises an
+//!   array written with checksums even when one byte of its table, its
+//!   header marker or their names is damaged, and checks the recorded
+//!   metadata, refusing a damaged array as [`Error::Corrupt`] rather than
+//!   reading it unchecked (see [`checksum`]).
 
 pub(crate) mod blosc;
 mod checksum;
@@ -24,13 +30,13 @@ mod paths;
 #[cfg(test)]
 mod tests;
 
-use blosc::{Chunk, Layout, SChunk, Special, Storage};
-use checksum::Table;
+use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
+use checksum::{Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use journal::{Op, Slot};
 
 use crate::error::{Error, Result};
 
-pub(crate) use checksum::VLMETA_NAME as CHECKSUM_VLMETA;
+pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
 pub(crate) use paths::{check_replaceable, write_beside};
 
 /// The undo journal's path of a store at `urlpath`.
@@ -67,9 +73,12 @@ impl Store {
         paths::prepare(storage)?;
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
-        let mut store = Store { sc, sums: checksums.then(|| Table::new(Vec::new())) };
-        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle };
+        let typesize = u32::try_from(layout.typesize).unwrap_or(0);
+        let mut store = Store { sc, sums: checksums.then(|| Table::new(typesize)) };
+        // The marker goes after the caller's metalayers, before the first chunk.
+        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
         fill(&mut tx)?;
+        tx.place_marker()?;
         tx.store_checksums()?;
         cleanup.defuse();
         Ok(store)
@@ -195,6 +204,19 @@ impl Store {
         self.sums.is_some()
     }
 
+    /// Check the super-chunk against its checksum table again, as opening
+    /// it does: the table, the marker and the recorded metadata (not the
+    /// chunks; [`Store::chunk`] checks those).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] naming what fails.
+    pub(crate) fn check_integrity(&self) -> Result<()> {
+        match (load_checksums(&self.sc)?, &self.sums) {
+            (None, Some(_)) => Err(Error::corrupt(-1, format!("the checksum table '{VLMETA_NAME}' has gone"))),
+            _ => Ok(()),
+        }
+    }
+
     /// Serialise to a contiguous frame.
     pub(crate) fn to_cframe(&self) -> Result<Vec<u8>> {
         let (p, len, needs_free) = self.sc.to_cframe_raw()?;
@@ -232,7 +254,7 @@ impl Store {
             let mem = Storage { contiguous: true, urlpath: None };
             self.sc = self.sc.copy_to(&mem, 1)?;
         }
-        let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::armed() };
+        let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::armed(), marker_due: false };
         let result = change(&mut tx).and_then(|v| tx.commit().map(|()| v));
         if result.is_err() {
             tx.journal.abort()?;
@@ -241,7 +263,7 @@ impl Store {
                 // (the table in memory may describe changes that never ran).
                 self.reload()?;
             } else {
-                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::Idle };
+                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::Idle, marker_due: false };
                 let _ = tx.store_checksums();
             }
         }
@@ -265,14 +287,121 @@ fn checked_chunk<'a>(sc: &'a SChunk, sums: Option<&Table>, n: i64) -> Result<Chu
     Ok(chunk)
 }
 
-/// Chunk `n`'s checksum, as [`SChunk::chunk`] hands it back.
-fn chunk_hash(sc: &SChunk, n: i64) -> Result<u64> {
-    sc.chunk(n).map(|c| checksum::hash(c.bytes()))
+/// Chunk `n`'s checksum in table `t`, as [`SChunk::chunk`] hands it back.
+fn chunk_hash(sc: &SChunk, t: &Table, n: i64) -> Result<u64> {
+    sc.chunk(n).map(|c| t.hash(c.bytes()))
 }
 
-/// The checksum table a super-chunk stores, if any.
+/// The checksum table a super-chunk stores, if any, with everything it
+/// vouches for checked: the header marker and the recorded metadata.
+///
+/// An array is taken to have been written with checksums when it has the
+/// table, the marker, or a vlmetalayer (metalayer) whose name is the
+/// table's (marker's) with one character changed; then anything missing,
+/// damaged or different from its record is [`Error::Corrupt`], never an
+/// array without checksums.
+///
+/// # Errors
+/// [`Error::Corrupt`] (chunk -1) naming what is damaged;
+/// [`Error::InvalidFormat`] for a table of a version this library does not know.
 fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
-    sc.vlmeta_get(checksum::VLMETA_NAME)?.map(|content| Table::decode(&content)).transpose()
+    let metas = sc.meta_names();
+    let vlmetas = sc.vlmeta_names();
+    let marker = sc.meta_get(MARKER_NAME);
+    let content = sc.vlmeta_get(VLMETA_NAME).map_err(|e| {
+        Error::corrupt(-1, format!("the checksum table (vlmetalayer '{VLMETA_NAME}') cannot be read: {}", e.message()))
+    })?;
+    let Some(content) = content else {
+        // What says the array was written with checksums.
+        let mut signs = Vec::new();
+        if marker.is_some() {
+            signs.push(format!("the header's metalayer '{MARKER_NAME}' says it keeps checksums"));
+        }
+        if let Some(n) = vlmetas.iter().find(|n| checksum::one_off(n, VLMETA_NAME)) {
+            signs.push(format!("vlmetalayer '{}' is the table with a damaged name", n.escape_debug()));
+        }
+        if let Some(n) = metas.iter().find(|n| checksum::one_off(n, MARKER_NAME)) {
+            signs.push(format!("metalayer '{}' is the header's checksum marker with a damaged name", n.escape_debug()));
+        }
+        if signs.is_empty() {
+            return Ok(None);
+        }
+        return Err(Error::corrupt(
+            -1,
+            format!(
+                "the array was written with checksums, but its checksum table (vlmetalayer '{VLMETA_NAME}') is \
+                 missing: {}",
+                signs.join("; ")
+            ),
+        ));
+    };
+    let table = Table::decode(&content)?;
+    if table.version() >= 2 {
+        check_records(sc, &table, &metas, &vlmetas, marker.as_deref())?;
+    }
+    Ok(Some(table))
+}
+
+/// A version-2 table's marker, typesize and metadata records against the super-chunk.
+fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], marker: Option<&[u8]>) -> Result<()> {
+    let corrupt = |why: String| Error::corrupt(-1, why);
+    // A present name that is not recorded but one character off `name`.
+    let near = |layer: Layer, name: &str| {
+        let names = if layer == Layer::Meta { metas } else { vlmetas };
+        let recorded = |n: &str| t.records().iter().any(|r| r.layer == layer && r.name == n);
+        names.iter().find(|n| checksum::one_off(n, name) && !recorded(n)).map_or_else(String::new, |n| {
+            format!(" ({} '{}' may be it, with a damaged name)", layer.noun(), n.escape_debug())
+        })
+    };
+    if t.marker() {
+        match marker {
+            None => {
+                return Err(corrupt(format!(
+                    "the header's checksum marker (metalayer '{MARKER_NAME}') is missing{}",
+                    near(Layer::Meta, MARKER_NAME)
+                )))
+            }
+            Some(m) if m != MARKER_CONTENT => {
+                return Err(corrupt(format!("the header's checksum marker (metalayer '{MARKER_NAME}') is damaged")))
+            }
+            Some(_) => {}
+        }
+    }
+    if i64::from(t.typesize()) != i64::from(sc.typesize()) {
+        return Err(corrupt(format!(
+            "the header gives {}-byte items; the checksum table recorded {}",
+            sc.typesize(),
+            t.typesize()
+        )));
+    }
+    for r in t.records() {
+        let content = match r.layer {
+            Layer::Meta => sc.meta_get(&r.name),
+            Layer::VlMeta => sc.vlmeta_get(&r.name).map_err(|e| {
+                corrupt(format!("vlmetalayer '{}' cannot be read ({}): it is damaged", r.name, e.message()))
+            })?,
+        };
+        match content {
+            None => {
+                return Err(corrupt(format!(
+                    "{} '{}', recorded in the checksum table, is missing{}",
+                    r.layer.noun(),
+                    r.name,
+                    near(r.layer, &r.name)
+                )))
+            }
+            Some(c) if checksum::xxh3(&c) != r.sum => {
+                return Err(corrupt(format!(
+                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a \
+                     writer that does not keep caterva checksums",
+                    r.layer.noun(),
+                    r.name
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A transaction on a [`Store`]: its operations are the only writes there
@@ -282,6 +411,10 @@ pub(crate) struct Tx<'s> {
     sc: &'s mut SChunk,
     sums: &'s mut Option<Table>,
     journal: Slot,
+    /// A new store with checksums: the header marker is added before the
+    /// first chunk operation (c-blosc2 adds metalayers to a frame only
+    /// while it has no chunks).
+    marker_due: bool,
 }
 
 impl Tx<'_> {
@@ -313,12 +446,42 @@ impl Tx<'_> {
         self.sc.meta_exists(name)
     }
 
+    /// Add the header marker if it is due (see [`Tx::marker_due`]).
+    fn place_marker(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.marker_due) {
+            self.add_marker()?;
+        }
+        Ok(())
+    }
+
+    /// Add the header marker to a store with a version-2 table, where
+    /// c-blosc2 allows it (no frame, or no chunks yet) and a metalayer slot
+    /// is free; otherwise the table records that there is none.
+    fn add_marker(&mut self) -> Result<()> {
+        let Some(t) = self.sums.as_ref() else { return Ok(()) };
+        if t.version() < 2 || t.marker() {
+            return Ok(());
+        }
+        if self.sc.meta_get(MARKER_NAME).as_deref() == Some(MARKER_CONTENT) {
+            self.sums.as_mut().map(Table::set_marker);
+            return Ok(());
+        }
+        if !self.sc.meta_addable() || self.sc.meta_exists(MARKER_NAME) || self.sc.meta_names().len() >= MAX_METALAYERS {
+            return Ok(());
+        }
+        self.before(&[Op::Meta])?;
+        self.sc.meta_add(MARKER_NAME, MARKER_CONTENT)?;
+        self.sums.as_mut().map(Table::set_marker);
+        Ok(())
+    }
+
     /// Append a compressed chunk.
     pub(crate) fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
+        self.place_marker()?;
         let n = self.sc.nchunks();
         self.before(&[Op::Append])?;
         self.sc.append_chunk(chunk)?;
-        self.track(|sc, t| chunk_hash(sc, n).map(|h| t.push(h)))
+        self.track(|sc, t| chunk_hash(sc, t, n).map(|h| t.push(h)))
     }
 
     /// Replace several chunks, in order (journaled in one go).
@@ -326,17 +489,19 @@ impl Tx<'_> {
         // An unreadable header: blosc2 refuses it below, but save as if it fitted.
         let cbytes = |c: &C| blosc::chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
         let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
+        self.place_marker()?;
         self.before(&ops)?;
         for (n, chunk) in chunks {
             let n = *n;
             self.sc.update_chunk(n, chunk.as_ref())?;
-            self.track(|sc, t| chunk_hash(sc, n).map(|h| t.set(n as usize, h)))?;
+            self.track(|sc, t| chunk_hash(sc, t, n).map(|h| t.set(n as usize, h)))?;
         }
         Ok(())
     }
 
     /// Remove chunk `n`; the chunks after it move down by one.
     pub(crate) fn delete_chunk(&mut self, n: i64) -> Result<()> {
+        self.place_marker()?;
         self.before(&[Op::Delete(n)])?;
         self.sc.delete_chunk(n)?;
         self.track(|_, t| {
@@ -361,6 +526,7 @@ impl Tx<'_> {
         if order.iter().enumerate().all(|(i, &o)| i as i64 == o) {
             return Ok(());
         }
+        self.place_marker()?;
         self.before(&[Op::Meta])?;
         self.sc.reorder(order)?;
         self.track(|_, t| {
@@ -374,11 +540,12 @@ impl Tx<'_> {
         if nchunks == 0 {
             return Ok(());
         }
+        self.place_marker()?;
         self.before(&[Op::Meta])?;
         self.sc.fill_special(nchunks, chunk_nbytes, kind)?;
         // Every special chunk of one kind comes back as the same bytes.
         self.track(|sc, t| {
-            let sum = chunk_hash(sc, 0)?;
+            let sum = chunk_hash(sc, t, 0)?;
             (0..nchunks).for_each(|_| t.push(sum));
             Ok(())
         })
@@ -387,13 +554,24 @@ impl Tx<'_> {
     /// Add a fixed-size metalayer (only before the first chunk).
     pub(crate) fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
         self.before(&[Op::Meta])?;
-        self.sc.meta_add(name, content)
+        self.sc.meta_add(name, content)?;
+        self.track_meta(name);
+        Ok(())
     }
 
     /// Replace a fixed-size metalayer's content (never longer than it was).
     pub(crate) fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
         self.before(&[Op::Meta])?;
-        self.sc.meta_update(name, content)
+        self.sc.meta_update(name, content)?;
+        self.track_meta(name);
+        Ok(())
+    }
+
+    /// Record a fixed-size metalayer's content as stored (padded, for an update).
+    fn track_meta(&mut self, name: &str) {
+        if let (Some(t), Some(content)) = (self.sums.as_mut(), self.sc.meta_get(name)) {
+            t.record(Layer::Meta, name, &content);
+        }
     }
 
     /// Add (`update == false`) or replace a variable-length metalayer.
@@ -405,24 +583,54 @@ impl Tx<'_> {
         cparams: &blosc::CParams,
     ) -> Result<()> {
         self.before(&[Op::Meta])?;
-        self.sc.vlmeta_put(name, content, update, cparams)
-    }
-
-    /// Start keeping per-chunk checksums, hashing every chunk now (stored
-    /// when the transaction commits). Nothing happens if the store keeps them.
-    pub(crate) fn enable_checksums(&mut self) -> Result<()> {
-        if self.sums.is_none() {
-            let sums = (0..self.sc.nchunks()).map(|n| chunk_hash(self.sc, n)).collect::<Result<Vec<_>>>()?;
-            *self.sums = Some(Table::new(sums));
+        self.sc.vlmeta_put(name, content, update, cparams)?;
+        if let Some(t) = self.sums.as_mut() {
+            t.record(Layer::VlMeta, name, content);
         }
         Ok(())
+    }
+
+    /// Start keeping per-chunk checksums: hash every chunk now, record the
+    /// metadata and add the header marker where c-blosc2 allows it (the
+    /// table is stored when the transaction commits). A store with a
+    /// version-1 table has every chunk checked against it, then gets a
+    /// version-2 table; nothing happens to one with a version-2 table.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if a chunk fails its version-1 checksum; as
+    /// reading chunks and metalayers.
+    pub(crate) fn enable_checksums(&mut self) -> Result<()> {
+        if let Some(old) = self.sums.as_ref().filter(|t| t.version() < 2) {
+            for n in 0..self.sc.nchunks() {
+                checked_chunk(self.sc, Some(old), n)?;
+            }
+        } else if self.sums.is_some() {
+            return Ok(());
+        }
+        let mut t = Table::new(u32::try_from(self.sc.typesize()).unwrap_or(0));
+        for n in 0..self.sc.nchunks() {
+            let h = chunk_hash(self.sc, &t, n)?;
+            t.push(h);
+        }
+        for name in self.sc.meta_names() {
+            if let Some(content) = self.sc.meta_get(&name) {
+                t.record(Layer::Meta, &name, &content);
+            }
+        }
+        for name in self.sc.vlmeta_names() {
+            if let Some(content) = self.sc.vlmeta_get(&name)? {
+                t.record(Layer::VlMeta, &name, &content);
+            }
+        }
+        *self.sums = Some(t);
+        self.add_marker()
     }
 
     /// Store the checksum table if it changed since it was last stored.
     fn store_checksums(&mut self) -> Result<()> {
         let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
-        let update = self.sc.vlmeta_exists(checksum::VLMETA_NAME)?;
-        let r = self.vlmeta_put(checksum::VLMETA_NAME, &content, update, &blosc::CParams::default());
+        let update = self.sc.vlmeta_exists(VLMETA_NAME)?;
+        let r = self.vlmeta_put(VLMETA_NAME, &content, update, &blosc::CParams::default());
         if r.is_err() {
             self.sums.as_mut().map(Table::mark_dirty);
         }
