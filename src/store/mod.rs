@@ -290,6 +290,8 @@ impl Tx<'_> {
     fn before(&mut self, ops: &[Op]) -> Result<()> {
         #[cfg(test)]
         tests::fault::hit()?;
+        #[cfg(feature = "testing")]
+        crate::testing::hook("op");
         self.journal.before(self.sc, ops)
     }
 

@@ -54,6 +54,8 @@ pub(crate) fn write_beside(
     prepare(&st)?;
     let mut cleanup = Cleanup::new(Some(&tmp));
     write(&st)?;
+    #[cfg(feature = "testing")]
+    crate::testing::hook("rename");
     if exists && !contiguous {
         journal::replace_dir(&tmp, target)?;
     } else {
