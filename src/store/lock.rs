@@ -258,6 +258,7 @@ mod tests {
         let (got, waited) = waiter.join().unwrap();
         assert!(got && waited >= Duration::from_millis(50), "{waited:?}");
         assert!(!lock_file.exists(), "the lock file outlived its holder");
+        let _ = std::fs::remove_dir_all(Path::new(&url).parent().unwrap());
     }
 
     #[test]
@@ -265,5 +266,6 @@ mod tests {
         let url = scratch("missing").replace("a.b2frame", "nowhere/a.b2frame");
         assert!(matches!(acquire(&url, Wait::Patiently).unwrap(), Got::Unavailable));
         assert!(wait_for(&url).unwrap().is_none());
+        let _ = std::fs::remove_dir_all(Path::new(&url).parent().unwrap().parent().unwrap());
     }
 }
