@@ -541,7 +541,9 @@ int caterva_from_cframe(struct caterva_ctx_t *ctx,
 int caterva_open(struct caterva_ctx_t *ctx, const char *urlpath, struct caterva_array_t **array);
 
 /**
- * Write a copy of the array to `urlpath` (same partitions and contiguity).
+ * Write a copy of the array to `urlpath` (same partitions and contiguity),
+ * beside it and renamed into place. Only an array of the same kind is
+ * replaced; onto the array's own path (however spelt) nothing changes.
  *
  * Only reads the array: several threads may call this on one array at once.
  *
@@ -551,7 +553,11 @@ int caterva_open(struct caterva_ctx_t *ctx, const char *urlpath, struct caterva_
 int caterva_save(struct caterva_ctx_t *ctx, struct caterva_array_t *array, char *urlpath);
 
 /**
- * Remove a frame file or sparse-frame directory (a missing path is fine).
+ * Remove an array: a Blosc2 frame file, or a sparse-frame directory (a
+ * frame index and chunk files only), with what a crash left beside it. A
+ * missing path is fine; anything else (another file, a directory of other
+ * things, a symbolic link) is refused with `CATERVA_ERR_INVALID_STORAGE`
+ * and left as it is.
  *
  * # Safety
  * `urlpath` must be a NUL-terminated string.

@@ -5,12 +5,14 @@
 use super::{Array, Metalayer, Params, StorageParams};
 use crate::context::Context;
 use crate::engine;
-use crate::error::{invalid, Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::{invalid, Result};
 use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Built, Mapping};
 use crate::store::blosc::{self, Layout, Special, Storage, MAX_METALAYERS};
-use crate::store::{Store, Tx};
+use crate::store::{overlap, overlap_error, Overlap, Store, Tx};
 
 /// How a new array's chunks are initialised.
 enum Fill<'a> {
@@ -188,20 +190,27 @@ impl Array {
 
     /// Write a copy to `urlpath`, with the same partitions and contiguity.
     /// The copy is written beside the target and renamed into place, so a
-    /// failure leaves whatever was at `urlpath` untouched.
+    /// failure leaves whatever was at `urlpath` untouched. Saving an array
+    /// onto its own path (however spelt) changes nothing.
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if `urlpath` is taken by something that is
-    /// not a frame of that kind; [`Error::Blosc`] or [`Error::Io`] if writing fails.
+    /// not an array of that kind, lies inside this array's directory or
+    /// holds this array; [`Error::Blosc`] or [`Error::Io`] if writing fails.
     pub fn save(&self, urlpath: &str) -> Result<()> {
         self.store.save(urlpath, self.ctx.nthreads())
     }
 
-    /// Remove a persisted array (frame file or sparse-frame directory). A
-    /// path that does not exist is not an error.
+    /// Remove a persisted array (frame file or sparse-frame directory), with
+    /// what a crash left beside it (journal, half-replaced directory). A
+    /// path that does not exist is not an error. Only arrays are removed: a
+    /// Blosc2 frame file, or a directory holding a sparse frame's index and
+    /// chunk files and nothing else.
     ///
     /// # Errors
-    /// [`Error::Blosc`] if it exists and cannot be removed.
+    /// [`Error::InvalidStorage`] if something else is at `urlpath` (a
+    /// symbolic link included): nothing is removed; [`Error::Io`] if it
+    /// cannot be removed.
     pub fn remove(urlpath: &str) -> Result<()> {
         Store::remove(urlpath)
     }
@@ -213,8 +222,9 @@ impl Array {
     /// # Errors
     /// [`Error::InvalidArgument`] for a region outside the array or invalid
     /// partitions; [`Error::InvalidStorage`] if the path is this array's own
-    /// or is taken by something that is not a frame; [`Error::Blosc`]
-    /// if writing fails (nothing is left behind).
+    /// (however spelt: `./a`, a link), lies inside or holds it, or is taken
+    /// by something that is not an array; [`Error::Blosc`] if writing fails
+    /// (nothing is left behind).
     pub fn get_slice(&self, ctx: &Context, start: &[i64], stop: &[i64], storage: &StorageParams) -> Result<Array> {
         let region = self.geom.region(start, stop)?;
         let geom = Geometry::new(self.itemsize(), &region.shape(), &storage.chunkshape, &storage.blockshape)?;
@@ -251,9 +261,12 @@ impl Array {
     /// A new array made of this one's items as `d` maps them. Checksums are
     /// kept when the context asks for them or this array has them.
     pub(super) fn derive(&self, ctx: &Context, d: Derived<'_>) -> Result<Array> {
-        if d.storage.urlpath.is_some() && d.storage.urlpath == self.store.storage().urlpath {
-            let url = d.storage.urlpath.as_deref();
-            return Err(Error::storage(url, format!("'{}' is the source array's own path", url.unwrap_or_default())));
+        // The source's own file or directory, however spelt, or a path
+        // inside or around it: writing there would destroy the source.
+        if let (Some(target), Some(own)) = (d.storage.urlpath.as_deref(), self.store.storage().urlpath) {
+            if let Some(o) = overlap(target, &own).or_else(|| (target == own).then_some(Overlap::Same)) {
+                return Err(overlap_error(target, o));
+            }
         }
         let vl: Vec<(String, Vec<u8>)> = if d.vlmeta {
             let names = self.store.vlmeta_names().into_iter().filter(|n| n != crate::store::CHECKSUM_VLMETA);

@@ -238,7 +238,7 @@ impl Array {
         let ctx = self.ctx.clone();
         match storage.urlpath.clone() {
             Some(target) => {
-                write_beside(&target, storage.contiguous, true, |st| {
+                write_beside(&target, storage.contiguous, |st| {
                     let d = Derived { geom: new_geom, storage: st, axes, keep, metalayers: &metas, vlmeta: true };
                     self.derive(&ctx, d).map(drop)
                 })?;

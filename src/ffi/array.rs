@@ -313,7 +313,9 @@ pub unsafe extern "C" fn caterva_open(
     })
 }
 
-/// Write a copy of the array to `urlpath` (same partitions and contiguity).
+/// Write a copy of the array to `urlpath` (same partitions and contiguity),
+/// beside it and renamed into place. Only an array of the same kind is
+/// replaced; onto the array's own path (however spelt) nothing changes.
 ///
 /// Only reads the array: several threads may call this on one array at once.
 ///
@@ -329,7 +331,11 @@ pub unsafe extern "C" fn caterva_save(
     unsafe { read_array("caterva_save", ctx, array, |a| a.array.save(string(urlpath, "urlpath")?)) }
 }
 
-/// Remove a frame file or sparse-frame directory (a missing path is fine).
+/// Remove an array: a Blosc2 frame file, or a sparse-frame directory (a
+/// frame index and chunk files only), with what a crash left beside it. A
+/// missing path is fine; anything else (another file, a directory of other
+/// things, a symbolic link) is refused with `CATERVA_ERR_INVALID_STORAGE`
+/// and left as it is.
 ///
 /// # Safety
 /// `urlpath` must be a NUL-terminated string.

@@ -15,6 +15,14 @@ pub(crate) const POS_CBYTES: usize = 39;
 /// Offset of the compressed size (`int32`, little-endian) in a chunk header.
 pub(crate) const CHUNK_POS_CBYTES: usize = 12;
 
+/// A frame header opens with a msgpack fixarray of 14 fields, then the
+/// fixstr of 8 bytes holding the magic string.
+const HEADER_START: [u8; 2] = [0x9e, 0xa8];
+/// The magic string (`"b2frame"` and its NUL), at byte [`POS_MAGIC`].
+pub(crate) const MAGIC: &[u8; 8] = b"b2frame\0";
+/// Where [`MAGIC`] starts.
+pub(crate) const POS_MAGIC: usize = 2;
+
 /// The offsets index of a sparse frame, inside its directory.
 pub(crate) const SPARSE_INDEX: &str = "chunks.b2frame";
 
@@ -33,6 +41,74 @@ pub(crate) fn chunk_id(name: &str) -> Option<i64> {
 /// Whether `path` is a sparse-frame directory (a directory holding an index).
 pub(crate) fn is_sparse_dir(path: &Path) -> bool {
     path.is_dir() && path.join(SPARSE_INDEX).is_file()
+}
+
+/// Whether `head`, the first bytes of a file, start a Blosc2 frame header
+/// (the fixarray and fixstr markers, then [`MAGIC`]).
+pub(crate) fn has_magic(head: &[u8]) -> bool {
+    head.starts_with(&HEADER_START) && head.get(POS_MAGIC..POS_MAGIC + MAGIC.len()) == Some(&MAGIC[..])
+}
+
+/// Whether `path` itself (a symbolic link is not followed) is a regular
+/// file that starts like a Blosc2 frame: what may be taken for a frame
+/// file, to replace or remove. A damaged frame still counts; a text file,
+/// an empty file or a link does not.
+pub(crate) fn is_frame_file(path: &Path) -> bool {
+    let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    let mut head = [0u8; POS_MAGIC + MAGIC.len()];
+    regular && File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && has_magic(&head)
+}
+
+/// Whether `path` itself (not a link) is a directory that holds a sparse
+/// frame and nothing else: regular files named as chunks ([`chunk_id`]) and
+/// an index [`SPARSE_INDEX`] that starts like a frame. A directory of other
+/// things with a stray index is not an array to replace or remove, nor is
+/// an empty one; one whose index alone is lost (chunk files only) still is.
+pub(crate) fn is_sparse_array(path: &Path) -> bool {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(path) else { return false };
+    let mut any = false;
+    for e in entries {
+        let Ok(e) = e else { return false };
+        let Ok(md) = e.metadata() else { return false };
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { return false };
+        let ok = if name == SPARSE_INDEX { is_frame_file(&e.path()) } else { md.is_file() && chunk_id(name).is_some() };
+        if !ok {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// A check value over what every change of a stored frame rewrites: for a
+/// file, its length, header and everything from the end of its data
+/// section (offsets and trailer); for a sparse frame, its index. Two
+/// handles on one array compare it to tell whether the other changed it.
+///
+/// # Errors
+/// If the frame cannot be read.
+pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u64> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    if !contiguous {
+        h.update(&std::fs::read(Path::new(urlpath).join(SPARSE_INDEX))?);
+        return Ok(h.digest());
+    }
+    let mut f = File::open(urlpath)?;
+    let len = f.metadata()?.len();
+    let head = read_at(&mut f, 0, len.min(HEADER_MINLEN as u64) as usize)?;
+    h.update(&len.to_le_bytes());
+    match data_section(&head, len) {
+        Some((header_len, data_end)) => {
+            h.update(&read_at(&mut f, 0, header_len as usize)?);
+            h.update(&read_at(&mut f, data_end, (len - data_end) as usize)?);
+        }
+        None => h.update(&head),
+    }
+    Ok(h.digest())
 }
 
 /// `len` bytes of `file` from `at`.
@@ -69,5 +145,16 @@ mod tests {
         assert_eq!(chunk_id("0000001A.chunk"), Some(0x1A));
         assert_eq!(chunk_id("0000001a.chunk"), None);
         assert_eq!(chunk_id("1A.chunk"), None);
+    }
+
+    #[test]
+    fn magic() {
+        let mut head = vec![0x9e, 0xa8];
+        head.extend_from_slice(MAGIC);
+        assert!(has_magic(&head));
+        assert!(!has_magic(&head[..9]));
+        head[0] = 0x9f;
+        assert!(!has_magic(&head));
+        assert!(!has_magic(b"shopping list"));
     }
 }

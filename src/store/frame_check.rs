@@ -58,7 +58,7 @@ use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
-use super::frame::{self, chunk_file, HEADER_MINLEN, POS_CBYTES, POS_HEADER_LEN, SPARSE_INDEX};
+use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
 use crate::error::{Error, Result};
 
 /// `uint64` frame length (`FRAME_LEN`).
@@ -95,8 +95,6 @@ const HEADER_MARKERS: [(usize, u8, &str); 13] = [
     (65, 0xd1, "decompression threads marker"),
     (69, 0xd8, "filter pipeline marker"),
 ];
-/// The magic string (`"b2frame"` and its NUL).
-const MAGIC: &[u8; 8] = b"b2frame\0";
 /// `map16` of the metalayers index, in the header.
 const META_MAP: usize = 91;
 /// `has_vlmetalayers`: msgpack false or true.
@@ -381,8 +379,8 @@ impl Frame<'_> {
         for (at, marker, what) in HEADER_MARKERS {
             s.expect(at, marker, what)?;
         }
-        if s.get(2, MAGIC.len(), "magic")? != MAGIC {
-            return Err(s.err(2, "not a Blosc2 frame (no \"b2frame\" magic)"));
+        if s.get(POS_MAGIC, MAGIC.len(), "magic")? != MAGIC {
+            return Err(s.err(POS_MAGIC, "not a Blosc2 frame (no \"b2frame\" magic)"));
         }
         let frame_len = s.be_u64(POS_FRAME_LEN, "frame length")?;
         if frame_len != len {

@@ -33,11 +33,80 @@
 //! use. So an array whose writer died opens in the state before the write
 //! it was in, or after it if the journal was already gone.
 //!
-//! The journal stays locked (`flock`) while its write runs, so a second
-//! handle opening the array meanwhile gets an error instead of rolling back
-//! a live write. Records carry a checksum; a record cut short at the end is
-//! one whose change never started and is ignored; a journal that is
-//! otherwise damaged is refused rather than guessed at.
+//! Records carry a checksum; a record cut short at the end is one whose
+//! change never started and is ignored; a journal that is otherwise damaged
+//! is refused rather than guessed at.
+//!
+//! # Who may write, who may recover
+//!
+//! Every handle of an array, in any process, takes the array's lock
+//! (`<urlpath>.caterva-lock`, see [`super::lock`]) for each transaction
+//! ([`super::Store::write`]: from before its first change until the journal
+//! is committed or rolled back), and for opening ([`recover`], then parsing
+//! the frame), creating, replacing and removing. So:
+//!
+//! - an opener waits for a write in progress to finish, then sees the state
+//!   after it; it never sees the journal or the frame of a live write, and
+//!   a journal it does see was left by a writer that is gone, which it
+//!   rolls back;
+//! - two writers take turns. Each handle also remembers what the frame's
+//!   header and tail (or sparse index) looked like after its own last
+//!   change ([`super::frame::fingerprint`]); a handle whose array another
+//!   handle changed since is refused with [`Error::InvalidStorage`] ("was
+//!   changed by another handle") before it changes anything, since what it
+//!   knows of the frame (chunk offsets, lengths) is out of date: it must
+//!   reopen the array.
+//!
+//! The journal file is also locked (`flock`) while its write runs, and a
+//! journal still being made (`…caterva-journal-tmp`) is left alone while
+//! locked: this keeps a process that does not take the array's lock (an
+//! earlier version) from rolling back a live write.
+//!
+//! # A journal belongs to one state of its array
+//!
+//! A journal undoes a write by putting back bytes saved from the state it
+//! was written against; applied to anything else (a backup copied over the
+//! array since: `cp` keeps the inode), it would turn that into a mix.
+//! Recovery therefore applies a journal only if the array is consistent
+//! with being that state part-way through the write. The write rewrites the
+//! header and everything past the data section (offsets, trailer, chunks it
+//! appends), and overwrites chunks inside the data section (a file) or
+//! chunk files (a directory) only after saving them; it leaves the rest
+//! alone. The checks, each of which a real interrupted write passes:
+//!
+//! - always: the file (for a directory, its index) is the same one (device
+//!   and inode); for a file, sampled bytes of the data section
+//!   `[header_len, data_end)` as of the journal's making (all of it up to
+//!   64 KiB, else 16 windows of 4 KiB from its start to its end) read now,
+//!   with the original bytes of the chunks the journal saved put back, hash
+//!   as they did then (so the file also still reaches `data_end`); for a
+//!   directory, the same over up to 16 of the chunk files the index used
+//!   (number, length, first 4 KiB; the journal's copy for those it saved),
+//!   each of which must still be there. The data sampled was on disk before
+//!   the write began, so this holds after a power failure too.
+//! - if the system has not restarted since the journal was made (Linux's
+//!   boot id is recorded), the kernel kept every write of the dead writer,
+//!   in order and with its time, so also: the file's (index's) modification
+//!   time is not older than it was then (2 s allowed for clock steps: a
+//!   copy restored with its timestamps is older); and the journal records
+//!   the frame's fingerprint (header and tail, or index:
+//!   [`super::frame::fingerprint`]) after each operation and announces
+//!   each operation (and a rollback) before it changes anything, so when
+//!   its last record is such a fingerprint, the writer died between two
+//!   operations and the frame must match it exactly. After a restart these
+//!   are not used: what the system had not yet put on disk may be lost.
+//!
+//! A journal that fails a check is not applied: it is renamed
+//! `<urlpath>.caterva-journal.stale` (replacing an older one), a warning
+//! goes to stderr, and the array opens as it is. The checks are sound but
+//! not complete: a copy restored over an array whose writer died inside an
+//! operation (or before a restart), which differs from the journaled state
+//! only outside the sample (for a directory: whose sampled chunk files the
+//! write had all saved), is still taken for the interrupted write and
+//! rolled "back". A copy equal to the journaled state is harmless either
+//! way (the rollback writes back what is there). To restore a backup
+//! safely, open the array once first (which rolls back and removes the
+//! journal), or remove `<urlpath>.caterva-journal`.
 //!
 //! The syncs guard against power failures and operating-system crashes; a
 //! killed process is covered without them (the kernel keeps what it was
@@ -52,6 +121,8 @@ use std::sync::OnceLock;
 
 use super::blosc::{self as schunk, SChunk};
 use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
+use super::lock::try_lock;
+use super::paths::{sidecar, trimmed};
 use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.
@@ -60,6 +131,8 @@ const JOURNAL_SUFFIX: &str = ".caterva-journal";
 const TMP_SUFFIX: &str = ".caterva-journal-tmp";
 /// Suffix of a sparse-frame directory being replaced by [`replace_dir`].
 const OLD_SUFFIX: &str = ".caterva-old";
+/// Suffix, after the journal's name, of a journal that was not applied.
+const STALE_SUFFIX: &str = ".stale";
 const MAGIC: &[u8; 8] = b"CTVJRNL1";
 
 // Record tags.
@@ -70,6 +143,21 @@ const INDEX_COPY: u8 = 4; // payload: the original index file
 const CHUNK_IDS: u8 = 5; // payload: chunk file numbers in use (u64 LE each)
 const CHUNK_FILE: u8 = 6; // key: chunk file number; payload: its original content
 const BASE_END: u8 = 7; // end of the records written before any change
+const STATE: u8 = 8; // key: the target's mtime (ns); payload: sample hash, then (file) header_len, data_end
+const MARK: u8 = 9; // after an operation: payload: the frame's fingerprint then (not synced)
+const BEGIN: u8 = 10; // before an operation after the first (or a rollback) changes the frame
+const BOOT: u8 = 11; // payload: the system's boot id when the journal was made
+
+/// Modification times a clock step may put this far back are not taken as a sign of a restored copy.
+const MTIME_SLACK_NS: u64 = 2_000_000_000;
+
+/// A data section up to this long is sampled whole.
+const SAMPLE_WHOLE: u64 = 64 * 1024;
+/// Otherwise this many windows of [`SAMPLE_WINDOW`] bytes, spread over it.
+const SAMPLE_WINDOWS: u64 = 16;
+const SAMPLE_WINDOW: u64 = 4096;
+/// How many of a sparse frame's chunk files are sampled (length and first [`SAMPLE_WINDOW`] bytes).
+const SAMPLE_FILES: usize = 16;
 
 const KIND_FILE: u64 = 0;
 const KIND_DIR: u64 = 1;
@@ -130,6 +218,18 @@ impl Slot {
         }
     }
 
+    /// An operation on `sc` that [`Slot::before`] announced has run: record
+    /// the frame's state, so that recovery can tell it from another one.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the frame cannot be read or the record written.
+    pub(crate) fn after(&mut self) -> Result<()> {
+        match self {
+            Slot::Open(j) => j.mark(),
+            _ => Ok(()),
+        }
+    }
+
     /// The write is complete: sync `sc`'s frame and delete the journal.
     ///
     /// # Errors
@@ -152,7 +252,7 @@ impl Slot {
     pub(crate) fn abort(&mut self) -> Result<bool> {
         match std::mem::take(self) {
             Slot::Open(mut j) => {
-                rollback(&mut j.file, &j.path, &j.url)?;
+                rollback(&mut j.file, &j.path, &j.url, false)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -261,20 +361,18 @@ pub(crate) struct Journal {
 /// The journal path of an array at `urlpath`.
 #[must_use]
 pub fn journal_path(urlpath: &str) -> PathBuf {
-    PathBuf::from(format!("{}{JOURNAL_SUFFIX}", trimmed(urlpath)))
+    sibling(urlpath, JOURNAL_SUFFIX)
 }
 
-fn trimmed(urlpath: &str) -> &str {
-    let t = urlpath.trim_end_matches('/');
-    if t.is_empty() {
-        urlpath
-    } else {
-        t
-    }
+/// Where a journal that is not applied is kept.
+fn stale_path(journal: &Path) -> PathBuf {
+    let mut s = journal.as_os_str().to_owned();
+    s.push(STALE_SUFFIX);
+    PathBuf::from(s)
 }
 
 fn sibling(urlpath: &str, suffix: &str) -> PathBuf {
-    PathBuf::from(format!("{}{suffix}", trimmed(urlpath)))
+    sidecar(urlpath, suffix)
 }
 
 fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
@@ -292,28 +390,6 @@ fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
     {
         let _ = md;
         Ok([0, 0])
-    }
-}
-
-/// Take an exclusive lock without waiting; `false` if someone holds it.
-fn try_lock(file: &File) -> std::io::Result<bool> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: flock on a descriptor we own; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() == ErrorKind::WouldBlock {
-            return Ok(false);
-        }
-        Err(e)
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        Ok(true)
     }
 }
 
@@ -491,7 +567,13 @@ impl Journal {
         let id = identity(&path).map_err(io_err("reading", &path))?;
         let mut base = MAGIC.to_vec();
         base.extend(record(TARGET, KIND_FILE, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
+        base.extend(record(BOOT, 0, boot_id().as_bytes()));
         base.extend(record(LENGTH, len, &[]));
+        // What the write will not touch, to know this state again at recovery.
+        let mtime = mtime_ns(&path);
+        let sample = file_sample(&mut f, header_len, data_end, &[]).map_err(io_err("reading", &path))?.unwrap_or(0);
+        let state = [sample, header_len, data_end].map(u64::to_le_bytes).concat();
+        base.extend(record(STATE, mtime, &state));
         let header = read_at(&mut f, 0, header_len as usize).map_err(io_err("reading", &path))?;
         base.extend(record(BYTES, 0, &header));
         let tail = read_at(&mut f, data_end, (len - data_end) as usize).map_err(io_err("reading", &path))?;
@@ -509,6 +591,9 @@ impl Journal {
         let ids: Vec<u8> = in_use.iter().flat_map(|&i| (i as u64).to_le_bytes()).collect();
         let mut base = MAGIC.to_vec();
         base.extend(record(TARGET, KIND_DIR, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
+        base.extend(record(BOOT, 0, boot_id().as_bytes()));
+        let sample = dir_sample(&dir, &in_use, &[]).map_err(io_err("reading", &dir))?.unwrap_or(0);
+        base.extend(record(STATE, mtime_ns(&index), &sample.to_le_bytes()));
         base.extend(record(INDEX_COPY, 0, &content));
         base.extend(record(CHUNK_IDS, 0, &ids));
         let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new() };
@@ -530,8 +615,22 @@ impl Journal {
     }
 
     fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
-        let saves = self.layout.saves(sc, ops)?;
+        let mut saves = self.layout.saves(sc, ops)?;
+        saves.push((BEGIN, 0, Vec::new()));
         self.append(&saves)
+    }
+
+    /// Record the frame's state after an operation (not synced: it only
+    /// speaks for a process killed since, whose writes the kernel kept).
+    fn mark(&mut self) -> Result<()> {
+        let contiguous = matches!(self.layout, Layout::File { .. });
+        let fp = frame::fingerprint(&self.url, contiguous).map_err(io_err("reading", Path::new(&self.url)))?;
+        let r = record(MARK, 0, &fp.to_le_bytes());
+        let write = |f: &mut File| -> std::io::Result<()> {
+            f.seek(SeekFrom::End(0))?;
+            f.write_all(&r)
+        };
+        write(&mut self.file).map_err(io_err("writing journal", &self.path))
     }
 
     /// Sync what the write changed, then delete the journal.
@@ -566,32 +665,201 @@ impl Journal {
 
 /// Undo a write from its journal `file` (locked by the caller), then delete
 /// the journal. Running it again after an interruption does the same.
-fn rollback(file: &mut File, path: &Path, url: &str) -> Result<()> {
+///
+/// With `check` (recovery, where the write's process is gone), the journal
+/// must first be shown to belong to what is there ([`stale`]); one that
+/// does not is not applied but kept aside, with a warning on stderr.
+fn rollback(file: &mut File, path: &Path, url: &str, check: bool) -> Result<()> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.read_to_end(&mut bytes))
         .map_err(io_err("reading journal", path))?;
     let records = parse(&bytes).map_err(|e| Error::InvalidFormat(format!("'{url}': {}", e.message())))?;
-    let target = &records[0];
-    let dir = target.key == KIND_DIR;
-    let id_path = if dir { Path::new(url).join(SPARSE_INDEX) } else { PathBuf::from(url) };
-    let stored: Vec<u64> = (0..2).filter_map(|i| u64_at(target.payload, 8 * i)).collect();
-    match identity(&id_path) {
-        // The frame it was written for is still there: undo.
-        Ok(id) if id[..] == stored[..] => {
-            if dir {
-                undo_dir(Path::new(url), &records)?;
-            } else {
-                undo_file(&id_path, &records)?;
-            }
-        }
-        // Replaced or removed since: the journal is stale.
-        Ok(_) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => {}
-        Err(e) => return Err(io_err("reading", &id_path)(e)),
+    let dir = records[0].key == KIND_DIR;
+    let why = if check { stale(url, &records)? } else { None };
+    if let Some(why) = why {
+        let aside = stale_path(path);
+        std::fs::rename(path, &aside).map_err(io_err("renaming journal", path))?;
+        sync_dir(parent(path))?;
+        eprintln!(
+            "caterva: warning: the undo journal of '{url}' was not applied: {why}. The array is opened as it is; \
+             the journal is kept as '{}'.",
+            aside.display()
+        );
+        return Ok(());
+    }
+    // The rollback changes the frame: a recovery after it is interrupted
+    // must not expect the state of the last operation. (What follows the
+    // last intact record, a save cut short, goes first, or it would hide
+    // the announcement.)
+    if let Some(last) = records.last().filter(|r| r.tag == MARK) {
+        let end = (last.payload.as_ptr() as usize - bytes.as_ptr() as usize + last.payload.len() + 8) as u64;
+        let r = record(BEGIN, 0, &[]);
+        file.set_len(end)
+            .and_then(|()| file.seek(SeekFrom::End(0)))
+            .and_then(|_| file.write_all(&r))
+            .and_then(|()| flush(file))
+            .map_err(io_err("writing journal", path))?;
+    }
+    if dir {
+        undo_dir(Path::new(url), &records)?;
+    } else {
+        undo_file(Path::new(url), &records)?;
     }
     std::fs::remove_file(path).map_err(io_err("removing journal", path))?;
     sync_dir(parent(path))
+}
+
+/// Why the journal `records` does not belong to the array at `url` as it
+/// is now, if it does not (see the module docs).
+fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
+    let dir = records[0].key == KIND_DIR;
+    let id_path = if dir { Path::new(url).join(SPARSE_INDEX) } else { PathBuf::from(url) };
+    let stored: Vec<u64> = (0..2).filter_map(|i| u64_at(records[0].payload, 8 * i)).collect();
+    match identity(&id_path) {
+        Ok(id) if id[..] == stored[..] => {}
+        Ok(_) => return Ok(Some(format!("'{}' was replaced since it was written", id_path.display()))),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Ok(Some(format!("'{}' was removed since it was written", id_path.display())))
+        }
+        Err(e) => return Err(io_err("reading", &id_path)(e)),
+    }
+    // Journals of earlier versions have no state record: identity is all they bind to.
+    let Some(state) = records.iter().find(|r| r.tag == STATE) else { return Ok(None) };
+    let sample = if dir {
+        let in_use: BTreeSet<i64> = records
+            .iter()
+            .filter(|r| r.tag == CHUNK_IDS)
+            .flat_map(|r| r.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64))
+            .collect();
+        dir_sample(Path::new(url), &in_use, records).map_err(io_err("reading", Path::new(url)))?
+    } else {
+        let (Some(header_len), Some(data_end)) = (u64_at(state.payload, 8), u64_at(state.payload, 16)) else {
+            return Ok(None);
+        };
+        File::open(url)
+            .and_then(|mut f| file_sample(&mut f, header_len, data_end, records))
+            .map_err(io_err("reading", Path::new(url)))?
+    };
+    if sample != u64_at(state.payload, 0) {
+        return Ok(Some(format!(
+            "the data of '{url}' is not that of the state the journal was written against (restored from a copy?)"
+        )));
+    }
+    // Without a restart since, the kernel kept every write of the killed
+    // process, in order, with the times it made them.
+    let boot = records.iter().find(|r| r.tag == BOOT).map(|r| r.payload);
+    if !boot.is_some_and(|b| !b.is_empty() && b == boot_id().as_bytes()) {
+        return Ok(None);
+    }
+    let (then, now) = (state.key, mtime_ns(&id_path));
+    if then != 0 && now != 0 && now.saturating_add(MTIME_SLACK_NS) < then {
+        return Ok(Some(format!(
+            "'{}' is older than the state the journal was written against (restored from a copy?)",
+            id_path.display()
+        )));
+    }
+    if let Some(mark) = records.last().filter(|r| r.tag == MARK) {
+        let now = frame::fingerprint(url, !dir).map_err(io_err("reading", Path::new(url)))?;
+        if Some(now) != u64_at(mark.payload, 0) {
+            return Ok(Some(format!(
+                "'{url}' changed since the interrupted write stopped between two of its operations (restored \
+                 from a copy?)"
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// This boot of the system (Linux's `boot_id`); empty where unknown.
+fn boot_id() -> String {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_owned()).unwrap_or_default()
+    })
+    .clone()
+}
+
+/// Modification time of `path` in nanoseconds since the epoch; 0 if unknown.
+fn mtime_ns(path: &Path) -> u64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The windows of `[header_len, data_end)` that [`file_sample`] hashes:
+/// all of it when short, else [`SAMPLE_WINDOWS`] spread from start to end.
+fn windows(header_len: u64, data_end: u64) -> Vec<(u64, u64)> {
+    let d = data_end.saturating_sub(header_len);
+    if d <= SAMPLE_WHOLE {
+        return vec![(header_len, d)];
+    }
+    let span = u128::from(d - SAMPLE_WINDOW);
+    (0..SAMPLE_WINDOWS)
+        .map(|i| (header_len + (span * u128::from(i) / u128::from(SAMPLE_WINDOWS - 1)) as u64, SAMPLE_WINDOW))
+        .collect()
+}
+
+/// A hash of sampled bytes of a frame file's data section, as they were
+/// before the write: the bytes there now, with the original bytes of the
+/// chunks `records` saved put back. `None` if the file is too short.
+fn file_sample(f: &mut File, header_len: u64, data_end: u64, records: &[Record<'_>]) -> std::io::Result<Option<u64>> {
+    let saved: Vec<&Record<'_>> =
+        records.iter().filter(|r| r.tag == BYTES && r.key >= header_len && r.key < data_end).collect();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for (at, len) in windows(header_len, data_end) {
+        let mut buf = match read_at(f, at, len as usize) {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        for r in &saved {
+            let (lo, hi) = (r.key.max(at), (r.key + r.payload.len() as u64).min(at + len));
+            if lo < hi {
+                buf[(lo - at) as usize..(hi - at) as usize]
+                    .copy_from_slice(&r.payload[(lo - r.key) as usize..(hi - r.key) as usize]);
+            }
+        }
+        h.update(&at.to_le_bytes());
+        h.update(&buf);
+    }
+    Ok(Some(h.digest()))
+}
+
+/// A hash of up to [`SAMPLE_FILES`] of the chunk files `in_use` (their
+/// numbers, lengths and first bytes) as they were before the write: the
+/// journal's copy for those `records` saved, else the file. `None` if one
+/// is missing.
+fn dir_sample(dir: &Path, in_use: &BTreeSet<i64>, records: &[Record<'_>]) -> std::io::Result<Option<u64>> {
+    let ids: Vec<i64> = in_use.iter().copied().collect();
+    let n = ids.len();
+    let picked: BTreeSet<i64> = if n <= SAMPLE_FILES {
+        ids.into_iter().collect()
+    } else {
+        (0..SAMPLE_FILES).map(|i| ids[i * (n - 1) / (SAMPLE_FILES - 1)]).collect()
+    };
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for id in picked {
+        let saved = records.iter().find(|r| r.tag == CHUNK_FILE && r.key as i64 == id);
+        let (len, head) = match saved {
+            Some(r) => (r.payload.len() as u64, r.payload[..r.payload.len().min(SAMPLE_WINDOW as usize)].to_vec()),
+            None => {
+                let mut f = match File::open(chunk_file(dir, id)) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                let len = f.metadata()?.len();
+                (len, read_at(&mut f, 0, len.min(SAMPLE_WINDOW) as usize)?)
+            }
+        };
+        h.update(&id.to_le_bytes());
+        h.update(&len.to_le_bytes());
+        h.update(&head);
+    }
+    Ok(Some(h.digest()))
 }
 
 fn undo_file(path: &Path, records: &[Record<'_>]) -> Result<()> {
@@ -709,7 +977,7 @@ pub fn recover(urlpath: &str) -> Result<()> {
                 path.display()
             ),
         )),
-        Found::Locked(mut f) => rollback(&mut f, &path, urlpath),
+        Found::Locked(mut f) => rollback(&mut f, &path, urlpath, true),
     }
 }
 
@@ -718,7 +986,8 @@ pub fn recover(urlpath: &str) -> Result<()> {
 /// # Errors
 /// [`Error::Io`] if one exists and cannot be removed.
 pub(crate) fn discard(urlpath: &str) -> Result<()> {
-    for p in [journal_path(urlpath), sibling(urlpath, TMP_SUFFIX)] {
+    let journal = journal_path(urlpath);
+    for p in [stale_path(&journal), journal, sibling(urlpath, TMP_SUFFIX)] {
         match std::fs::remove_file(&p) {
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err("removing", &p)(e)),
             _ => {}
@@ -874,7 +1143,10 @@ mod tests {
             let saves = |tag| records.iter().filter(|r| r.tag == tag).count();
             assert_eq!((saves(BYTES), saves(CHUNK_FILE)), if contiguous { (4, 0) } else { (0, 3) });
             let base_end = records.iter().position(|r| r.tag == BASE_END).unwrap();
-            assert_eq!(records.len() - base_end - 1, if contiguous { 1 } else { 2 });
+            let later = |tag| records[base_end..].iter().filter(|r| r.tag == tag).count();
+            assert_eq!(later(BYTES) + later(CHUNK_FILE), if contiguous { 1 } else { 2 });
+            // Each later operation is announced, and each one that ran leaves the frame's state.
+            assert_eq!((later(BEGIN), later(MARK)), (5, 6));
             recover(url).unwrap();
             assert_eq!(snapshot(url), before);
             assert!(!journal_path(url).exists());
@@ -949,6 +1221,56 @@ mod tests {
             recover(url).unwrap();
             assert!(!journal_path(url).exists());
             assert_eq!(snapshot(url), fresh);
+        });
+    }
+
+    #[test]
+    fn a_journal_is_not_applied_to_a_copy_restored_over_its_array() {
+        both("restored", |url, contiguous| {
+            make(url, contiguous, 12);
+            let backup = snapshot(url);
+            // A committed write, then one that dies; then the backup is copied back in place.
+            let mut a = Array::open(&ctx(), url).unwrap();
+            a.vlmeta_update("note", b"second").unwrap();
+            drop(a);
+            crash_mid_write(url);
+            for (name, bytes) in &backup {
+                let p = if name.is_empty() { PathBuf::from(url) } else { Path::new(url).join(name) };
+                let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(p).unwrap();
+                f.write_all(bytes).unwrap();
+            }
+            recover(url).unwrap();
+            assert!(!journal_path(url).exists());
+            assert!(stale_path(&journal_path(url)).exists(), "the journal was not kept aside");
+            assert_eq!(content(url).1, b"first", "the journal was applied to the restored copy");
+            // Removing the array removes the journal kept aside too.
+            Array::remove(url).unwrap();
+            assert!(!stale_path(&journal_path(url)).exists());
+        });
+    }
+
+    #[test]
+    fn an_interrupted_rollback_is_finished() {
+        both("rerun", |url, contiguous| {
+            make(url, contiguous, 13);
+            let before = snapshot(url);
+            crash_mid_write(url);
+            let journal = std::fs::read(journal_path(url)).unwrap();
+            assert_eq!(parse(&journal).unwrap().last().map(|r| r.tag), Some(MARK));
+            recover(url).unwrap();
+            // Killed at the end of that rollback: the frame is restored, the
+            // journal (with the rollback announced) still there.
+            let mut announced = journal.clone();
+            announced.extend(record(BEGIN, 0, &[]));
+            std::fs::write(journal_path(url), &announced).unwrap();
+            recover(url).unwrap();
+            assert!(!journal_path(url).exists() && !stale_path(&journal_path(url)).exists());
+            assert_eq!(snapshot(url), before);
+            // Unannounced, the restored frame would not be the last operation's state.
+            std::fs::write(journal_path(url), &journal).unwrap();
+            recover(url).unwrap();
+            assert!(stale_path(&journal_path(url)).exists());
+            assert_eq!(snapshot(url), before);
         });
     }
 

@@ -19,12 +19,17 @@
 //!   header marker or their names is damaged, and checks the recorded
 //!   metadata, refusing a damaged array as [`Error::Corrupt`] rather than
 //!   reading it unchecked (see [`checksum`]).
+//! - Handles of one persistent array, in one process or several, exclude
+//!   each other with the array's [`lock`] while they write, open, create,
+//!   replace or remove it; a handle whose array another one changed since
+//!   its own last change is refused before it writes (see [`journal`]).
 
 pub(crate) mod blosc;
 mod checksum;
 mod frame;
 mod frame_check;
 mod journal;
+mod lock;
 mod paths;
 
 #[cfg(test)]
@@ -37,7 +42,7 @@ use journal::{Op, Slot};
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
-pub(crate) use paths::{check_replaceable, write_beside};
+pub(crate) use paths::{check_replaceable, overlap, overlap_error, write_beside, Overlap};
 
 /// The undo journal's path of a store at `urlpath`.
 #[cfg(feature = "testing")]
@@ -56,6 +61,9 @@ pub(crate) struct Store {
     sc: SChunk,
     /// Per-chunk checksums, when the store keeps them.
     sums: Option<Table>,
+    /// For a persistent store, the [`frame::fingerprint`] of its frame as
+    /// this handle last left or found it (under the array's lock).
+    seen: Option<u64>,
 }
 
 /// The ways [`Store::create`] can make a new store.
@@ -70,28 +78,39 @@ impl Store {
         checksums: bool,
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
+        let url = storage.urlpath.as_deref();
+        let _lock = url.map(lock::wait_for).transpose()?;
+        if let Some(u) = url {
+            paths::clean_temporaries(u);
+        }
         paths::prepare(storage)?;
         let sc = SChunk::new(storage, layout)?;
-        let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
+        let mut cleanup = paths::Cleanup::new(url);
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Store { sc, sums: checksums.then(|| Table::new(typesize)) };
+        let mut store = Store { sc, sums: checksums.then(|| Table::new(typesize)), seen: None };
         // The marker goes after the caller's metalayers, before the first chunk.
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
         fill(&mut tx)?;
         tx.place_marker()?;
         tx.store_checksums()?;
+        store.seen = store.fingerprint();
         cleanup.defuse();
         Ok(store)
     }
 
     /// Open a persisted store: roll back a write that was interrupted (the
     /// only place recovery runs), check the frame, read the checksum table.
+    /// Temporary copies that killed writers left beside it are removed.
     pub(crate) fn open(urlpath: &str) -> Result<Store> {
+        let _lock = lock::wait_for(urlpath)?;
+        paths::clean_temporaries(urlpath);
         journal::recover(urlpath)?;
         if std::fs::symlink_metadata(urlpath).is_err() {
             return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist")));
         }
-        Self::adopt(SChunk::open(urlpath)?)
+        let mut store = Self::adopt(SChunk::open(urlpath)?)?;
+        store.seen = store.fingerprint();
+        Ok(store)
     }
 
     /// A store over a contiguous frame in memory.
@@ -114,7 +133,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Store { sc, sums }),
+            Ok(sums) => Ok(Store { sc, sums, seen: None }),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -124,7 +143,14 @@ impl Store {
 
     fn adopt(sc: SChunk) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Store { sc, sums })
+        Ok(Store { sc, sums, seen: None })
+    }
+
+    /// The fingerprint of the frame on disk, for a persistent store (`None`
+    /// in memory, or if it cannot be read).
+    fn fingerprint(&self) -> Option<u64> {
+        let st = self.sc.storage();
+        frame::fingerprint(st.urlpath.as_deref()?, st.contiguous).ok()
     }
 
     /// Give up the store, returning the raw super-chunk.
@@ -138,17 +164,31 @@ impl Store {
     }
 
     /// Write a copy to `urlpath` with the same contiguity, beside the target
-    /// and renamed into place.
+    /// and renamed into place. Saving a persistent store onto its own path
+    /// (however spelt) changes nothing; a path inside its directory, or a
+    /// directory holding it, is refused.
     pub(crate) fn save(&self, urlpath: &str, nthreads: usize) -> Result<()> {
-        let contiguous = self.storage().contiguous;
-        let exists = check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
-        write_beside(urlpath, contiguous, exists, |st| self.sc.copy_to(st, nthreads).map(drop))
+        let st = self.storage();
+        if let Some(o) = st.urlpath.as_deref().and_then(|own| overlap(urlpath, own)) {
+            return if o == Overlap::Same { Ok(()) } else { Err(overlap_error(urlpath, o)) };
+        }
+        let contiguous = st.contiguous;
+        check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
+        write_beside(urlpath, contiguous, |st| self.sc.copy_to(st, nthreads).map(drop))
     }
 
     /// Remove a persisted store and what its journal left. A path that does
     /// not exist is not an error.
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] if what is there is not an array (nothing is
+    /// removed) or another handle keeps it locked; [`Error::Io`] if removing fails.
     pub(crate) fn remove(urlpath: &str) -> Result<()> {
-        blosc::remove_urlpath(urlpath)?;
+        if urlpath.is_empty() {
+            return Err(Error::storage(None, "urlpath is empty"));
+        }
+        let _lock = lock::wait_for(urlpath)?;
+        paths::remove_array(urlpath)?;
         journal::discard(urlpath)
     }
 
@@ -254,6 +294,32 @@ impl Store {
             let mem = Storage { contiguous: true, urlpath: None };
             self.sc = self.sc.copy_to(&mem, 1)?;
         }
+        let url = self.sc.storage().urlpath;
+        let _lock = url.as_deref().map(lock::wait_for).transpose()?;
+        if let Some(u) = url.as_deref() {
+            self.check_current(u)?;
+        }
+        let result = self.transaction(change);
+        if url.is_some() {
+            self.seen = self.fingerprint();
+        }
+        result
+    }
+
+    /// Refuse to write if another handle changed the frame since this one
+    /// last did (or opened it): what this handle knows of it is out of date.
+    fn check_current(&self, url: &str) -> Result<()> {
+        match (self.seen, self.fingerprint()) {
+            (Some(seen), Some(now)) if seen != now => Err(Error::storage(
+                Some(url),
+                format!("'{url}' was changed by another handle since this one last wrote or opened it; reopen it"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// [`Store::write`]'s transaction, under the array's lock.
+    fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::armed(), marker_due: false };
         let result = change(&mut tx).and_then(|v| tx.commit().map(|()| v));
         if result.is_err() {
@@ -423,13 +489,16 @@ impl Tx<'_> {
     fn before(&mut self, ops: &[Op]) -> Result<()> {
         #[cfg(test)]
         tests::fault::hit()?;
+        #[cfg(feature = "testing")]
+        crate::testing::hook("op");
         self.journal.before(self.sc, ops)
     }
 
-    /// After an operation: record it in the checksum table. A change that
-    /// cannot be recorded leaves a table that no longer matches, so reads
-    /// report it instead of trusting stale sums.
+    /// After an operation: the journal's record of the state it left, then
+    /// the checksum table's. A change that cannot be recorded leaves a table
+    /// that no longer matches, so reads report it instead of trusting stale sums.
     fn track(&mut self, change: impl FnOnce(&SChunk, &mut Table) -> Result<()>) -> Result<()> {
+        self.journal.after()?;
         match self.sums.as_mut() {
             Some(t) => change(self.sc, t),
             None => Ok(()),
@@ -472,7 +541,7 @@ impl Tx<'_> {
         self.before(&[Op::Meta])?;
         self.sc.meta_add(MARKER_NAME, MARKER_CONTENT)?;
         self.sums.as_mut().map(Table::set_marker);
-        Ok(())
+        self.journal.after()
     }
 
     /// Append a compressed chunk.
@@ -494,9 +563,12 @@ impl Tx<'_> {
         for (n, chunk) in chunks {
             let n = *n;
             self.sc.update_chunk(n, chunk.as_ref())?;
-            self.track(|sc, t| chunk_hash(sc, t, n).map(|h| t.set(n as usize, h)))?;
+            if let Some(t) = self.sums.as_mut() {
+                let h = chunk_hash(self.sc, t, n)?;
+                t.set(n as usize, h);
+            }
         }
-        Ok(())
+        self.journal.after()
     }
 
     /// Remove chunk `n`; the chunks after it move down by one.
@@ -556,7 +628,7 @@ impl Tx<'_> {
         self.before(&[Op::Meta])?;
         self.sc.meta_add(name, content)?;
         self.track_meta(name);
-        Ok(())
+        self.journal.after()
     }
 
     /// Replace a fixed-size metalayer's content (never longer than it was).
@@ -564,7 +636,7 @@ impl Tx<'_> {
         self.before(&[Op::Meta])?;
         self.sc.meta_update(name, content)?;
         self.track_meta(name);
-        Ok(())
+        self.journal.after()
     }
 
     /// Record a fixed-size metalayer's content as stored (padded, for an update).
@@ -587,7 +659,7 @@ impl Tx<'_> {
         if let Some(t) = self.sums.as_mut() {
             t.record(Layer::VlMeta, name, content);
         }
-        Ok(())
+        self.journal.after()
     }
 
     /// Start keeping per-chunk checksums: hash every chunk now, record the

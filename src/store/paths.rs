@@ -1,59 +1,265 @@
-//! Where stores live on disk: what a new store may replace, how a store is
-//! written beside its target and renamed into place, and cleaning up after
-//! a creation that failed.
+//! Where stores live on disk: what a new store may replace or
+//! [`super::Store::remove`] may delete (arrays only), whether two paths name the same
+//! array ([`overlap`]), how a store is written beside its target and renamed
+//! into place, and cleaning up after creations that failed or were killed.
+//!
+//! What counts as an array on disk: a regular file that starts like a
+//! Blosc2 frame ([`frame::is_frame_file`]), or a directory holding a
+//! sparse frame's index and chunk files and nothing else
+//! ([`frame::is_sparse_array`]). Anything else at a path (a text file, a
+//! directory of other files, a symbolic link) is never replaced nor
+//! removed: the call is refused with [`Error::InvalidStorage`].
+//!
+//! The files beside an array (`<urlpath>.caterva-…`) are named after the
+//! file a symbolic link at `urlpath` points to ([`sidecar`]), so every
+//! spelling of an array's path finds the same journal and lock.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::blosc::{self, Storage};
+use super::lock::{self, Got, Wait, LOCK_SUFFIX};
 use super::{frame, journal};
 use crate::error::{Error, Result};
 
-/// Whether `storage.urlpath` is free (`Ok(false)`) or holds a frame of the
+/// Infix of the temporary copies [`write_beside`] makes:
+/// `<target>.caterva-tmp-<pid>-<n>`.
+const TMP_INFIX: &str = ".caterva-tmp-";
+
+/// `urlpath` without trailing slashes (unless that leaves nothing).
+pub(super) fn trimmed(urlpath: &str) -> &str {
+    let t = urlpath.trim_end_matches('/');
+    if t.is_empty() {
+        urlpath
+    } else {
+        t
+    }
+}
+
+/// The file beside the array at `urlpath` named with `suffix`. When
+/// `urlpath` is a symbolic link, the name is that of the file it points to.
+pub(super) fn sidecar(urlpath: &str, suffix: &str) -> PathBuf {
+    let base = trimmed(urlpath);
+    if std::fs::symlink_metadata(base).is_ok_and(|m| m.file_type().is_symlink()) {
+        if let Ok(real) = std::fs::canonicalize(base) {
+            let mut s = real.into_os_string();
+            s.push(suffix);
+            return PathBuf::from(s);
+        }
+    }
+    PathBuf::from(format!("{base}{suffix}"))
+}
+
+/// Whether `storage.urlpath` is free (`Ok(false)`) or holds an array of the
 /// same kind that may be replaced (`Ok(true)`). Anything else there is
 /// refused rather than destroyed.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] for an empty path or one taken by something else.
 pub(crate) fn check_replaceable(storage: &Storage) -> Result<bool> {
     let Some(url) = storage.urlpath.as_deref() else { return Ok(false) };
     if url.is_empty() {
         return Err(Error::storage(None, "urlpath is empty"));
     }
     let p = Path::new(url);
-    let Ok(md) = std::fs::symlink_metadata(p) else { return Ok(false) };
-    let replaceable = if storage.contiguous { md.is_file() } else { frame::is_sparse_dir(p) };
+    if std::fs::symlink_metadata(p).is_err() {
+        return Ok(false);
+    }
+    let replaceable = if storage.contiguous { frame::is_frame_file(p) } else { frame::is_sparse_array(p) };
     if !replaceable {
-        let kind = if storage.contiguous { "a frame file" } else { "a sparse-frame directory" };
+        let kind = if storage.contiguous {
+            "a Blosc2 frame file"
+        } else {
+            "a sparse-frame directory (a frame index and chunk files only)"
+        };
         return Err(Error::storage(Some(url), format!("'{url}' exists and is not {kind}; refusing to overwrite it")));
     }
     Ok(true)
 }
 
-/// Make room for a new frame at `storage.urlpath`, replacing an existing
-/// frame of the same kind as creating a file would.
+/// Make room for a new frame at `storage.urlpath` (whose lock the caller
+/// holds), replacing an array of the same kind as creating a file would.
 pub(super) fn prepare(storage: &Storage) -> Result<()> {
     match storage.urlpath.as_deref() {
         Some(url) if check_replaceable(storage)? => {
-            blosc::remove_urlpath(url)?;
+            remove_array(url)?;
             journal::discard(url)
         }
         _ => Ok(()),
     }
 }
 
+/// How a target path relates to a source array's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Overlap {
+    /// The same file or directory, however spelt (`./a`, a symbolic or hard link).
+    Same,
+    /// Inside the source's directory.
+    Inside,
+    /// A directory that holds the source.
+    Holds,
+}
+
+/// How `target` relates to the array at `source`, if at all. Files are
+/// compared by identity (device and inode; symbolic links followed), and
+/// paths after resolving links (for a target that does not exist yet, its
+/// parent directory's resolved path and its name).
+pub(crate) fn overlap(target: &str, source: &str) -> Option<Overlap> {
+    let src = std::fs::canonicalize(trimmed(source)).ok()?;
+    let t = Path::new(trimmed(target));
+    let dst = match std::fs::canonicalize(t) {
+        Ok(p) => p,
+        Err(_) => {
+            let parent = t.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            std::fs::canonicalize(parent).ok()?.join(t.file_name()?)
+        }
+    };
+    if dst == src || same_file(&dst, &src) {
+        Some(Overlap::Same)
+    } else if dst.starts_with(&src) {
+        Some(Overlap::Inside)
+    } else if src.starts_with(&dst) {
+        Some(Overlap::Holds)
+    } else {
+        None
+    }
+}
+
+/// Whether `a` and `b` are one file (device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+/// The error for writing a new array at `target`, which `o` relates to the source.
+pub(crate) fn overlap_error(target: &str, o: Overlap) -> Error {
+    let why = match o {
+        Overlap::Same => "is the source array itself",
+        Overlap::Inside => "lies inside the source array's directory",
+        Overlap::Holds => "holds the source array",
+    };
+    Error::storage(Some(target), format!("'{target}' {why}; refusing to write over it"))
+}
+
+/// Remove the array at `urlpath` (whose lock the caller holds). A path
+/// where nothing is is fine.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if what is there is not an array (nothing is
+/// removed); [`Error::Io`] if removing fails.
+pub(super) fn remove_array(urlpath: &str) -> Result<()> {
+    let p = Path::new(urlpath);
+    match std::fs::symlink_metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("reading", Some(p), &e)),
+        Ok(_) if frame::is_frame_file(p) => std::fs::remove_file(p).map_err(|e| Error::io("removing", Some(p), &e)),
+        Ok(_) if frame::is_sparse_array(p) => remove_frame_dir(p),
+        Ok(_) => Err(Error::storage(
+            Some(urlpath),
+            format!(
+                "'{urlpath}' is not an array (a Blosc2 frame file, or a directory holding a sparse frame and \
+                 nothing else); refusing to remove it"
+            ),
+        )),
+    }
+}
+
+/// Remove a sparse frame's files (its index and chunks) and then the
+/// directory, which fails if anything else is in it.
+fn remove_frame_dir(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("listing", Some(dir), &e))?;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let ours = name.to_str().is_some_and(|n| n == frame::SPARSE_INDEX || frame::chunk_id(n).is_some());
+        if ours {
+            std::fs::remove_file(e.path()).map_err(|err| Error::io("removing", Some(&e.path()), &err))?;
+        }
+    }
+    std::fs::remove_dir(dir).map_err(|e| Error::io("removing", Some(dir), &e))
+}
+
+/// Remove what a creation left at `path` (a name of ours: a temporary
+/// copy): a file or link, or a directory's frame files and the directory.
+fn remove_leftover(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => remove_frame_dir(path),
+        Ok(_) => std::fs::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Remove the temporary copies beside `urlpath` (`<urlpath>.caterva-tmp-…`,
+/// and their lock files) that no live writer holds: what a save, squeeze or
+/// other write-beside left when its process was killed. Best effort: what
+/// cannot be removed stays for the next time.
+pub(super) fn clean_temporaries(urlpath: &str) {
+    let base = Path::new(trimmed(urlpath));
+    let (Some(name), dir) = (base.file_name().and_then(|n| n.to_str()), base.parent()) else { return };
+    let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let prefix = format!("{name}{TMP_INFIX}");
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut found: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.starts_with(&prefix))
+        .map(|n| n.strip_suffix(LOCK_SUFFIX).map_or(n.clone(), str::to_owned))
+        .collect();
+    found.sort();
+    found.dedup();
+    for tmp in found {
+        let path = dir.join(&tmp);
+        let Some(url) = path.to_str() else { continue };
+        // Its writer holds the lock while it lives; a dead one holds nothing.
+        if let Ok(Got::Held(held)) = lock::acquire(url, Wait::Never) {
+            let _ = remove_leftover(&path);
+            drop(held);
+        }
+    }
+}
+
+/// Numbers the temporary copies of this process.
+static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
+
 /// Write a frame with `write` at a temporary path beside `target`, then
 /// rename it over `target`, so that a failure leaves whatever was at
 /// `target` untouched. A file is replaced atomically by the rename; a
 /// sparse-frame directory cannot be, so an existing one is renamed aside
 /// first (and put back on open if the process dies in between).
-pub(crate) fn write_beside(
-    target: &str,
-    contiguous: bool,
-    exists: bool,
-    write: impl FnOnce(&Storage) -> Result<()>,
-) -> Result<()> {
-    let tmp = format!("{target}.caterva-tmp-{}", std::process::id());
+///
+/// The temporary copy is locked while it is written, so that
+/// [`clean_temporaries`] leaves it alone while its writer lives; the
+/// target's lock is held for the renames. What is at `target` is checked
+/// (under its lock) as [`check_replaceable`] does.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if `target` holds something that is not an
+/// array of that kind or another handle keeps it locked; as `write`;
+/// [`Error::Io`] if a rename fails.
+pub(crate) fn write_beside(target: &str, contiguous: bool, write: impl FnOnce(&Storage) -> Result<()>) -> Result<()> {
+    let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
+    let tmp = format!("{}{TMP_INFIX}{}-{n}", trimmed(target), std::process::id());
+    // A fresh name: only a cleaner looking at it may hold its lock, briefly.
+    let _tmp_lock = lock::wait_for(&tmp)?;
+    // A name of ours: whatever an earlier process of the same id left there goes.
+    remove_leftover(Path::new(&tmp))?;
     let st = Storage { contiguous, urlpath: Some(tmp.clone()) };
-    prepare(&st)?;
     let mut cleanup = Cleanup::new(Some(&tmp));
     write(&st)?;
+    #[cfg(feature = "testing")]
+    crate::testing::hook("rename");
+    let _lock = lock::wait_for(target)?;
+    let exists = check_replaceable(&Storage { contiguous, urlpath: Some(target.to_owned()) })?;
     if exists && !contiguous {
         journal::replace_dir(&tmp, target)?;
     } else {
@@ -83,5 +289,34 @@ impl Drop for Cleanup<'_> {
         if let Some(u) = self.0 {
             let _ = blosc::remove_urlpath(u);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlaps_are_found_however_spelt() {
+        let d = std::env::temp_dir().join(format!("caterva-paths-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("src.b2nd")).unwrap();
+        std::fs::write(d.join("src.b2frame"), b"x").unwrap();
+        let s = |p: &str| d.join(p).to_string_lossy().into_owned();
+        let file = s("src.b2frame");
+        assert_eq!(overlap(&s("./src.b2frame"), &file), Some(Overlap::Same));
+        assert_eq!(overlap(&s("src.b2nd/../src.b2frame"), &file), Some(Overlap::Same));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&file, d.join("link")).unwrap();
+            std::fs::hard_link(&file, d.join("hard")).unwrap();
+            assert_eq!(overlap(&s("link"), &file), Some(Overlap::Same));
+            assert_eq!(overlap(&s("hard"), &file), Some(Overlap::Same));
+        }
+        assert_eq!(overlap(&s("other.b2frame"), &file), None);
+        assert_eq!(overlap(&s("src.b2nd/x.b2frame"), &s("src.b2nd/")), Some(Overlap::Inside));
+        assert_eq!(overlap(&s(""), &file), Some(Overlap::Holds));
+        assert_eq!(overlap(&s("nowhere/x"), &file), None);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -1,0 +1,271 @@
+//! Exclusion between the handles of one array, in this process and others:
+//! a lock file `<urlpath>.caterva-lock` beside the array, locked with
+//! `flock`.
+//!
+//! Whoever changes or inspects an array's files as a whole holds the lock
+//! exclusively for the duration: a write transaction ([`super::Store::write`]),
+//! opening (recovery, then parsing the frame), creating, replacing (save,
+//! squeeze's relayout) and removing. So an opener never sees a write half
+//! done, nor rolls back a live one; two writers take turns.
+//!
+//! - The lock file exists only while someone holds it: the holder removes
+//!   it before letting go. A waiter that got the lock on a file that has
+//!   meanwhile been removed (or replaced) notices it (the path no longer
+//!   names the file it locked) and starts again, so at most one holder has
+//!   the file the path names.
+//! - `flock` belongs to an open file description: each acquisition opens
+//!   the file anew, so two handles of one process exclude each other like
+//!   two processes do. A thread that already holds an array's lock may take
+//!   it again (an inner step of the same operation, such as the new store a
+//!   save writes beside its target); only the outermost release lets go.
+//! - Waiting is a poll, bounded by [`WAIT`]: a writer that stopped without
+//!   dying gets the others an error ("being written by another handle"),
+//!   not a hang.
+//! - Where no lock file can be made (a read-only directory or file system,
+//!   a directory that does not exist), there is no lock: whoever cannot
+//!   create a file there cannot write the array either.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use super::paths::sidecar;
+use crate::error::{Error, Result};
+
+/// Suffix of the lock file beside an array's urlpath.
+pub(super) const LOCK_SUFFIX: &str = ".caterva-lock";
+
+/// How long a call waits for another handle's operation to finish.
+pub(super) const WAIT: Duration = Duration::from_secs(30);
+
+/// Device and inode of a lock file.
+type Id = (u64, u64);
+
+/// The locks this process holds: by which thread, how many times.
+static HELD: Mutex<Option<HashMap<Id, (ThreadId, usize)>>> = Mutex::new(None);
+
+fn held<R>(f: impl FnOnce(&mut HashMap<Id, (ThreadId, usize)>) -> R) -> R {
+    let mut g = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    f(g.get_or_insert_with(HashMap::new))
+}
+
+/// An array's lock, held until dropped.
+pub(crate) struct Lock {
+    path: PathBuf,
+    id: Id,
+    /// The locked description, in the outermost holder only.
+    file: Option<File>,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let Some(file) = self.file.take() else {
+            held(|m| {
+                if let Some((_, n)) = m.get_mut(&self.id) {
+                    *n = n.saturating_sub(1);
+                }
+            });
+            return;
+        };
+        // Nobody else holds it: take the name away before letting go, so no
+        // lock file outlives its holder (a waiter on it starts again).
+        if identity(&self.path).ok() == Some(self.id) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        held(|m| m.remove(&self.id));
+        drop(file);
+    }
+}
+
+/// What [`acquire`] got.
+pub(crate) enum Got {
+    /// The lock, held.
+    Held(Lock),
+    /// Someone holds it (and we did not wait, or waited [`WAIT`] in vain).
+    Busy,
+    /// No lock file can be made there.
+    Unavailable,
+}
+
+/// How [`acquire`] deals with a lock that someone holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Wait up to [`WAIT`] for it; a lock this thread holds is taken again.
+    Patiently,
+    /// Try once; a lock held anywhere, this thread included, is busy.
+    Never,
+}
+
+/// The lock of the array at `urlpath`.
+///
+/// # Errors
+/// [`Error::Io`] if the lock file cannot be opened or locked for a reason
+/// other than the place being read-only or missing.
+pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
+    let path = sidecar(urlpath, LOCK_SUFFIX);
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let file = match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path) {
+            Ok(f) => f,
+            Err(e) if unavailable(&e) => return Ok(Got::Unavailable),
+            Err(e) => return Err(Error::io("opening lock file", Some(&path), &e)),
+        };
+        let id = file_id(&file).map_err(|e| Error::io("reading lock file", Some(&path), &e))?;
+        let me = std::thread::current().id();
+        let mine = held(|m| match m.get_mut(&id) {
+            Some((t, n)) if *t == me && wait == Wait::Patiently => {
+                *n += 1;
+                Some(true)
+            }
+            Some(_) => Some(false),
+            None => None,
+        });
+        match mine {
+            Some(true) => return Ok(Got::Held(Lock { path, id, file: None })),
+            Some(false) if wait == Wait::Never => return Ok(Got::Busy),
+            _ => {}
+        }
+        if try_lock(&file).map_err(|e| Error::io("locking", Some(&path), &e))? {
+            // The holder before us may have removed (and someone re-created) the file.
+            if identity(&path).ok() == Some(id) {
+                held(|m| m.insert(id, (me, 1)));
+                return Ok(Got::Held(Lock { path, id, file: Some(file) }));
+            }
+            continue;
+        }
+        drop(file);
+        if wait == Wait::Never || start.elapsed() >= WAIT {
+            return Ok(Got::Busy);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// The lock of the array at `urlpath`, waiting for it; `None` where there
+/// can be none.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if another handle keeps it longer than [`WAIT`];
+/// as [`acquire`].
+pub(crate) fn wait_for(urlpath: &str) -> Result<Option<Lock>> {
+    match acquire(urlpath, Wait::Patiently)? {
+        Got::Held(l) => Ok(Some(l)),
+        Got::Unavailable => Ok(None),
+        Got::Busy => Err(Error::storage(
+            Some(urlpath),
+            format!(
+                "'{urlpath}' is being written by another handle (its lock '{}' was held for more than {} s)",
+                sidecar(urlpath, LOCK_SUFFIX).display(),
+                WAIT.as_secs()
+            ),
+        )),
+    }
+}
+
+/// A place where no lock file can be made.
+fn unavailable(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::PermissionDenied | ErrorKind::NotFound)
+        || e.raw_os_error().is_some_and(|c| c == libc::EROFS || c == libc::ENOTDIR)
+}
+
+fn file_id(file: &File) -> std::io::Result<Id> {
+    let md = file.metadata()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok((md.dev(), md.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = md;
+        Ok((0, 0))
+    }
+}
+
+fn identity(path: &Path) -> std::io::Result<Id> {
+    let md = std::fs::symlink_metadata(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok((md.dev(), md.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = md;
+        Ok((0, 0))
+    }
+}
+
+/// Take an exclusive lock without waiting; `false` if someone holds it.
+pub(super) fn try_lock(file: &File) -> std::io::Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() == ErrorKind::WouldBlock {
+            return Ok(false);
+        }
+        Err(e)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> String {
+        let d = std::env::temp_dir().join(format!("caterva-lock-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d.join("a.b2frame").to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn one_holder_at_a_time_and_no_file_left() {
+        let url = scratch("one");
+        let lock_file = sidecar(&url, LOCK_SUFFIX);
+        let Got::Held(first) = acquire(&url, Wait::Patiently).unwrap() else { panic!("not acquired") };
+        assert!(lock_file.exists());
+        // The same thread may take it again; a try from it is busy.
+        let Got::Held(again) = acquire(&url, Wait::Patiently).unwrap() else { panic!("not re-entered") };
+        assert!(matches!(acquire(&url, Wait::Never).unwrap(), Got::Busy));
+        drop(again);
+        assert!(lock_file.exists(), "an inner release let go");
+        // Another thread waits until the holder lets go.
+        let url2 = url.clone();
+        let waiter = std::thread::spawn(move || {
+            let t = Instant::now();
+            let got = acquire(&url2, Wait::Patiently).unwrap();
+            (matches!(got, Got::Held(_)), t.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        drop(first);
+        let (got, waited) = waiter.join().unwrap();
+        assert!(got && waited >= Duration::from_millis(50), "{waited:?}");
+        assert!(!lock_file.exists(), "the lock file outlived its holder");
+        let _ = std::fs::remove_dir_all(Path::new(&url).parent().unwrap());
+    }
+
+    #[test]
+    fn a_missing_directory_has_no_lock() {
+        let url = scratch("missing").replace("a.b2frame", "nowhere/a.b2frame");
+        assert!(matches!(acquire(&url, Wait::Patiently).unwrap(), Got::Unavailable));
+        assert!(wait_for(&url).unwrap().is_none());
+        let _ = std::fs::remove_dir_all(Path::new(&url).parent().unwrap().parent().unwrap());
+    }
+}
