@@ -14,6 +14,8 @@
  *   array, copies, slices and writes one (in turn), and creates an array
  *   with the inherited context.
  *
+ * - 200 forks while two threads keep calling caterva_meta_exists (whose
+ *   handle checks hold the registry's lock much of the time).
  * - A C caller's decompressions through arr->sc start threads in the
  *   super-chunk's own Blosc2 contexts: a child may free such arrays at once,
  *   or use them (arr->sc included) after a caterva call.
@@ -478,6 +480,73 @@ static int test_fork_during_reads_4_threads(const test_case_t *tc) {
     return fork_during_reads(4);
 }
 
+/* The handle registry: threads of the parent that keep calling a cheap
+ * function hold its lock much of the time; a child must not inherit it
+ * locked. */
+typedef struct {
+    fixture_t *fx;
+    pthread_mutex_t *mu;
+    bool *stop;
+    int failed;
+} spinner_t;
+
+static void *spinner_main(void *p) {
+    spinner_t *s = p;
+    for (long k = 0; !s->failed; k++) {
+        if (k % 64 == 0) {
+            pthread_mutex_lock(s->mu);
+            bool stop = *s->stop;
+            pthread_mutex_unlock(s->mu);
+            if (stop) {
+                break;
+            }
+        }
+        bool exists = false;
+        int rc = caterva_meta_exists(s->fx->ctx, s->fx->a[k % NARRAYS].arr, "caterva", &exists);
+        s->failed = rc != CATERVA_SUCCEED || !exists;
+    }
+    return NULL;
+}
+
+static int registry_child_main(void *p) {
+    fixture_t *fx = p;
+    for (int n = 0; n < NARRAYS; n++) {
+        bool exists = false;
+        CHECK_OK(caterva_meta_exists(fx->ctx, fx->a[n].arr, "caterva", &exists));
+        CHECK(exists);
+    }
+    return 0;
+}
+
+static int test_fork_registry(const test_case_t *tc) {
+    (void)tc;
+    fixture_t fx;
+    CHECK(fixture_new(&fx, 1, "registry") == 0);
+    pthread_mutex_t mu;
+    CHECK(pthread_mutex_init(&mu, NULL) == 0);
+    bool stop = false;
+    spinner_t spinners[2];
+    pthread_t threads[2];
+    for (int t = 0; t < 2; t++) {
+        spinners[t] = (spinner_t){&fx, &mu, &stop, 0};
+        CHECK(pthread_create(&threads[t], NULL, spinner_main, &spinners[t]) == 0);
+    }
+    int failed = 0;
+    for (int round = 0; round < 10 * NFORKS && !failed; round++) {
+        failed = wait_child(spawn_child(registry_child_main, &fx), "fork during registry lookups", round);
+    }
+    pthread_mutex_lock(&mu);
+    stop = true;
+    pthread_mutex_unlock(&mu);
+    for (int t = 0; t < 2; t++) {
+        CHECK(pthread_join(threads[t], NULL) == 0);
+        CHECK(!spinners[t].failed);
+    }
+    pthread_mutex_destroy(&mu);
+    CHECK(!failed);
+    return fixture_free(&fx, true);
+}
+
 /* The super-chunk's own Blosc2 contexts (arr->sc->dctx, made with the
  * context's 4 threads) start threads when a C caller decompresses through
  * arr->sc. A child that frees such an array at once must not wait for them,
@@ -527,5 +596,6 @@ void suite_fork(void) {
     RUN_CASE(test_fork_after_use_4_threads);
     RUN_CASE(test_fork_during_reads_1_thread);
     RUN_CASE(test_fork_during_reads_4_threads);
+    RUN_CASE(test_fork_registry);
     RUN_CASE(test_fork_schunk_contexts);
 }
