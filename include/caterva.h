@@ -33,6 +33,10 @@
  *   (to_buffer, get_slice_buffer, get_orthogonal_selection, get_slice, copy,
  *   to_cframe, save, the metadata getters) may run from many threads at once;
  *   calls that change an array, and caterva_free, need exclusive access to it.
+ * - Fork: contexts and arrays made before fork() keep working in the parent
+ *   and in the child (which starts threads of its own on first use), also
+ *   when other threads were reading at the fork. An array that another
+ *   thread was changing at the fork is, in the child, as that thread left it.
  */
 
 #ifndef CATERVA_H

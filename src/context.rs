@@ -1,11 +1,14 @@
 //! A context: compression settings and the thread budget, with the worker
 //! pool that spends it. Cheap to clone; arrays keep a clone, so a context may
-//! be dropped (or `caterva_ctx_free`d) while its arrays live on.
+//! be dropped (or `caterva_ctx_free`d) while its arrays live on. A context
+//! made before a `fork()` works in the child too: its threads and cached
+//! Blosc2 contexts are per process ([`crate::fork`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
+use crate::fork::PerProcess;
 use crate::store::blosc::{CParams, Compression, Prefilter};
 
 /// Settings shared by the arrays made with a context.
@@ -45,25 +48,53 @@ struct Inner {
     config: Config,
     /// `config.cparams` with the C caller's prefilter, if any.
     compression: Compression,
-    /// Always `Some` until dropped.
-    pool: Option<rayon::ThreadPool>,
-    /// The pool's threads, joined when the context goes.
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    workers: crate::engine::WorkerPool,
+    /// The worker threads of the process that uses the context: a forked
+    /// child starts its own on first use (see [`crate::fork`]).
+    threads: PerProcess<Threads>,
+    /// The engine's idle workers, per process too: a parent's hold Blosc2
+    /// contexts whose threads a child does not have.
+    workers: PerProcess<crate::engine::WorkerPool>,
 }
 
-impl Drop for Inner {
+/// A rayon pool of `nthreads` workers and their threads.
+struct Threads {
+    /// Always `Some` until dropped.
+    pool: Option<rayon::ThreadPool>,
+    /// The pool's threads, joined when it goes.
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Threads {
+    fn start(nthreads: usize) -> Result<Self> {
+        let handles = Mutex::new(Vec::with_capacity(nthreads));
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(nthreads)
+            .spawn_handler(|t| {
+                let name = format!("caterva-{}", t.index());
+                let handle = std::thread::Builder::new().name(name).spawn(|| t.run())?;
+                handles.lock().unwrap_or_else(PoisonError::into_inner).push(handle);
+                Ok(())
+            })
+            .build()
+            .map_err(|e| Error::io("starting worker threads", None, &std::io::Error::other(e.to_string())))?;
+        Ok(Threads { pool: Some(pool), handles })
+    }
+}
+
+impl Drop for Threads {
     /// Stop the pool and wait for its threads to end, so that no thread of
     /// a freed context outlives `caterva_ctx_free` (or the last array made
     /// with it): a library may be unloaded, or a leak checker run, next.
+    /// (Only the process that started them gets here: [`PerProcess`] leaks
+    /// a parent's pool in a forked child.)
     fn drop(&mut self) {
         let Some(pool) = self.pool.take() else { return };
         // The last reference dropped by one of the pool's own jobs cannot wait for itself.
         let inside = pool.current_thread_index().is_some();
         drop(pool);
         if !inside {
-            let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
-            for t in threads {
+            let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(PoisonError::into_inner));
+            for t in handles {
                 // A worker that panicked has nothing left to clean up.
                 let _ = t.join();
             }
@@ -106,20 +137,10 @@ impl Context {
         if config.nthreads == 0 || config.nthreads > i16::MAX as usize {
             return Err(Error::InvalidArgument(format!("nthreads {} is not in 1..=32767", config.nthreads)));
         }
-        let threads = Mutex::new(Vec::with_capacity(config.nthreads));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(config.nthreads)
-            .spawn_handler(|t| {
-                let name = format!("caterva-{}", t.index());
-                let handle = std::thread::Builder::new().name(name).spawn(|| t.run())?;
-                threads.lock().unwrap_or_else(PoisonError::into_inner).push(handle);
-                Ok(())
-            })
-            .build()
-            .map_err(|e| Error::io("starting worker threads", None, &std::io::Error::other(e.to_string())))?;
-        let workers = crate::engine::WorkerPool::default();
+        let threads = PerProcess::new(Threads::start(config.nthreads)?);
+        let workers = PerProcess::new(crate::engine::WorkerPool::default());
         let compression = Compression { cparams: config.cparams, prefilter };
-        Ok(Context { inner: Arc::new(Inner { config, compression, pool: Some(pool), threads, workers }) })
+        Ok(Context { inner: Arc::new(Inner { config, compression, threads, workers }) })
     }
 
     /// The settings.
@@ -145,13 +166,19 @@ impl Context {
         &self.inner.compression
     }
 
-    /// The engine's idle workers (contexts and scratch buffers kept between calls).
+    /// This process's idle workers of the engine (contexts and scratch
+    /// buffers kept between calls).
     pub(crate) fn workers(&self) -> &crate::engine::WorkerPool {
-        &self.inner.workers
+        self.inner.workers.get(crate::engine::WorkerPool::default)
     }
 
-    /// Run `f` (which may use rayon's parallel iterators) on this context's pool.
-    pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        self.inner.pool.as_ref().expect("the pool lives as long as the context").install(f)
+    /// Run `f` (which may use rayon's parallel iterators) on this context's
+    /// pool; in a forked child, on a pool of its own, started by the first call.
+    ///
+    /// # Errors
+    /// Those of `f`; [`Error::Io`] if a forked child cannot start its threads.
+    pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+        let threads = self.inner.threads.try_get(|| Threads::start(self.inner.config.nthreads))?;
+        threads.pool.as_ref().expect("the pool lives as long as its Threads").install(f)
     }
 }

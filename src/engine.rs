@@ -211,7 +211,8 @@ impl CctxKey {
     }
 }
 
-/// The idle [`Worker`]s of a context.
+/// The idle [`Worker`]s of a context, in the process that uses it (a
+/// forked child gets an empty one: see [`Context::workers`]).
 #[derive(Default)]
 pub(crate) struct WorkerPool {
     idle: std::sync::Mutex<Vec<Worker>>,
@@ -226,14 +227,20 @@ impl WorkerPool {
 
 /// A worker taken from a context's pool for one task; it goes back on drop.
 pub(crate) struct Lease<'a> {
-    ctx: &'a Context,
+    pool: &'a WorkerPool,
+    /// How many idle workers the pool keeps.
+    keep: usize,
+    /// The process that took it (see `drop`).
+    pid: u32,
     worker: Option<Worker>,
 }
 
 impl Lease<'_> {
     pub(crate) fn new(ctx: &Context) -> Lease<'_> {
-        let worker = ctx.workers().idle().pop().unwrap_or_default();
-        Lease { ctx, worker: Some(worker) }
+        let pool = ctx.workers();
+        let worker = pool.idle().pop().unwrap_or_default();
+        // Enough for every pool thread plus the calling thread.
+        Lease { pool, keep: ctx.nthreads() + 1, pid: crate::fork::pid(), worker: Some(worker) }
     }
 }
 
@@ -252,12 +259,17 @@ impl std::ops::DerefMut for Lease<'_> {
 
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
-        if let Some(w) = self.worker.take() {
-            let mut idle = self.ctx.workers().idle();
-            // Enough for every pool thread plus the calling thread.
-            if idle.len() <= self.ctx.nthreads() {
-                idle.push(w);
-            }
+        let Some(w) = self.worker.take() else { return };
+        if crate::fork::pid() != self.pid {
+            // Taken before a fork, dropped in the child: the pool is the
+            // parent's (its lock may be held by a thread the child does not
+            // have) and the worker's Blosc2 contexts may own such threads.
+            std::mem::forget(w);
+            return;
+        }
+        let mut idle = self.pool.idle();
+        if idle.len() < self.keep {
+            idle.push(w);
         }
     }
 }

@@ -35,6 +35,7 @@ mod context;
 mod engine;
 mod error;
 mod ffi;
+mod fork;
 mod geometry;
 mod meta;
 mod reshape;

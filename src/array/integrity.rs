@@ -84,8 +84,9 @@ impl Array {
     /// there is a problem with `nchunk == -1`.
     ///
     /// # Errors
-    /// None today: every failure belongs to a chunk or the table and is
-    /// reported in the list.
+    /// Every failure that belongs to a chunk or the table is reported in the
+    /// list, not here. [`crate::Error::Io`] if the context's threads cannot
+    /// be started (in a forked child, which starts its own on first use).
     pub fn verify(&self, progress: &mut dyn FnMut(i64, i64)) -> Result<Vec<ChunkProblem>> {
         let total = self.store.nchunks();
         let ctx = self.context();
@@ -100,15 +101,15 @@ impl Array {
             let end = (done + batch).min(total);
             let nthreads = engine::blosc_threads(ctx, (end - done) as usize);
             let found: Vec<ChunkProblem> = ctx.run(|| {
-                (done..end)
+                Ok((done..end)
                     .into_par_iter()
                     .map_init(
                         || Lease::new(ctx),
                         |w, n| self.check_chunk(w, n, nthreads).err().map(|error| ChunkProblem { nchunk: n, error }),
                     )
                     .flatten()
-                    .collect()
-            });
+                    .collect())
+            })?;
             problems.extend(found);
             done = end;
             progress(done, total);

@@ -8,7 +8,13 @@
 //! array (which would free it twice). Handles live at addresses that are
 //! never handed out twice ([`super::slots`]), so a freed handle stays refused
 //! after any number of new handles have been made.
+//!
+//! A forked child inherits the registry (its handles are live there too):
+//! the `pthread_atfork` handlers ([`crate::fork`]) hold the lock across the
+//! fork, so that no other thread of the parent is half-way through a change
+//! and the child does not find it locked by a thread it does not have.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -25,8 +31,31 @@ struct Live {
 static LIVE: Mutex<Live> = Mutex::new(Live { ctxs: BTreeSet::new(), arrays: BTreeMap::new() });
 
 fn live() -> MutexGuard<'static, Live> {
+    // Handles exist only once the fork handlers do (one atomic load).
+    crate::fork::pid();
     // The registry is two plain collections, valid after any panic.
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// The registry's lock, held by the forking thread across a `fork()`.
+    static HELD: RefCell<Option<MutexGuard<'static, Live>>> = const { RefCell::new(None) };
+}
+
+/// Before a fork (the `pthread_atfork` prepare handler, in the forking
+/// thread): take the lock, waiting for any change in progress to end. No
+/// thread holding it waits for anything else, so this cannot deadlock.
+pub(crate) fn before_fork() {
+    let guard = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+    // Without thread-local storage (a thread being torn down) the guard is
+    // dropped here: the fork is then no safer than without this handler.
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(guard));
+}
+
+/// After a fork, in the parent and in the child (the same thread as
+/// [`before_fork`]): release the lock.
+pub(crate) fn after_fork() {
+    let _ = HELD.try_with(|h| h.borrow_mut().take());
 }
 
 /// The error for a handle that is NULL (`NullPointer`) or not live (`InvalidArgument`).

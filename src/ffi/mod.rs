@@ -21,6 +21,11 @@
 //! the metalayer adders and updaters) and `caterva_free` need exclusive
 //! access: no other call on that array may run meanwhile. A context may be
 //! used by many threads at once, except by `caterva_ctx_free`.
+//!
+//! Fork: contexts and arrays made before a `fork()` keep working in the
+//! child and in the parent (see `crate::fork`), even when other threads of
+//! the parent were reading at the fork; an array another thread was
+//! *changing* at the fork is, in the child, in whatever state it had.
 
 #![allow(non_camel_case_types, clippy::missing_safety_doc)]
 
@@ -41,6 +46,18 @@ mod types;
 #[cfg(test)]
 use last_error::{caterva_clear_last_error, caterva_last_error};
 pub(crate) use types::*;
+
+/// The C layer's part of the `pthread_atfork` prepare handler ([`crate::fork`]).
+pub(crate) fn before_fork() {
+    handles::before_fork();
+    slots::before_fork();
+}
+
+/// The C layer's part of the parent and child `pthread_atfork` handlers.
+pub(crate) fn after_fork() {
+    slots::after_fork();
+    handles::after_fork();
+}
 
 /// Major version of the caterva API this library implements.
 #[allow(dead_code)] // reaches C through the header only

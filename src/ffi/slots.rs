@@ -41,6 +41,27 @@ fn regions() -> std::sync::MutexGuard<'static, Regions> {
     REGIONS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+thread_local! {
+    /// The regions' lock, held by the forking thread across a `fork()`.
+    static HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Regions>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Before a fork (the `pthread_atfork` prepare handler, in the forking
+/// thread): take the lock, so that the child does not inherit it held by a
+/// thread it does not have. Nobody holding it waits for anything else.
+pub(crate) fn before_fork() {
+    let guard = regions();
+    // Without thread-local storage (a thread being torn down) the guard is
+    // dropped here: the fork is then no safer than without this handler.
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(guard));
+}
+
+/// After a fork, in the parent and in the child: release the lock.
+pub(crate) fn after_fork() {
+    let _ = HELD.try_with(|h| h.borrow_mut().take());
+}
+
 #[cfg(unix)]
 fn page_size() -> usize {
     use std::sync::OnceLock;

@@ -15,6 +15,14 @@
 //! cache). [`SChunk`] therefore serialises every call it makes from `&self`
 //! behind a mutex; callers decompress the chunks they fetch with their own
 //! [`DCtx`], outside the lock.
+//!
+//! Fork safety: c-blosc2 contexts that have started threads must never be
+//! used or freed in a forked child, where those threads do not exist. The
+//! engine keeps its [`CCtx`]/[`DCtx`] per process; a super-chunk's mutex is
+//! per process (see [`crate::fork`]), and a child's first use of a
+//! super-chunk gives it contexts of its own ([`SChunk::renew_contexts`]).
+//! c-blosc2's global context and its mutex are only used by
+//! `blosc1_*`/`blosc2_compress`-style calls, which this module never makes.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{self, NonNull};
@@ -24,6 +32,7 @@ use blosc2_sys as b;
 
 use super::frame_check;
 use crate::error::{Error, Result};
+use crate::fork::PerProcess;
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
 pub(crate) const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
@@ -443,7 +452,11 @@ pub(crate) enum Special {
 /// An owned c-blosc2 super-chunk.
 pub(crate) struct SChunk {
     ptr: NonNull<b::blosc2_schunk>,
-    lock: Mutex<()>,
+    /// Serialises the calls made from `&self`. Per process: in a forked
+    /// child a parent's thread may hold it forever, so the child uses a
+    /// fresh one (see `guard`). It holds whether the super-chunk's own
+    /// Blosc2 contexts (`cctx`, `dctx`) were made by this process.
+    lock: PerProcess<Mutex<bool>>,
     /// The frame lives in a caller's buffer (`from_cframe` without a copy):
     /// c-blosc2 would `realloc` it on a write, so it must not be written.
     borrowed: bool,
@@ -471,12 +484,60 @@ impl SChunk {
         if r.frame.is_null() && !r.data.is_null() && r.data_len < table {
             r.data_len = table;
         }
-        SChunk { ptr, lock: Mutex::new(()), borrowed: false }
+        SChunk { ptr, lock: PerProcess::new(Mutex::new(true)), borrowed: false }
     }
 
-    fn guard(&self) -> MutexGuard<'_, ()> {
+    /// The lock of the calling process. A forked child's first call gets a
+    /// fresh one: a thread of the parent may have been inside one of the
+    /// calls below at the fork, and it does not exist in the child. Those
+    /// calls only read the super-chunk (c-blosc2 2.15 publishes the frame
+    /// index it caches only once it is complete), so what such a thread
+    /// left behind is consistent; at worst a buffer is leaked. The child
+    /// then also gets contexts of its own ([`SChunk::renew_contexts`]).
+    fn guard(&self) -> MutexGuard<'_, bool> {
         // A panic while holding the lock leaves no state behind it to repair.
-        self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        let mut g = self.lock.get(|| Mutex::new(false)).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !*g {
+            *g = self.renew_contexts();
+        }
+        g
+    }
+
+    /// In a forked child, replace the super-chunk's own compression and
+    /// decompression contexts (which c-blosc2 uses to copy a super-chunk
+    /// made with a prefilter, and C callers through `arr->sc`) by new ones
+    /// made from the same parameters, leaking the parent's: those may own
+    /// threads of the parent, and using or freeing them would wait for them
+    /// forever. Called with the lock held; returns whether it succeeded.
+    fn renew_contexts(&self) -> bool {
+        let sc = self.ptr.as_ptr();
+        // SAFETY: sc is live; its contexts are only used by c-blosc2 calls
+        // made under the lock we hold, or through `&mut self`, which cannot
+        // coexist with `&self`. The storage's parameters are those the
+        // contexts were made from (c-blosc2 keeps them there).
+        unsafe {
+            let st = (*sc).storage;
+            if st.is_null() || (*st).cparams.is_null() || (*st).dparams.is_null() {
+                return false;
+            }
+            let mut cp = *(*st).cparams;
+            cp.schunk = sc.cast();
+            let mut dp = *(*st).dparams;
+            dp.schunk = sc.cast();
+            let cctx = b::blosc2_create_cctx(cp);
+            let dctx = b::blosc2_create_dctx(dp);
+            if cctx.is_null() || dctx.is_null() {
+                for c in [cctx, dctx] {
+                    if !c.is_null() {
+                        b::blosc2_free_ctx(c);
+                    }
+                }
+                return false;
+            }
+            (*sc).cctx = cctx;
+            (*sc).dctx = dctx;
+        }
+        true
     }
 
     fn raw(&self) -> &b::blosc2_schunk {
@@ -1035,16 +1096,30 @@ impl SChunk {
     /// Give up ownership, returning the raw pointer.
     #[must_use]
     pub(crate) fn into_raw(self) -> *mut b::blosc2_schunk {
-        let p = self.ptr.as_ptr();
-        std::mem::forget(self);
-        p
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again: its lock (the only
+        // field with a destructor) is read out and dropped once, here.
+        drop(unsafe { ptr::read(&this.lock) });
+        this.ptr.as_ptr()
     }
 }
 
 impl Drop for SChunk {
     fn drop(&mut self) {
-        // SAFETY: we own the super-chunk.
-        unsafe { b::blosc2_schunk_free(self.ptr.as_ptr()) };
+        let own =
+            self.lock.owned_mut().is_some_and(|m| *m.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner));
+        let sc = self.ptr.as_ptr();
+        // SAFETY: we own the super-chunk. Contexts another process made
+        // (a forked child that never renewed them) are leaked rather than
+        // freed: freeing one joins its threads, which are not here; c-blosc2
+        // skips NULL contexts.
+        unsafe {
+            if !own {
+                (*sc).cctx = ptr::null_mut();
+                (*sc).dctx = ptr::null_mut();
+            }
+            b::blosc2_schunk_free(sc);
+        }
     }
 }
 
