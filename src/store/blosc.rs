@@ -47,8 +47,38 @@ pub(crate) const METALAYER_NAME_MAXLEN: usize = 31;
 /// process (and `arr->sc` users) may still rely on it.
 pub(crate) fn init() {
     static INIT: Once = Once::new();
-    // SAFETY: blosc2_init has no preconditions; Once makes it run once.
-    INIT.call_once(|| unsafe { b::blosc2_init() });
+    INIT.call_once(|| {
+        // SAFETY: blosc2_init has no preconditions; Once makes it run once.
+        unsafe { b::blosc2_init() };
+        warm_up_shuffle();
+    });
+}
+
+/// c-blosc2 picks its shuffle routines (SSE2, AVX2…) on the first shuffle,
+/// writing global function pointers without synchronisation
+/// (`init_shuffle_implementation` in `blosc/shuffle.c`): two first shuffles
+/// on two threads at once race (ThreadSanitizer reports it, `.ci/tsan`).
+/// One shuffle here, inside `init`'s `Once`, makes that choice before any
+/// other thread can shuffle.
+fn warm_up_shuffle() {
+    let src = [0u8; 64];
+    let mut dst = [0u8; 64 + MAX_OVERHEAD];
+    // SAFETY: returns a plain struct by value.
+    let mut cp = unsafe { b::blosc2_get_blosc2_cparams_defaults() };
+    cp.typesize = 8;
+    cp.nthreads = 1;
+    cp.filters[b::BLOSC2_MAX_FILTERS as usize - 1] = b::BLOSC_SHUFFLE as u8;
+    // SAFETY: the parameters are passed by value; a NULL context is handled.
+    let ctx = unsafe { b::blosc2_create_cctx(cp) };
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: src and dst are valid for the sizes given; the result only
+    // matters for its side effect (a failure leaves the race as it was).
+    unsafe {
+        b::blosc2_compress_ctx(ctx, src.as_ptr().cast(), 64, dst.as_mut_ptr().cast(), dst.len() as i32);
+        b::blosc2_free_ctx(ctx);
+    }
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString> {
