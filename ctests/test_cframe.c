@@ -107,6 +107,59 @@ static int test_cframe(const test_case_t *tc) {
     return 0;
 }
 
+/* Writes to an array read in place from a caller's frame (copy = false)
+ * never write into, reallocate or free the caller's buffer: the array is
+ * copied first. (The library used to let c-blosc2 realloc the buffer, and
+ * the caller's own free() then aborted with a double free.) */
+static int test_nocopy_writes(const test_case_t *tc) {
+    (void)tc;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx = NULL;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    caterva_params_t params;
+    caterva_storage_t storage;
+    h_small_params(&params, &storage, NULL, true);
+    uint8_t data[10 * 8 * 4];
+    h_fill_buffer(data, 80, 4);
+    caterva_array_t *arr = NULL;
+    CHECK_OK(caterva_from_buffer(ctx, data, (int64_t)sizeof(data), &params, &storage, &arr));
+    uint8_t *frame = NULL;
+    int64_t len = 0;
+    bool needs_free = false;
+    CHECK_OK(caterva_to_cframe(ctx, arr, &frame, &len, &needs_free));
+    /* The caller's buffer, and a copy to compare it with. */
+    uint8_t *buf = malloc((size_t)len);
+    uint8_t *saved = malloc((size_t)len);
+    CHECK(buf != NULL && saved != NULL);
+    memcpy(buf, frame, (size_t)len);
+    memcpy(saved, frame, (size_t)len);
+    if (needs_free) {
+        free(frame);
+    }
+    caterva_array_t *b = NULL;
+    CHECK_OK(caterva_from_cframe(ctx, buf, len, false, &b));
+    int32_t ones[4] = {1, 1, 1, 1};
+    int64_t start[2] = {0, 0}, stop[2] = {2, 2}, shape[2] = {2, 2};
+    CHECK_OK(caterva_set_slice_buffer(ctx, ones, shape, (int64_t)sizeof(ones), start, stop, b));
+    uint8_t row[8 * 4];
+    h_fill_buffer(row, 8, 4);
+    CHECK_OK(caterva_append(ctx, b, row, (int64_t)sizeof(row), 0));
+    CHECK(memcmp(buf, saved, (size_t)len) == 0);
+    int32_t got[11 * 8];
+    CHECK_OK(caterva_to_buffer(ctx, b, got, (int64_t)sizeof(got)));
+    CHECK(got[0] == 1 && got[1] == 1 && got[8] == 1 && got[9] == 1);
+    CHECK(memcmp(&got[2], &data[2 * 4], 6 * 4) == 0);
+    CHECK(memcmp(&got[80], row, sizeof(row)) == 0);
+    CHECK_OK(caterva_free(ctx, &b));
+    /* The caller still owns its buffer, unchanged. */
+    CHECK(memcmp(buf, saved, (size_t)len) == 0);
+    free(buf);
+    free(saved);
+    CHECK_OK(caterva_free(ctx, &arr));
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 /* caterva_from_schunk: wrap a super-chunk made by blosc2 from a cframe; the
  * array takes ownership (caterva_free frees it). */
 static int test_from_schunk(const test_case_t *tc) {
@@ -162,4 +215,5 @@ static int test_from_schunk(const test_case_t *tc) {
 void suite_cframe(void) {
     RUN_ALL_CASES(test_cframe);
     RUN_ALL_CASES(test_from_schunk);
+    RUN_CASE(test_nocopy_writes);
 }
