@@ -75,6 +75,13 @@ static int test_bad_resize(const test_case_t *tc) {
     EXPECT(caterva_resize(f.ctx, f.arr, shape, start), CATERVA_ERR_INVALID_ARGUMENT);
     start[2] = -1;
     EXPECT(caterva_resize(f.ctx, f.arr, shape, start), CATERVA_ERR_INVALID_ARGUMENT);
+    /* More chunks than a super-chunk can index (2^38 rows in chunks of 4):
+     * an error, where planning it used to abort the process on the
+     * allocation (under a 4 GiB address-space limit: 6979321856 bytes). */
+    shape[0] = (int64_t)1 << 38;
+    shape[2] = 8;
+    EXPECT(caterva_resize(f.ctx, f.arr, shape, NULL), CATERVA_ERR_INVALID_ARGUMENT);
+    shape[0] = 10;
     return finish(&f);
 }
 

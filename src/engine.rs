@@ -367,7 +367,7 @@ impl Codecs {
         region: &Region,
         user: UserBuf,
     ) -> Result<()> {
-        for part in plan(geom, region) {
+        for part in plan(geom, region)? {
             // SAFETY: forwarded from the caller.
             unsafe { self.read_part(scratch, sc, geom, region, &part, user, 1) }?;
         }
@@ -416,10 +416,19 @@ pub(crate) fn batch_len(ctx: &Context) -> usize {
 
 /// The parts of the chunks that `region` touches, in chunk order: the plan
 /// of every read and write.
-pub(crate) fn plan(geom: &Geometry, region: &Region) -> Vec<ChunkPart> {
+///
+/// # Errors
+/// [`Error::Io`] (out of memory) if the plan does not fit in memory: a huge
+/// region is an error, not an abort.
+pub(crate) fn plan(geom: &Geometry, region: &Region) -> Result<Vec<ChunkPart>> {
+    let count = usize::try_from(geom.nchunks_in(region)).unwrap_or(usize::MAX);
     let mut parts = Vec::new();
+    if parts.try_reserve_exact(count).is_err() {
+        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        return Err(Error::io(&format!("allocating the plan of {count} chunks"), None, &oom));
+    }
     geom.for_each_chunk_in(region, |p| parts.push(p));
-    parts
+    Ok(parts)
 }
 
 /// Check that a user buffer of `len` bytes and shape `shape` can hold `region`.
@@ -466,7 +475,7 @@ pub(crate) fn read_region(
     dst_shape: &[i64],
 ) -> Result<()> {
     check_user_buffer(geom, region, dst_shape, dst.len())?;
-    let parts = plan(geom, region);
+    let parts = plan(geom, region)?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
     let nthreads = blosc_threads(ctx, parts.len());
@@ -833,7 +842,7 @@ mod tests {
                 let mut user = vec![0u8; checked_product(&bshape).unwrap() as usize * ITEM];
                 check_user_buffer(&g, &region, &bshape, user.len()).unwrap();
                 let buf = UserBuf::new_mut(&mut user, &g, &bshape);
-                for part in plan(&g, &region) {
+                for part in plan(&g, &region).unwrap() {
                     let mut chunk = chunk_bytes(&g, part.nchunk);
                     g.for_each_block_in(&part, |b| {
                         // SAFETY: `user` covers the region's box; one thread.
@@ -871,7 +880,7 @@ mod tests {
                 });
                 let user = UserBuf::new(&src, &g, &shape);
                 let mut out = Vec::new();
-                for part in plan(&g, &region) {
+                for part in plan(&g, &region).unwrap() {
                     pack(&mut out, &g, &region, &part, user);
                     let mut want = vec![0u8; g.chunk_nbytes()];
                     let (lo, hi): (Vec<i64>, Vec<i64>) =

@@ -15,6 +15,10 @@ pub const MAX_DIM: usize = 8;
 /// Largest uncompressed chunk c-blosc2 accepts (`BLOSC2_MAX_BUFFERSIZE`).
 pub const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
 
+/// The most chunks an array may have: c-blosc2 keeps a frame's chunk
+/// offsets (8 bytes each) in one chunk, itself at most [`MAX_CHUNK_BYTES`].
+pub const MAX_CHUNKS: i64 = MAX_CHUNK_BYTES / 8;
+
 /// `ceil(x / m)` for `x >= 0`, `m > 0`.
 #[must_use]
 pub fn div_ceil(x: i64, m: i64) -> i64 {
@@ -142,6 +146,12 @@ impl Geometry {
         }
         if checked_product(&g.extshape()[..ndim]).and_then(|n| n.checked_mul(itemsize as i64)).is_none() {
             invalid!("shape {shape:?} is too large: its size in bytes overflows 64 bits");
+        }
+        if g.nchunks() > MAX_CHUNKS {
+            invalid!(
+                "shape {shape:?} in chunks of {chunkshape:?} needs {} chunks; a Blosc2 super-chunk indexes at most {MAX_CHUNKS}",
+                g.nchunks()
+            );
         }
         Ok(g)
     }
@@ -350,6 +360,20 @@ impl Geometry {
             r.stop[i] = stop[i];
         }
         Ok(r)
+    }
+
+    /// Number of chunks that intersect `region`.
+    #[must_use]
+    pub fn nchunks_in(&self, region: &Region) -> i64 {
+        if self.is_empty() || region.is_empty() {
+            return 0;
+        }
+        (0..self.dims())
+            .map(|i| {
+                let c = i64::from(self.chunkshape[i]);
+                div_ceil(region.stop[i], c) - region.start[i] / c
+            })
+            .product()
     }
 
     /// Visit the chunks that intersect `region`, in C order of the chunk grid.

@@ -292,7 +292,7 @@ impl Array {
         };
         let cparams = ctx.config().cparams;
         Array::create_with(ctx, &new, |tx, g| {
-            let parts = engine::plan(g, &g.full_region());
+            let parts = engine::plan(g, &g.full_region())?;
             for group in parts.chunks(engine::batch_len(ctx)) {
                 for b in reshape::build(ctx, g, &m, group, reuse)? {
                     match b {
@@ -334,7 +334,7 @@ fn fill_chunks(ctx: &Context, tx: &mut Tx<'_>, g: &Geometry, fill: Fill<'_>) -> 
         }
         Fill::Buffer(buf) => {
             let region = g.full_region();
-            let parts = engine::plan(g, &region);
+            let parts = engine::plan(g, &region)?;
             // Bounded batches keep at most a few compressed chunks per worker in memory.
             for group in parts.chunks(engine::batch_len(ctx)) {
                 for (_, chunk) in engine::build_chunks(ctx, None, g, &region, group, buf, g.shape())? {

@@ -45,7 +45,7 @@ impl Array {
     pub fn set_slice_buffer(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
         let region = self.geom.region(start, stop)?;
         engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
-        let parts = engine::plan(&self.geom, &region);
+        let parts = engine::plan(&self.geom, &region)?;
         let built =
             engine::build_chunks(&self.ctx, Some(&self.store), &self.geom, &region, &parts, buffer, buffershape)?;
         self.store.write(|tx| tx.update_chunks(&built))

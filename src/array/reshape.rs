@@ -208,7 +208,7 @@ impl Array {
         if new_geom == self.geom {
             return Ok(());
         }
-        let parts = engine::plan(&new_geom, &new_geom.full_region());
+        let parts = engine::plan(&new_geom, &new_geom.full_region())?;
         let built = {
             let m = Mapping {
                 old_geom: &self.geom,
