@@ -27,10 +27,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from numpy_ctypes import (  # noqa: E402
-    BLOSC_AUTO_SPLIT,
-    BLOSC_SHUFFLE,
-    BLOSC_ZSTD,
-    Config,
     Params,
     Storage,
     array_p,
@@ -38,6 +34,7 @@ from numpy_ctypes import (  # noqa: E402
     get_slice,
     int64s,
     load,
+    new_context,
 )
 
 SHAPE = (240, 180)
@@ -104,19 +101,7 @@ def main():
     if not path:
         sys.exit("libcaterva not found: pass its path")
     LIB = lib = load(path)
-    libc = ctypes.CDLL(None)
-    cfg = Config(
-        alloc=ctypes.cast(libc.malloc, ctypes.c_void_p).value,
-        free=ctypes.cast(libc.free, ctypes.c_void_p).value,
-        compcodec=BLOSC_ZSTD,
-        complevel=5,
-        splitmode=BLOSC_AUTO_SPLIT,
-        nthreads=4,
-    )
-    cfg.filters[5] = BLOSC_SHUFFLE
-    ctx = ctypes.c_void_p()
-    check(lib.caterva_ctx_new(ctypes.byref(cfg), ctypes.byref(ctx)), "caterva_ctx_new")
-    CTX = ctx
+    CTX = ctx = new_context(lib, nthreads=4)
 
     failures = []
     expected = expected_array()

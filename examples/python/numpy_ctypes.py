@@ -122,6 +122,23 @@ def check(rc, call):
         raise RuntimeError(f"{call} failed with caterva error {rc}")
 
 
+def new_context(lib, nthreads):
+    """A context (ZSTD level 5, shuffle) using libc's malloc and free."""
+    libc = ctypes.CDLL(None)
+    cfg = Config(
+        alloc=ctypes.cast(libc.malloc, ctypes.c_void_p).value,
+        free=ctypes.cast(libc.free, ctypes.c_void_p).value,
+        compcodec=BLOSC_ZSTD,
+        complevel=5,
+        splitmode=BLOSC_AUTO_SPLIT,
+        nthreads=nthreads,
+    )
+    cfg.filters[5] = BLOSC_SHUFFLE
+    ctx = ctypes.c_void_p()
+    check(lib.caterva_ctx_new(ctypes.byref(cfg), ctypes.byref(ctx)), "caterva_ctx_new")
+    return ctx
+
+
 def int64s(values):
     """A C int64_t[] holding values."""
     return (ctypes.c_int64 * len(values))(*values)
@@ -144,18 +161,7 @@ def main():
         sys.exit("libcaterva not found: pass its path")
     lib = load(path)
     libc = ctypes.CDLL(None)
-
-    cfg = Config(
-        alloc=ctypes.cast(libc.malloc, ctypes.c_void_p).value,
-        free=ctypes.cast(libc.free, ctypes.c_void_p).value,
-        compcodec=BLOSC_ZSTD,
-        complevel=5,
-        splitmode=BLOSC_AUTO_SPLIT,
-        nthreads=2,
-    )
-    cfg.filters[5] = BLOSC_SHUFFLE
-    ctx = ctypes.c_void_p()
-    check(lib.caterva_ctx_new(ctypes.byref(cfg), ctypes.byref(ctx)), "caterva_ctx_new")
+    ctx = new_context(lib, nthreads=2)
 
     shape = (200, 300)
     with tempfile.TemporaryDirectory() as tmp:
