@@ -10,10 +10,16 @@
  *   that is not a Blosc2 frame) gives CATERVA_ERR_INVALID_STORAGE and leaves
  *   it as it was.
  * - caterva_remove removes arrays only: anything else is refused with
- *   CATERVA_ERR_INVALID_STORAGE and left as it was; a missing path is fine. */
+ *   CATERVA_ERR_INVALID_STORAGE and left as it was; a missing path is fine.
+ * - Creating an array over an existing one is atomic: a process killed in
+ *   the middle leaves the old array or the complete new one, never a
+ *   partial one (it is written beside the path and renamed into place). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -25,6 +31,8 @@
 #define NOTES "ctest_paths_notes.txt"
 #define PHOTOS "ctest_paths_photos"
 #define FAKE "ctest_paths_fake.b2nd"
+#define KILLED_FILE "ctest_paths_killed.b2frame"
+#define KILLED_DIR "ctest_paths_killed.b2nd"
 
 static const char NOTES_TEXT[] = "shopping: milk, bread\nremember the meeting\n";
 
@@ -362,8 +370,112 @@ static int test_remove_only_arrays(const test_case_t *tc) {
     return 0;
 }
 
+/* The big array of the killed-create test: value i * mul + add at item i. */
+#define KILL_ROWS 240
+#define KILL_COLS 300
+static int create_big(caterva_ctx_t *ctx, const char *path, bool contiguous, uint32_t mul, uint32_t add,
+                      uint32_t *buf) {
+    for (int64_t i = 0; i < KILL_ROWS * KILL_COLS; i++) {
+        buf[i] = (uint32_t)i * mul + add;
+    }
+    caterva_params_t params;
+    caterva_storage_t storage;
+    char url[128];
+    snprintf(url, sizeof(url), "%s", path);
+    h_small_params(&params, &storage, url, contiguous);
+    params.shape[0] = KILL_ROWS;
+    params.shape[1] = KILL_COLS;
+    storage.chunkshape[0] = 16;
+    storage.chunkshape[1] = 20;
+    storage.blockshape[0] = 8;
+    storage.blockshape[1] = 10;
+    caterva_array_t *a = NULL;
+    int rc = caterva_from_buffer(ctx, buf, (int64_t)KILL_ROWS * KILL_COLS * 4, &params, &storage, &a);
+    if (rc == CATERVA_SUCCEED) {
+        caterva_free(ctx, &a);
+    }
+    return rc;
+}
+
+/* Which of the two arrays (1: mul 1, 2: mul 3) `path` holds, or 0. */
+static int which_big(caterva_ctx_t *ctx, char *path, uint32_t *buf) {
+    caterva_array_t *a = NULL;
+    int rc = caterva_open(ctx, path, &a);
+    if (rc != CATERVA_SUCCEED) {
+        fprintf(stderr, "    '%s' does not open (%d)\n", path, rc);
+        return 0;
+    }
+    bool shaped = a->ndim == 2 && a->shape[0] == KILL_ROWS && a->shape[1] == KILL_COLS;
+    rc = shaped ? caterva_to_buffer(ctx, a, buf, (int64_t)KILL_ROWS * KILL_COLS * 4) : -1;
+    caterva_free(ctx, &a);
+    if (rc != CATERVA_SUCCEED) {
+        fprintf(stderr, "    '%s' cannot be read whole (%d)\n", path, rc);
+        return 0;
+    }
+    for (int which = 1; which <= 2; which++) {
+        uint32_t mul = which == 1 ? 1 : 3;
+        int64_t i = 0;
+        while (i < KILL_ROWS * KILL_COLS && buf[i] == (uint32_t)i * mul + (uint32_t)which) {
+            i++;
+        }
+        if (i == KILL_ROWS * KILL_COLS) {
+            return which;
+        }
+    }
+    fprintf(stderr, "    '%s' holds a mix\n", path);
+    return 0;
+}
+
+/* A child that keeps re-creating the array at a path is killed at random
+ * moments: the path always holds one whole array. */
+static int test_killed_create_keeps_old(const test_case_t *tc) {
+    (void)tc;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    cfg.nthreads = 2;
+    caterva_ctx_t *ctx = NULL;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    uint32_t *buf = malloc((size_t)KILL_ROWS * KILL_COLS * 4);
+    CHECK(buf != NULL);
+    srand((unsigned)time(NULL));
+    for (int contiguous = 1; contiguous >= 0; contiguous--) {
+        char path[64];
+        snprintf(path, sizeof(path), "%s", contiguous ? KILLED_FILE : KILLED_DIR);
+        CHECK_OK(caterva_remove(ctx, path));
+        CHECK_OK(create_big(ctx, path, contiguous, 1, 1, buf));
+        int seen[3] = {0, 0, 0};
+        for (int round = 0; round < 24; round++) {
+            pid_t pid = fork();
+            CHECK(pid >= 0);
+            if (pid == 0) {
+                for (uint32_t k = 0;; k++) {
+                    create_big(ctx, path, contiguous, k % 2 ? 1 : 3, k % 2 ? 1 : 2, buf);
+                }
+            }
+            struct timespec pause = {0, (long)(rand() % 300000) * 1000L};
+            nanosleep(&pause, NULL);
+            kill(pid, SIGKILL);
+            int status = 0;
+            CHECK(waitpid(pid, &status, 0) == pid);
+            int which = which_big(ctx, path, buf);
+            if (which == 0) {
+                fprintf(stderr, "    after kill %d of the creating child (contiguous %d)\n", round, contiguous);
+                free(buf);
+                return 1;
+            }
+            seen[which]++;
+        }
+        printf("    killed creates (contiguous %d): old array %d, new %d\n", contiguous, seen[1], seen[2]);
+        CHECK_OK(caterva_remove(ctx, path));
+        CHECK(!h_exists(path));
+    }
+    free(buf);
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 void suite_paths(void) {
     RUN_CASE(test_copy_onto_source);
     RUN_CASE(test_not_an_array_is_kept);
     RUN_CASE(test_remove_only_arrays);
+    RUN_CASE(test_killed_create_keeps_old);
 }

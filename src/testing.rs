@@ -9,6 +9,8 @@ use crate::store::blosc;
 use crate::{Array, Context};
 
 pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
+/// Fault plans over the file I/O of persistent arrays.
+pub use crate::store::io::faults;
 /// The vlmetalayer holding the checksum table.
 pub const CHECKSUM_VLMETA: &str = crate::store::CHECKSUM_VLMETA;
 /// The metalayer marking, in the header, that the array keeps checksums.

@@ -30,7 +30,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
-use super::frame_check;
+use super::{frame_check, io};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
 
@@ -87,6 +87,32 @@ fn cstring(s: &str, what: &str) -> Result<CString> {
 
 fn blosc_err(what: &str, rc: i64) -> Error {
     Error::blosc(what, rc)
+}
+
+/// Run a c-blosc2 call that may write to disk. c-blosc2 ignores some of
+/// its write failures; our I/O backend remembers them ([`io::take_failure`]),
+/// and one met during the call becomes the call's error.
+fn writing<T>(call: impl FnOnce() -> Result<T>) -> Result<T> {
+    let _ = io::take_failure();
+    let r = call();
+    match io::take_failure() {
+        Some((what, path, e)) => Err(Error::io(what, Some(&path), &e)),
+        None => r,
+    }
+}
+
+/// A storage descriptor for c-blosc2 with our I/O backend.
+fn blosc_storage(storage: &Storage, url: Option<&CString>) -> b::blosc2_storage {
+    // SAFETY: returns a plain struct by value.
+    let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
+    st.contiguous = storage.contiguous;
+    st.urlpath = url.map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
+    if url.is_some() {
+        if let Some(io) = io::backend() {
+            st.io = io;
+        }
+    }
+    st
 }
 
 /// Compression parameters of an array's chunks. Codec and filter ids are
@@ -585,15 +611,14 @@ impl SChunk {
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut cp = comp.to_blosc(typesize, blocksize, nthreads);
         let mut dp = dparams(nthreads);
-        // SAFETY: returns a plain struct by value.
-        let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
-        st.contiguous = storage.contiguous;
-        st.urlpath = url.as_ref().map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
+        let mut st = blosc_storage(storage, url.as_ref());
         st.cparams = &mut cp;
         st.dparams = &mut dp;
-        // SAFETY: st and everything it points to live across the call; blosc2 copies them.
-        let p = unsafe { b::blosc2_schunk_new(&mut st) };
-        Self::wrap(p, "creating the super-chunk")
+        writing(|| {
+            // SAFETY: st and everything it points to live across the call; blosc2 copies them.
+            let p = unsafe { b::blosc2_schunk_new(&mut st) };
+            Self::wrap(p, "creating the super-chunk")
+        })
     }
 
     /// Open a frame file or sparse-frame directory, checking the frame
@@ -614,8 +639,12 @@ impl SChunk {
         let url = cstring(urlpath, "urlpath")?;
         // c-blosc2 crashes on many corrupt frames rather than failing: check first.
         frame_check::check_path(urlpath, inflate)?;
-        // SAFETY: url is a valid C string for the call.
-        let p = unsafe { b::blosc2_schunk_open(url.as_ptr()) };
+        let p = match io::backend() {
+            // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.
+            Some(io) => unsafe { b::blosc2_schunk_open_udio(url.as_ptr(), io) },
+            // SAFETY: url is a valid C string for the call.
+            None => unsafe { b::blosc2_schunk_open(url.as_ptr()) },
+        };
         Self::wrap(p, &format!("opening '{urlpath}'"))
     }
 
@@ -804,27 +833,31 @@ impl SChunk {
     /// [`Error::InvalidArgument`] if it exists, the name is too long, or all
     /// slots are taken; [`Error::Blosc`] if c-blosc2 cannot write it.
     pub(super) fn meta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
-        check_meta_name(name)?;
-        if self.meta_exists(name) {
-            return Err(Error::InvalidArgument(format!("metalayer '{name}' already exists")));
-        }
-        if usize::from(self.raw().nmetalayers) >= MAX_METALAYERS {
-            return Err(Error::InvalidArgument(format!("no room for metalayer '{name}' ({MAX_METALAYERS} at most)")));
-        }
-        // c-blosc2 would fail *after* adding it to the super-chunk in memory.
-        if !self.meta_addable() {
-            return Err(Error::InvalidArgument(format!(
-                "metalayer '{name}' cannot be added: a frame takes new metalayers only before its first chunk"
-            )));
-        }
-        let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
-        let n = cstring(name, "metalayer name")?;
-        // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
-        let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
-        if rc < 0 {
-            return Err(blosc_err(&format!("adding metalayer '{name}'"), i64::from(rc)));
-        }
-        Ok(())
+        writing(|| {
+            check_meta_name(name)?;
+            if self.meta_exists(name) {
+                return Err(Error::InvalidArgument(format!("metalayer '{name}' already exists")));
+            }
+            if usize::from(self.raw().nmetalayers) >= MAX_METALAYERS {
+                return Err(Error::InvalidArgument(format!(
+                    "no room for metalayer '{name}' ({MAX_METALAYERS} at most)"
+                )));
+            }
+            // c-blosc2 would fail *after* adding it to the super-chunk in memory.
+            if !self.meta_addable() {
+                return Err(Error::InvalidArgument(format!(
+                    "metalayer '{name}' cannot be added: a frame takes new metalayers only before its first chunk"
+                )));
+            }
+            let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("metalayer too large".into()))?;
+            let n = cstring(name, "metalayer name")?;
+            // SAFETY: valid super-chunk, C string and content buffer; blosc2 copies both.
+            let rc = unsafe { b::blosc2_meta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len) };
+            if rc < 0 {
+                return Err(blosc_err(&format!("adding metalayer '{name}'"), i64::from(rc)));
+            }
+            Ok(())
+        })
     }
 
     /// Whether c-blosc2 can add a fixed-size metalayer now: always to a
@@ -842,27 +875,30 @@ impl SChunk {
     /// # Errors
     /// [`Error::InvalidArgument`] if it does not exist or would grow.
     pub(super) fn meta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
-        let Some(old) = self.meta_get(name) else {
-            return Err(Error::InvalidArgument(format!("metalayer '{name}' does not exist")));
-        };
-        if content.len() > old.len() {
-            return Err(Error::InvalidArgument(format!(
-                "metalayer '{name}' holds {} bytes; cannot store {}",
-                old.len(),
-                content.len()
-            )));
-        }
-        // A shorter content is zero-padded to the stored length, so no stale
-        // bytes of the old content stay behind it.
-        let mut padded = content.to_vec();
-        padded.resize(old.len(), 0);
-        let n = cstring(name, "metalayer name")?;
-        // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
-        let rc = unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
-        if rc < 0 {
-            return Err(blosc_err(&format!("updating metalayer '{name}'"), i64::from(rc)));
-        }
-        Ok(())
+        writing(|| {
+            let Some(old) = self.meta_get(name) else {
+                return Err(Error::InvalidArgument(format!("metalayer '{name}' does not exist")));
+            };
+            if content.len() > old.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "metalayer '{name}' holds {} bytes; cannot store {}",
+                    old.len(),
+                    content.len()
+                )));
+            }
+            // A shorter content is zero-padded to the stored length, so no stale
+            // bytes of the old content stay behind it.
+            let mut padded = content.to_vec();
+            padded.resize(old.len(), 0);
+            let n = cstring(name, "metalayer name")?;
+            // SAFETY: valid super-chunk, C string and content; blosc2 copies content.
+            let rc =
+                unsafe { b::blosc2_meta_update(self.as_ptr(), n.as_ptr(), padded.as_mut_ptr(), padded.len() as i32) };
+            if rc < 0 {
+                return Err(blosc_err(&format!("updating metalayer '{name}'"), i64::from(rc)));
+            }
+            Ok(())
+        })
     }
 
     /// Whether a variable-length metalayer exists.
@@ -912,30 +948,33 @@ impl SChunk {
     /// [`Error::InvalidArgument`] if it exists (add) or does not (update);
     /// [`Error::Blosc`] if c-blosc2 cannot store it.
     pub(super) fn vlmeta_put(&mut self, name: &str, content: &[u8], update: bool, cparams: &CParams) -> Result<()> {
-        check_meta_name(name)?;
-        let exists = self.vlmeta_exists(name)?;
-        if exists != update {
-            let why = if update { "does not exist" } else { "already exists" };
-            return Err(Error::InvalidArgument(format!("vlmetalayer '{name}' {why}")));
-        }
-        if !update && usize::try_from(self.raw().nvlmetalayers).unwrap_or(0) >= MAX_VLMETALAYERS {
-            return Err(Error::InvalidArgument(format!("no room for vlmetalayer '{name}'")));
-        }
-        let len = i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
-        let n = cstring(name, "vlmetalayer name")?;
-        let mut cp = Compression::plain(*cparams).to_blosc(1, 0, 1);
-        // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
-        let rc = unsafe {
-            if update {
-                b::blosc2_vlmeta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
-            } else {
-                b::blosc2_vlmeta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
+        writing(|| {
+            check_meta_name(name)?;
+            let exists = self.vlmeta_exists(name)?;
+            if exists != update {
+                let why = if update { "does not exist" } else { "already exists" };
+                return Err(Error::InvalidArgument(format!("vlmetalayer '{name}' {why}")));
             }
-        };
-        if rc < 0 {
-            return Err(blosc_err(&format!("storing vlmetalayer '{name}'"), i64::from(rc)));
-        }
-        Ok(())
+            if !update && usize::try_from(self.raw().nvlmetalayers).unwrap_or(0) >= MAX_VLMETALAYERS {
+                return Err(Error::InvalidArgument(format!("no room for vlmetalayer '{name}'")));
+            }
+            let len =
+                i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
+            let n = cstring(name, "vlmetalayer name")?;
+            let mut cp = Compression::plain(*cparams).to_blosc(1, 0, 1);
+            // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
+            let rc = unsafe {
+                if update {
+                    b::blosc2_vlmeta_update(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
+                } else {
+                    b::blosc2_vlmeta_add(self.as_ptr(), n.as_ptr(), content.as_ptr().cast_mut(), len, &mut cp)
+                }
+            };
+            if rc < 0 {
+                return Err(blosc_err(&format!("storing vlmetalayer '{name}'"), i64::from(rc)));
+            }
+            Ok(())
+        })
     }
 
     /// Names of the variable-length metalayers.
@@ -983,13 +1022,15 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it (size mismatch, I/O).
     pub(super) fn append_chunk(&mut self, chunk: &[u8]) -> Result<()> {
-        let before = self.nchunks();
-        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
-        let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
-        if rc != before + 1 {
-            return Err(Error::blosc("appending a chunk", rc));
-        }
-        Ok(())
+        writing(|| {
+            let before = self.nchunks();
+            // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+            let rc = unsafe { b::blosc2_schunk_append_chunk(self.as_ptr(), chunk.as_ptr().cast_mut(), true) };
+            if rc != before + 1 {
+                return Err(Error::blosc("appending a chunk", rc));
+            }
+            Ok(())
+        })
     }
 
     /// Replace chunk `n`.
@@ -997,12 +1038,14 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub(super) fn update_chunk(&mut self, n: i64, chunk: &[u8]) -> Result<()> {
-        // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
-        let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
-        if rc < 0 {
-            return Err(Error::blosc(format!("updating chunk {n}"), rc));
-        }
-        Ok(())
+        writing(|| {
+            // SAFETY: chunk is a complete compressed chunk; copy=true so blosc2 copies it.
+            let rc = unsafe { b::blosc2_schunk_update_chunk(self.as_ptr(), n, chunk.as_ptr().cast_mut(), true) };
+            if rc < 0 {
+                return Err(Error::blosc(format!("updating chunk {n}"), rc));
+            }
+            Ok(())
+        })
     }
 
     /// Remove chunk `n`; the chunks after it move down by one.
@@ -1010,15 +1053,17 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub(super) fn delete_chunk(&mut self, n: i64) -> Result<()> {
-        if n < 0 || n >= self.nchunks() {
-            return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
-        }
-        // SAFETY: valid super-chunk and chunk index.
-        let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
-        if rc < 0 {
-            return Err(Error::blosc(format!("deleting chunk {n}"), rc));
-        }
-        Ok(())
+        writing(|| {
+            if n < 0 || n >= self.nchunks() {
+                return Err(Error::InvalidArgument(format!("chunk {n} out of range")));
+            }
+            // SAFETY: valid super-chunk and chunk index.
+            let rc = unsafe { b::blosc2_schunk_delete_chunk(self.as_ptr(), n) };
+            if rc < 0 {
+                return Err(Error::blosc(format!("deleting chunk {n}"), rc));
+            }
+            Ok(())
+        })
     }
 
     /// Permute the chunks without touching their data: chunk `i` becomes the
@@ -1027,13 +1072,15 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it.
     pub(super) fn reorder(&mut self, order: &[i64]) -> Result<()> {
-        let mut order = order.to_vec();
-        // SAFETY: valid super-chunk; order holds nchunks entries (checked by the caller).
-        let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
-        if rc < 0 {
-            return Err(Error::blosc("reordering chunks", i64::from(rc)));
-        }
-        Ok(())
+        writing(|| {
+            let mut order = order.to_vec();
+            // SAFETY: valid super-chunk; order holds nchunks entries (checked by the caller).
+            let rc = unsafe { b::blosc2_schunk_reorder_offsets(self.as_ptr(), order.as_mut_ptr()) };
+            if rc < 0 {
+                return Err(Error::blosc("reordering chunks", i64::from(rc)));
+            }
+            Ok(())
+        })
     }
 
     /// Fill an empty super-chunk with `nchunks` special chunks of `chunk_nbytes` bytes.
@@ -1041,20 +1088,22 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses (too many chunks, I/O).
     pub(super) fn fill_special(&mut self, nchunks: i64, chunk_nbytes: usize, kind: Special) -> Result<()> {
-        let typesize = self.typesize().max(1) as i64;
-        let nitems = nchunks
-            .checked_mul(chunk_nbytes as i64 / typesize)
-            .ok_or_else(|| Error::InvalidArgument("too many items".into()))?;
-        let value = match kind {
-            Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
-            Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
-        } as i32;
-        // SAFETY: valid, empty super-chunk.
-        let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
-        if rc < 0 || self.nchunks() != nchunks {
-            return Err(Error::blosc("filling with special chunks", rc));
-        }
-        Ok(())
+        writing(|| {
+            let typesize = self.typesize().max(1) as i64;
+            let nitems = nchunks
+                .checked_mul(chunk_nbytes as i64 / typesize)
+                .ok_or_else(|| Error::InvalidArgument("too many items".into()))?;
+            let value = match kind {
+                Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
+                Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
+            } as i32;
+            // SAFETY: valid, empty super-chunk.
+            let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };
+            if rc < 0 || self.nchunks() != nchunks {
+                return Err(Error::blosc("filling with special chunks", rc));
+            }
+            Ok(())
+        })
     }
 
     /// Serialise to a contiguous frame: `(pointer, length, needs_free)`. When
@@ -1083,19 +1132,16 @@ impl SChunk {
     pub(crate) fn copy_to(&self, storage: &Storage, nthreads: usize) -> Result<SChunk> {
         let url = storage.urlpath.as_deref().map(|u| cstring(u, "urlpath")).transpose()?;
         let mut dp = dparams(nthreads);
-        // SAFETY: returns a plain struct by value.
-        let mut st = unsafe { b::blosc2_get_blosc2_storage_defaults() };
-        st.contiguous = storage.contiguous;
-        st.urlpath = url.as_ref().map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
+        let mut st = blosc_storage(storage, url.as_ref());
         // NULL cparams: blosc2 takes the source's, so chunks are copied as they are.
         st.cparams = ptr::null_mut();
         st.dparams = &mut dp;
-        let p = {
-            let _g = self.guard();
+        let _g = self.guard();
+        writing(|| {
             // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
-            unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) }
-        };
-        Self::wrap(p, "copying the super-chunk")
+            let p = unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) };
+            Self::wrap(p, "copying the super-chunk")
+        })
     }
 
     /// The chunk offsets of a frame-backed super-chunk, as recorded in its
@@ -1158,21 +1204,6 @@ fn check_meta_name(name: &str) -> Result<()> {
         return Err(Error::InvalidArgument(format!(
             "metalayer name '{name}' must have 1 to {METALAYER_NAME_MAXLEN} bytes"
         )));
-    }
-    Ok(())
-}
-
-/// Remove a frame file or a sparse-frame directory. A path that does not
-/// exist is not an error.
-///
-/// # Errors
-/// [`Error::Blosc`] if it exists and cannot be removed.
-pub(crate) fn remove_urlpath(urlpath: &str) -> Result<()> {
-    let url = cstring(urlpath, "urlpath")?;
-    // SAFETY: valid C string.
-    let rc = unsafe { b::blosc2_remove_urlpath(url.as_ptr()) };
-    if rc < 0 {
-        return Err(blosc_err(&format!("removing '{urlpath}'"), i64::from(rc)));
     }
     Ok(())
 }

@@ -114,15 +114,16 @@
 //! off, for speed.
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::blosc::{self as schunk, SChunk};
+use super::blosc::SChunk;
 use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
+use super::io::{self, OpenOptions};
 use super::lock::try_lock;
-use super::paths::{sidecar, trimmed};
+use super::paths::{remove_leftover, sidecar, trimmed};
 use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.
@@ -354,7 +355,7 @@ impl Layout {
 pub(crate) struct Journal {
     path: PathBuf,
     url: String,
-    file: File,
+    file: io::File,
     layout: Layout,
 }
 
@@ -397,13 +398,13 @@ fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
 /// Without the syncs a killed process still leaves a consistent array
 /// (the kernel keeps what was written); the syncs add safety against
 /// power failures and operating-system crashes, at a few syncs per write.
-fn syncs() -> bool {
+pub(super) fn syncs() -> bool {
     static SYNC: OnceLock<bool> = OnceLock::new();
     *SYNC.get_or_init(|| std::env::var("CATERVA_JOURNAL_SYNC").map_or(true, |v| v != "0"))
 }
 
 /// Make `file`'s data (and its length) durable.
-fn flush(file: &File) -> std::io::Result<()> {
+fn flush(file: &io::File) -> std::io::Result<()> {
     if syncs() {
         file.sync_data()
     } else {
@@ -412,12 +413,11 @@ fn flush(file: &File) -> std::io::Result<()> {
 }
 
 /// Make the entries of `dir` (created, renamed, removed files) durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     if !syncs() {
         return Ok(());
     }
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io_err("syncing directory", dir))
+    io::sync_dir(dir).map_err(io_err("syncing directory", dir))
 }
 
 fn parent(path: &Path) -> &Path {
@@ -506,11 +506,6 @@ fn parse(bytes: &[u8]) -> Result<Vec<Record<'_>>> {
     Ok(out)
 }
 
-fn write_at(file: &mut File, at: u64, bytes: &[u8]) -> std::io::Result<()> {
-    file.seek(SeekFrom::Start(at))?;
-    file.write_all(bytes)
-}
-
 /// `header_len` and `header_len + cbytes` of a contiguous frame of `len`
 /// bytes, if its header is readable and consistent.
 impl Journal {
@@ -531,27 +526,21 @@ impl Journal {
         }
         base.extend(record(BASE_END, 0, &[]));
         let tmp = sibling(url, TMP_SUFFIX);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&tmp)
-            .map_err(io_err("creating journal", &tmp))?;
-        if !try_lock(&file).map_err(io_err("locking journal", &tmp))? {
+        let mut file = OpenOptions::create().open(&tmp).map_err(io_err("creating journal", &tmp))?;
+        if !try_lock(file.std()).map_err(io_err("locking journal", &tmp))? {
             return Err(busy(url));
         }
-        let write = |f: &mut File| -> std::io::Result<()> {
+        let write = |f: &mut io::File| -> std::io::Result<()> {
             // Only a leftover needs emptying (on ext4, truncating to 0 also
             // makes close() start writeback).
-            if f.metadata()?.len() > 0 {
+            if f.std().metadata()?.len() > 0 {
                 f.set_len(0)?;
             }
             f.write_all(&base)?;
             flush(f)
         };
         write(&mut file).map_err(io_err("writing journal", &tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
+        io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
         sync_dir(parent(&path))?;
         Ok(Journal { path, url: url.to_owned(), file, layout })
     }
@@ -606,7 +595,7 @@ impl Journal {
             return Ok(());
         }
         let r: Vec<u8> = saves.iter().flat_map(|(tag, key, bytes)| record(*tag, *key, bytes)).collect();
-        let write = |f: &mut File| -> std::io::Result<()> {
+        let write = |f: &mut io::File| -> std::io::Result<()> {
             f.seek(SeekFrom::End(0))?;
             f.write_all(&r)?;
             flush(f)
@@ -626,7 +615,7 @@ impl Journal {
         let contiguous = matches!(self.layout, Layout::File { .. });
         let fp = frame::fingerprint(&self.url, contiguous).map_err(io_err("reading", Path::new(&self.url)))?;
         let r = record(MARK, 0, &fp.to_le_bytes());
-        let write = |f: &mut File| -> std::io::Result<()> {
+        let write = |f: &mut io::File| -> std::io::Result<()> {
             f.seek(SeekFrom::End(0))?;
             f.write_all(&r)
         };
@@ -640,14 +629,14 @@ impl Journal {
         }
         // Deleting the journal is the commit. If this is lost in a power
         // failure, the next open rolls back: the state before, also valid.
-        std::fs::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
+        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
     }
 
     /// Sync the frame: the file, or the index and every chunk file written
     /// (rewritten originals, which were saved, and files the original index
     /// did not use) and the directory.
     fn sync_changes(&self, sc: &SChunk) -> Result<()> {
-        let sync = |p: &Path| File::open(p).and_then(|f| flush(&f)).map_err(io_err("syncing", p));
+        let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f)).map_err(io_err("syncing", p));
         match &self.layout {
             Layout::File { path, .. } => sync(path),
             Layout::Dir { dir, in_use, saved } => {
@@ -669,7 +658,7 @@ impl Journal {
 /// With `check` (recovery, where the write's process is gone), the journal
 /// must first be shown to belong to what is there ([`stale`]); one that
 /// does not is not applied but kept aside, with a warning on stderr.
-fn rollback(file: &mut File, path: &Path, url: &str, check: bool) -> Result<()> {
+fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool) -> Result<()> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.read_to_end(&mut bytes))
@@ -679,7 +668,7 @@ fn rollback(file: &mut File, path: &Path, url: &str, check: bool) -> Result<()> 
     let why = if check { stale(url, &records)? } else { None };
     if let Some(why) = why {
         let aside = stale_path(path);
-        std::fs::rename(path, &aside).map_err(io_err("renaming journal", path))?;
+        io::rename(path, &aside).map_err(io_err("renaming journal", path))?;
         sync_dir(parent(path))?;
         eprintln!(
             "caterva: warning: the undo journal of '{url}' was not applied: {why}. The array is opened as it is; \
@@ -706,7 +695,7 @@ fn rollback(file: &mut File, path: &Path, url: &str, check: bool) -> Result<()> 
     } else {
         undo_file(Path::new(url), &records)?;
     }
-    std::fs::remove_file(path).map_err(io_err("removing journal", path))?;
+    io::remove_file(path).map_err(io_err("removing journal", path))?;
     sync_dir(parent(path))
 }
 
@@ -863,10 +852,10 @@ fn dir_sample(dir: &Path, in_use: &BTreeSet<i64>, records: &[Record<'_>]) -> std
 }
 
 fn undo_file(path: &Path, records: &[Record<'_>]) -> Result<()> {
-    let mut f = OpenOptions::new().write(true).open(path).map_err(io_err("opening for rollback", path))?;
-    let mut restore = || -> std::io::Result<()> {
+    let f = OpenOptions::write().open(path).map_err(io_err("opening for rollback", path))?;
+    let restore = || -> std::io::Result<()> {
         for r in records.iter().rev().filter(|r| r.tag == BYTES) {
-            write_at(&mut f, r.key, r.payload)?;
+            f.write_all_at(r.key, r.payload)?;
         }
         if let Some(len) = records.iter().find(|r| r.tag == LENGTH) {
             f.set_len(len.key)?;
@@ -878,12 +867,7 @@ fn undo_file(path: &Path, records: &[Record<'_>]) -> Result<()> {
 
 fn undo_dir(dir: &Path, records: &[Record<'_>]) -> Result<()> {
     let write = |p: &Path, bytes: &[u8]| -> Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(p)
-            .map_err(io_err("opening for rollback", p))?;
+        let mut f = OpenOptions::truncate().open(p).map_err(io_err("opening for rollback", p))?;
         f.write_all(bytes).and_then(|()| flush(&f)).map_err(io_err("rolling back", p))
     };
     let mut in_use = BTreeSet::new();
@@ -899,7 +883,7 @@ fn undo_dir(dir: &Path, records: &[Record<'_>]) -> Result<()> {
     for e in std::fs::read_dir(dir).map_err(io_err("listing", dir))?.flatten() {
         let name = e.file_name();
         if chunk_id(&name.to_string_lossy()).is_some_and(|id| !in_use.contains(&id)) {
-            std::fs::remove_file(e.path()).map_err(io_err("removing", &e.path()))?;
+            io::remove_file(&e.path()).map_err(io_err("removing", &e.path()))?;
         }
     }
     sync_dir(dir)
@@ -913,21 +897,21 @@ enum Found {
     /// It cannot be opened for writing.
     Unwritable(std::io::Error),
     /// Open and locked by us.
-    Locked(File),
+    Locked(io::File),
 }
 
 /// Open and lock the journal at `path`.
 fn open_locked(path: &Path) -> Result<Found> {
-    let file = match OpenOptions::new().read(true).write(true).open(path) {
+    let file = match OpenOptions::write().open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Found::Nothing),
         Err(e) => return Ok(Found::Unwritable(e)),
     };
-    if !try_lock(&file).map_err(io_err("locking journal", path))? {
+    if !try_lock(file.std()).map_err(io_err("locking journal", path))? {
         return Ok(Found::Busy);
     }
     // Its writer may have committed (deleted it) between our open and lock.
-    let same = match (identity(path), file.metadata()) {
+    let same = match (identity(path), file.std().metadata()) {
         (Ok(a), Ok(m)) => {
             #[cfg(unix)]
             {
@@ -961,7 +945,7 @@ pub fn recover(urlpath: &str) -> Result<()> {
     match open_locked(&tmp)? {
         Found::Locked(f) => {
             drop(f);
-            std::fs::remove_file(&tmp).map_err(io_err("removing", &tmp))?;
+            io::remove_file(&tmp).map_err(io_err("removing", &tmp))?;
         }
         Found::Busy => return Err(busy(urlpath)),
         Found::Nothing | Found::Unwritable(_) => {}
@@ -988,14 +972,14 @@ pub fn recover(urlpath: &str) -> Result<()> {
 pub(crate) fn discard(urlpath: &str) -> Result<()> {
     let journal = journal_path(urlpath);
     for p in [stale_path(&journal), journal, sibling(urlpath, TMP_SUFFIX)] {
-        match std::fs::remove_file(&p) {
+        match io::remove_file(&p) {
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err("removing", &p)(e)),
             _ => {}
         }
     }
     let old = sibling(urlpath, OLD_SUFFIX);
     if old.exists() {
-        schunk::remove_urlpath(&old.to_string_lossy())?;
+        remove_leftover(&old)?;
     }
     Ok(())
 }
@@ -1010,12 +994,12 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
 pub(crate) fn replace_dir(fresh: &str, target: &str) -> Result<()> {
     let old = sibling(target, OLD_SUFFIX);
     if old.exists() {
-        schunk::remove_urlpath(&old.to_string_lossy())?;
+        remove_leftover(&old)?;
     }
-    std::fs::rename(target, &old).map_err(io_err("renaming", Path::new(target)))?;
-    std::fs::rename(fresh, target).map_err(io_err("renaming", Path::new(fresh)))?;
+    io::rename(Path::new(target), &old).map_err(io_err("renaming", Path::new(target)))?;
+    io::rename(Path::new(fresh), Path::new(target)).map_err(io_err("renaming", Path::new(fresh)))?;
     sync_dir(parent(Path::new(trimmed(target))))?;
-    schunk::remove_urlpath(&old.to_string_lossy())
+    remove_leftover(&old)
 }
 
 /// Complete a [`replace_dir`] that was interrupted.
@@ -1025,9 +1009,9 @@ fn finish_replace(urlpath: &str) -> Result<()> {
         return Ok(());
     }
     if Path::new(urlpath).exists() {
-        schunk::remove_urlpath(&old.to_string_lossy())
+        remove_leftover(&old)
     } else {
-        std::fs::rename(&old, urlpath).map_err(io_err("restoring", &old))
+        io::rename(&old, Path::new(urlpath)).map_err(io_err("restoring", &old))
     }
 }
 
@@ -1161,7 +1145,7 @@ mod tests {
             let before = snapshot(url);
             crash_mid_write(url);
             let cut = record(CHUNK_FILE, 3, &[7u8; 100]);
-            let mut f = OpenOptions::new().append(true).open(journal_path(url)).unwrap();
+            let mut f = std::fs::OpenOptions::new().append(true).open(journal_path(url)).unwrap();
             f.write_all(&cut[..60]).unwrap();
             drop(f);
             recover(url).unwrap();
@@ -1236,7 +1220,7 @@ mod tests {
             crash_mid_write(url);
             for (name, bytes) in &backup {
                 let p = if name.is_empty() { PathBuf::from(url) } else { Path::new(url).join(name) };
-                let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(p).unwrap();
+                let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(p).unwrap();
                 f.write_all(bytes).unwrap();
             }
             recover(url).unwrap();

@@ -28,6 +28,7 @@ pub(crate) mod blosc;
 mod checksum;
 mod frame;
 mod frame_check;
+pub(crate) mod io;
 mod journal;
 mod lock;
 mod paths;
@@ -70,22 +71,43 @@ pub(crate) struct Store {
 impl Store {
     /// A new, empty store at `storage` (replacing a frame of the same kind
     /// there, refusing anything else), filled by `fill` through an
-    /// unjournaled transaction: a new store has nothing to protect, and on
-    /// any error nothing is left on disk.
+    /// unjournaled transaction: a new store has nothing to protect.
+    ///
+    /// A persistent store is built beside its path and renamed into place
+    /// once complete ([`write_beside`]), so a failure or a crash at any
+    /// point leaves what was at the path, and never a partial array; what a
+    /// killed creation left beside it is removed by the next open or create.
     pub(crate) fn create(
         storage: &Storage,
         layout: &Layout,
         checksums: bool,
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
-        let url = storage.urlpath.as_deref();
-        let _lock = url.map(lock::wait_for).transpose()?;
-        if let Some(u) = url {
-            paths::clean_temporaries(u);
+        let url = match storage.urlpath.as_deref() {
+            Some(url) if !paths::is_beside(url) => url,
+            // In memory, or already a copy that write_beside renames into place.
+            _ => return Self::build(storage, layout, checksums, fill),
+        };
+        // What may not be replaced is refused before any work.
+        check_replaceable(storage)?;
+        if let Some(_lock) = lock::wait_for(url)? {
+            paths::clean_temporaries(url);
         }
-        paths::prepare(storage)?;
+        let _lock = write_beside(url, storage.contiguous, |st| Self::build(st, layout, checksums, fill).map(drop))?;
+        let mut store = Self::adopt(SChunk::open(url)?)?;
+        store.seen = store.fingerprint();
+        Ok(store)
+    }
+
+    /// [`Store::create`] at exactly `storage` (a path there is free).
+    fn build(
+        storage: &Storage,
+        layout: &Layout,
+        checksums: bool,
+        fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
+    ) -> Result<Store> {
         let sc = SChunk::new(storage, layout)?;
-        let mut cleanup = paths::Cleanup::new(url);
+        let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
         let mut store = Store { sc, sums: checksums.then(|| Table::new(typesize)), seen: None };
         // The marker goes after the caller's metalayers, before the first chunk.
@@ -93,7 +115,9 @@ impl Store {
         fill(&mut tx)?;
         tx.place_marker()?;
         tx.store_checksums()?;
-        store.seen = store.fingerprint();
+        if let Some(url) = storage.urlpath.as_deref() {
+            paths::make_durable(url)?;
+        }
         cleanup.defuse();
         Ok(store)
     }
@@ -174,7 +198,11 @@ impl Store {
         }
         let contiguous = st.contiguous;
         check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
-        write_beside(urlpath, contiguous, |st| self.sc.copy_to(st, nthreads).map(drop))
+        write_beside(urlpath, contiguous, |st| {
+            self.sc.copy_to(st, nthreads)?;
+            paths::make_durable(st.urlpath.as_deref().unwrap_or_default())
+        })
+        .map(drop)
     }
 
     /// Remove a persisted store and what its journal left. A path that does

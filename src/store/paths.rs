@@ -17,9 +17,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::blosc::{self, Storage};
+use super::blosc::Storage;
 use super::lock::{self, Got, Wait, LOCK_SUFFIX};
-use super::{frame, journal};
+use super::{frame, io, journal};
 use crate::error::{Error, Result};
 
 /// Infix of the temporary copies [`write_beside`] makes:
@@ -75,18 +75,6 @@ pub(crate) fn check_replaceable(storage: &Storage) -> Result<bool> {
         return Err(Error::storage(Some(url), format!("'{url}' exists and is not {kind}; refusing to overwrite it")));
     }
     Ok(true)
-}
-
-/// Make room for a new frame at `storage.urlpath` (whose lock the caller
-/// holds), replacing an array of the same kind as creating a file would.
-pub(super) fn prepare(storage: &Storage) -> Result<()> {
-    match storage.urlpath.as_deref() {
-        Some(url) if check_replaceable(storage)? => {
-            remove_array(url)?;
-            journal::discard(url)
-        }
-        _ => Ok(()),
-    }
 }
 
 /// How a target path relates to a source array's path.
@@ -163,7 +151,7 @@ pub(super) fn remove_array(urlpath: &str) -> Result<()> {
     match std::fs::symlink_metadata(p) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io("reading", Some(p), &e)),
-        Ok(_) if frame::is_frame_file(p) => std::fs::remove_file(p).map_err(|e| Error::io("removing", Some(p), &e)),
+        Ok(_) if frame::is_frame_file(p) => io::remove_file(p).map_err(|e| Error::io("removing", Some(p), &e)),
         Ok(_) if frame::is_sparse_array(p) => remove_frame_dir(p),
         Ok(_) => Err(Error::storage(
             Some(urlpath),
@@ -183,18 +171,18 @@ fn remove_frame_dir(dir: &Path) -> Result<()> {
         let name = e.file_name();
         let ours = name.to_str().is_some_and(|n| n == frame::SPARSE_INDEX || frame::chunk_id(n).is_some());
         if ours {
-            std::fs::remove_file(e.path()).map_err(|err| Error::io("removing", Some(&e.path()), &err))?;
+            io::remove_file(&e.path()).map_err(|err| Error::io("removing", Some(&e.path()), &err))?;
         }
     }
-    std::fs::remove_dir(dir).map_err(|e| Error::io("removing", Some(dir), &e))
+    io::remove_dir(dir).map_err(|e| Error::io("removing", Some(dir), &e))
 }
 
 /// Remove what a creation left at `path` (a name of ours: a temporary
 /// copy): a file or link, or a directory's frame files and the directory.
-fn remove_leftover(path: &Path) -> Result<()> {
+pub(super) fn remove_leftover(path: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => remove_frame_dir(path),
-        Ok(_) => std::fs::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e)),
+        Ok(_) => io::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e)),
         Err(_) => Ok(()),
     }
 }
@@ -228,6 +216,17 @@ pub(super) fn clean_temporaries(urlpath: &str) {
     }
 }
 
+thread_local! {
+    /// The temporary path [`write_beside`] is writing in this thread.
+    static BESIDE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Whether `urlpath` is the temporary copy that [`write_beside`] is
+/// writing in this thread (a store created there is built in place).
+pub(super) fn is_beside(urlpath: &str) -> bool {
+    BESIDE.with(|b| b.borrow().as_deref() == Some(urlpath))
+}
+
 /// Numbers the temporary copies of this process.
 static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 
@@ -242,11 +241,19 @@ static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 /// target's lock is held for the renames. What is at `target` is checked
 /// (under its lock) as [`check_replaceable`] does.
 ///
+/// `write` should leave the copy durable ([`make_durable`]) before it is
+/// renamed. Returns the target's lock, still held, so that the caller can
+/// open what it wrote before anyone else changes it.
+///
 /// # Errors
 /// [`Error::InvalidStorage`] if `target` holds something that is not an
 /// array of that kind or another handle keeps it locked; as `write`;
 /// [`Error::Io`] if a rename fails.
-pub(crate) fn write_beside(target: &str, contiguous: bool, write: impl FnOnce(&Storage) -> Result<()>) -> Result<()> {
+pub(crate) fn write_beside(
+    target: &str,
+    contiguous: bool,
+    write: impl FnOnce(&Storage) -> Result<()>,
+) -> Result<Option<lock::Lock>> {
     let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
     let tmp = format!("{}{TMP_INFIX}{}-{n}", trimmed(target), std::process::id());
     // A fresh name: only a cleaner looking at it may hold its lock, briefly.
@@ -255,19 +262,49 @@ pub(crate) fn write_beside(target: &str, contiguous: bool, write: impl FnOnce(&S
     remove_leftover(Path::new(&tmp))?;
     let st = Storage { contiguous, urlpath: Some(tmp.clone()) };
     let mut cleanup = Cleanup::new(Some(&tmp));
-    write(&st)?;
+    let previous = BESIDE.with(|b| b.replace(Some(tmp.clone())));
+    let written = write(&st);
+    BESIDE.with(|b| b.replace(previous));
+    written?;
     #[cfg(feature = "testing")]
     crate::testing::hook("rename");
-    let _lock = lock::wait_for(target)?;
+    let lock = lock::wait_for(target)?;
     let exists = check_replaceable(&Storage { contiguous, urlpath: Some(target.to_owned()) })?;
     if exists && !contiguous {
         journal::replace_dir(&tmp, target)?;
     } else {
-        std::fs::rename(&tmp, target).map_err(|e| Error::io("renaming", Some(Path::new(&tmp)), &e))?;
+        io::rename(Path::new(&tmp), Path::new(target)).map_err(|e| Error::io("renaming", Some(Path::new(&tmp)), &e))?;
+        journal::sync_dir(parent_dir(Path::new(trimmed(target))))?;
     }
     cleanup.defuse();
     // A journal of what was there no longer applies.
-    journal::discard(target)
+    journal::discard(target)?;
+    Ok(lock)
+}
+
+/// The directory holding `path` (`.` for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Make a frame written at `urlpath` durable before it is renamed into
+/// place: the file, or a directory's files and entries (unless
+/// `CATERVA_JOURNAL_SYNC=0`, see [`journal`]).
+pub(super) fn make_durable(urlpath: &str) -> Result<()> {
+    if !journal::syncs() {
+        return Ok(());
+    }
+    let p = Path::new(trimmed(urlpath));
+    let sync = |f: &Path| io::File::open(f).and_then(|f| f.sync_data()).map_err(|e| Error::io("syncing", Some(f), &e));
+    if p.is_dir() {
+        let entries = std::fs::read_dir(p).map_err(|e| Error::io("listing", Some(p), &e))?;
+        for e in entries.flatten() {
+            sync(&e.path())?;
+        }
+        journal::sync_dir(p)
+    } else {
+        sync(p)
+    }
 }
 
 /// Removes a half-built frame from disk unless defused.
@@ -287,7 +324,7 @@ impl<'a> Cleanup<'a> {
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
         if let Some(u) = self.0 {
-            let _ = blosc::remove_urlpath(u);
+            let _ = remove_leftover(Path::new(u));
         }
     }
 }
