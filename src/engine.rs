@@ -314,7 +314,9 @@ impl Codecs {
         nthreads: usize,
     ) -> Result<()> {
         let nbytes = geom.chunk_nbytes();
-        scratch.resize(nbytes, 0);
+        if scratch.len() != nbytes {
+            zeroed(scratch, nbytes)?;
+        }
         let chunk = sc.chunk(n)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
@@ -377,13 +379,19 @@ impl Codecs {
 
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
-pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
-    out.clear();
-    out.resize(geom.chunk_nbytes(), 0);
+pub(crate) fn pack(
+    out: &mut Vec<u8>,
+    geom: &Geometry,
+    region: &Region,
+    part: &ChunkPart,
+    user: UserBuf,
+) -> Result<()> {
+    zeroed(out, geom.chunk_nbytes())?;
     geom.for_each_block_in(part, |b| {
         // SAFETY: Dir::Write only reads `user` (every address checked by `at`).
         unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
     });
+    Ok(())
 }
 
 /// Whether a cached `(key, value)` slot must be rebuilt for `key`.
@@ -423,12 +431,26 @@ pub(crate) fn batch_len(ctx: &Context) -> usize {
 pub(crate) fn plan(geom: &Geometry, region: &Region) -> Result<Vec<ChunkPart>> {
     let count = usize::try_from(geom.nchunks_in(region)).unwrap_or(usize::MAX);
     let mut parts = Vec::new();
-    if parts.try_reserve_exact(count).is_err() {
-        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
-        return Err(Error::io(&format!("allocating the plan of {count} chunks"), None, &oom));
-    }
+    reserve(&mut parts, count, || format!("the plan of {count} chunks"))?;
     geom.for_each_chunk_in(region, |p| parts.push(p));
     Ok(parts)
+}
+
+/// Make room for `n` more items in `v`, or fail with [`Error::Io`] (out of
+/// memory) naming `what`: sizes that come from the caller or a file never abort.
+pub(crate) fn reserve<T>(v: &mut Vec<T>, n: usize, what: impl FnOnce() -> String) -> Result<()> {
+    v.try_reserve_exact(n).map_err(|_| {
+        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        Error::io(&format!("allocating {}", what()), None, &oom)
+    })
+}
+
+/// `buf` emptied and then `len` zero bytes long, as [`reserve`] allows.
+pub(crate) fn zeroed(buf: &mut Vec<u8>, len: usize) -> Result<()> {
+    buf.clear();
+    reserve(buf, len, || format!("a buffer of {len} bytes"))?;
+    buf.resize(len, 0);
+    Ok(())
 }
 
 /// Check that a user buffer of `len` bytes and shape `shape` can hold `region`.
@@ -512,10 +534,7 @@ pub(crate) fn build_chunks(
         let scratch = &mut bufs.scratch;
         match sc {
             Some(sc) if !part.covers_chunk => codecs.load(scratch, sc, geom, part.nchunk, None, nthreads)?,
-            _ => {
-                scratch.clear();
-                scratch.resize(geom.chunk_nbytes(), 0);
-            }
+            _ => zeroed(scratch, geom.chunk_nbytes())?,
         }
         geom.for_each_block_in(part, |b| {
             // SAFETY: Dir::Write only reads the user buffer (borrowed
@@ -881,7 +900,7 @@ mod tests {
                 let user = UserBuf::new(&src, &g, &shape);
                 let mut out = Vec::new();
                 for part in plan(&g, &region).unwrap() {
-                    pack(&mut out, &g, &region, &part, user);
+                    pack(&mut out, &g, &region, &part, user).unwrap();
                     let mut want = vec![0u8; g.chunk_nbytes()];
                     let (lo, hi): (Vec<i64>, Vec<i64>) =
                         (0..g.ndim()).map(|i| (part.origin[i] + part.start[i], part.origin[i] + part.stop[i])).unzip();

@@ -20,7 +20,10 @@ impl Array {
     /// # Errors
     /// As [`Array::to_buffer`].
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; self.geom.nitems() as usize * self.geom.itemsize()];
+        let len = usize::try_from(self.geom.nitems()).ok().and_then(|n| n.checked_mul(self.geom.itemsize()));
+        let len = len.ok_or_else(|| crate::error::Error::InvalidArgument("the array does not fit in memory".into()))?;
+        let mut v = Vec::new();
+        engine::zeroed(&mut v, len)?;
         self.to_buffer(&mut v)?;
         Ok(v)
     }

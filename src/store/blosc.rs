@@ -101,6 +101,25 @@ fn writing<T>(call: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
+/// Our I/O backend ([`io`]) for a super-chunk's storage (c-blosc2 copies
+/// the descriptor), registered once per process. `None` if c-blosc2 refused
+/// it (another backend took its id): c-blosc2's own stdio backend serves.
+fn io_backend() -> Option<*mut b::blosc2_io> {
+    struct Io(b::blosc2_io);
+    // SAFETY: the descriptor is immutable and points at static data only.
+    unsafe impl Send for Io {}
+    // SAFETY: as above.
+    unsafe impl Sync for Io {}
+    static IO: std::sync::OnceLock<Option<Io>> = std::sync::OnceLock::new();
+    let io = IO.get_or_init(|| {
+        init();
+        // SAFETY: c-blosc2 copies the callback table; its name is a static string.
+        let rc = unsafe { b::blosc2_register_io_cb(&io::callbacks()) };
+        (rc >= 0).then(|| Io(io::descriptor()))
+    });
+    io.as_ref().map(|io| ptr::from_ref(&io.0).cast_mut())
+}
+
 /// A storage descriptor for c-blosc2 with our I/O backend.
 fn blosc_storage(storage: &Storage, url: Option<&CString>) -> b::blosc2_storage {
     // SAFETY: returns a plain struct by value.
@@ -108,7 +127,7 @@ fn blosc_storage(storage: &Storage, url: Option<&CString>) -> b::blosc2_storage 
     st.contiguous = storage.contiguous;
     st.urlpath = url.map_or(ptr::null_mut(), |u| u.as_ptr().cast_mut());
     if url.is_some() {
-        if let Some(io) = io::backend() {
+        if let Some(io) = io_backend() {
             st.io = io;
         }
     }
@@ -639,7 +658,7 @@ impl SChunk {
         let url = cstring(urlpath, "urlpath")?;
         // c-blosc2 crashes on many corrupt frames rather than failing: check first.
         frame_check::check_path(urlpath, inflate)?;
-        let p = match io::backend() {
+        let p = match io_backend() {
             // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.
             Some(io) => unsafe { b::blosc2_schunk_open_udio(url.as_ptr(), io) },
             // SAFETY: url is a valid C string for the call.

@@ -29,7 +29,6 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use blosc2_sys as b;
 
@@ -262,34 +261,26 @@ struct Stream {
     append: bool,
 }
 
-/// The backend's descriptor for a super-chunk's storage (c-blosc2 copies it),
-/// after registering the callbacks once per process. `None` if c-blosc2
-/// refused them (another backend took our id): its own stdio backend serves.
-pub(crate) fn backend() -> Option<*mut b::blosc2_io> {
-    struct Io(b::blosc2_io);
-    // SAFETY: the descriptor is immutable and points at static data only.
-    unsafe impl Send for Io {}
-    // SAFETY: as above.
-    unsafe impl Sync for Io {}
-    static IO: OnceLock<Option<Io>> = OnceLock::new();
-    let io = IO.get_or_init(|| {
-        let cb = b::blosc2_io_cb {
-            id: IO_ID,
-            name: IO_NAME.as_ptr().cast_mut(),
-            is_allocation_necessary: true,
-            open: Some(cb_open),
-            close: Some(cb_close),
-            size: Some(cb_size),
-            write: Some(cb_write),
-            read: Some(cb_read),
-            truncate: Some(cb_truncate),
-            destroy: Some(cb_destroy),
-        };
-        // SAFETY: c-blosc2 copies the descriptor; the name is a static string.
-        let rc = unsafe { b::blosc2_register_io_cb(&cb) };
-        (rc >= 0).then(|| Io(b::blosc2_io { id: IO_ID, name: IO_NAME.as_ptr(), params: std::ptr::null_mut() }))
-    });
-    io.as_ref().map(|io| std::ptr::from_ref(&io.0).cast_mut())
+/// Our backend's callbacks, for [`super::blosc`] to register with c-blosc2
+/// (reads fill the buffer c-blosc2 allocates).
+pub(super) fn callbacks() -> b::blosc2_io_cb {
+    b::blosc2_io_cb {
+        id: IO_ID,
+        name: IO_NAME.as_ptr().cast_mut(),
+        is_allocation_necessary: true,
+        open: Some(cb_open),
+        close: Some(cb_close),
+        size: Some(cb_size),
+        write: Some(cb_write),
+        read: Some(cb_read),
+        truncate: Some(cb_truncate),
+        destroy: Some(cb_destroy),
+    }
+}
+
+/// The descriptor a super-chunk's storage names our backend with.
+pub(super) fn descriptor() -> b::blosc2_io {
+    b::blosc2_io { id: IO_ID, name: IO_NAME.as_ptr(), params: std::ptr::null_mut() }
 }
 
 /// # Safety
