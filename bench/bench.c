@@ -35,6 +35,7 @@
  *            a smoke run of a few seconds.
  *   --reps N: repetitions per operation (default 5).
  *   --slow-reps M: repetitions of from_buffer and append (default min(3, N)).
+ *   --threads N: threads for both libraries (default 2).
  * run.sh builds the library (cargo build --release) and this file, passes
  * the git commit in BENCH_GIT_COMMIT, and saves what this prints on stdout
  * (the report: machine, date, versions, tables) in target/bench/results.md
@@ -60,7 +61,8 @@
 
 #define NDIM 3
 #define ITEMSIZE 8
-#define NTHREADS 2
+/* Threads for both libraries: --threads N (default 2), passed to --mem-child through BENCH_THREADS. */
+static int NTHREADS = 2;
 #define NRANDOM 300 /* random box reads per repetition */
 #define BOX 16      /* side of a random box */
 #define SEED 0x5eedcafef00dULL
@@ -950,11 +952,12 @@ static void print_machine(void) {
 }
 
 static void usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [--quick] [--reps N] [--slow-reps M]\n", argv0);
+    fprintf(stderr, "usage: %s [--quick] [--reps N] [--slow-reps M] [--threads N]\n", argv0);
     exit(2);
 }
 
 int main(int argc, char **argv) {
+    if (getenv("BENCH_THREADS") != NULL && atoi(getenv("BENCH_THREADS")) > 0) NTHREADS = atoi(getenv("BENCH_THREADS"));
     if (argc == 5 && strcmp(argv[1], "--mem-child") == 0) return mem_child(argv[2], argv[3], atoi(argv[4]));
     int reps = S.reps, slow_reps = 0; /* 0: min(3, reps) */
     for (int i = 1; i < argc; i++) {
@@ -963,6 +966,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
             reps = atoi(argv[++i]);
             if (reps < 1) usage(argv[0]);
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            NTHREADS = atoi(argv[++i]);
+            if (NTHREADS < 1) usage(argv[0]);
+            setenv("BENCH_THREADS", argv[i], 1);
         } else if (strcmp(argv[i], "--slow-reps") == 0 && i + 1 < argc) {
             slow_reps = atoi(argv[++i]);
             if (slow_reps < 1) usage(argv[0]);

@@ -114,5 +114,42 @@ fn writes(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, whole, slices, writes);
+/// A viewer panning a 48 x 48 window over the plane [50, :, :] of a
+/// smooth float64 field, 4 items a step along each axis in turn (the
+/// neighbouring windows share most of their blocks): without the block
+/// cache, and with one (`Config::block_cache`) that holds the plane's blocks.
+fn block_cache(c: &mut Criterion) {
+    let n: i64 = SHAPE.iter().product();
+    let field: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            let (x, y, z) = (i / (SHAPE[1] * SHAPE[2]), i / SHAPE[2] % SHAPE[1], i % SHAPE[2]);
+            ((x as f64 / 37.0).sin() * (y as f64 / 53.0).cos() + z as f64 / 400.0).to_le_bytes()
+        })
+        .collect();
+    let params = Params { itemsize: 8, shape: SHAPE.to_vec(), dtype: None };
+    let mut windows = Vec::new();
+    for y in (0..=SHAPE[1] - 48).step_by(4) {
+        for x in (0..=SHAPE[2] - 48).step_by(4) {
+            windows.push(([50, y, x], [51, y + 48, x + 48]));
+        }
+    }
+    let mut g = c.benchmark_group("block_cache");
+    g.throughput(Throughput::Elements(windows.len() as u64));
+    for (name, bytes) in [("pan/off", 0), ("pan/on", 256 << 20)] {
+        let ctx = Context::new(Config { nthreads: 2, block_cache: bytes, ..Config::default() }).unwrap();
+        let arr = Array::from_buffer(&ctx, &params, &storage(), &field).unwrap();
+        let mut buf = vec![0u8; 48 * 48 * 8];
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                for (s, e) in &windows {
+                    arr.get_slice_buffer(s, e, &mut buf, &[1, 48, 48]).unwrap();
+                }
+                black_box(&buf);
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, whole, slices, writes, block_cache);
 criterion_main!(benches);

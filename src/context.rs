@@ -27,6 +27,12 @@ pub struct Config {
     /// refused with [`crate::Error::Corrupt`]. Arrays this context creates
     /// keep checksums, as with [`Config::checksums`].
     pub require_checksums: bool,
+    /// Bytes of decompressed blocks each array handle made with this
+    /// context may keep for later reads (0: none; then the environment
+    /// variable `CATERVA_BLOCK_CACHE`, e.g. `256M`, decides). Repeated and
+    /// neighbouring region reads (a viewer panning over a plane, a stencil)
+    /// find their blocks there; a write through the handle empties it.
+    pub block_cache: usize,
 }
 
 impl Config {
@@ -40,7 +46,7 @@ impl Default for Config {
     /// The defaults of `CATERVA_CONFIG_DEFAULTS`: ZSTD level 5, shuffle, one
     /// thread; no checksums asked for or required.
     fn default() -> Self {
-        Config { cparams: CParams::default(), nthreads: 1, checksums: false, require_checksums: false }
+        Config { cparams: CParams::default(), nthreads: 1, checksums: false, require_checksums: false, block_cache: 0 }
     }
 }
 
@@ -147,6 +153,15 @@ impl Context {
     #[must_use]
     pub fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// Bytes of block cache per array handle: [`Config::block_cache`], or
+    /// `CATERVA_BLOCK_CACHE` when that is 0.
+    pub(crate) fn block_cache_bytes(&self) -> usize {
+        match self.inner.config.block_cache {
+            0 => crate::cache::from_env(),
+            n => n,
+        }
     }
 
     /// Total thread budget.

@@ -11,7 +11,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::geometry::{c_strides, for_each_index, BlockPart, ChunkPart, Geometry, Region, MAX_DIM};
 use crate::store::blosc::{CCtx, Compression, DCtx};
-use crate::store::Store;
+use crate::store::{Store, Want};
 
 /// Which way [`copy_block`] moves bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -317,7 +317,8 @@ impl Codecs {
         if scratch.len() != nbytes {
             zeroed(scratch, nbytes)?;
         }
-        let chunk = sc.chunk(n)?;
+        let want = Want { nbytes, blocksize: geom.block_nbytes(), skip: mask };
+        let chunk = sc.chunk_for(n, &want)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
             scratch.fill(0);
@@ -347,8 +348,25 @@ impl Codecs {
         nthreads: usize,
     ) -> Result<()> {
         let mut mask = vec![true; geom.nblocks() as usize];
-        geom.for_each_block_in(part, |b| mask[b.nblock as usize] = false);
-        self.load(scratch, sc, geom, part.nchunk, Some(&mask), nthreads)?;
+        let cache = sc.block_cache();
+        let mut hits = Vec::new();
+        geom.for_each_block_in(part, |b| match cache.and_then(|c| c.get(part.nchunk, b.nblock as u32)) {
+            Some(bytes) => hits.push((b.nblock as usize, bytes)),
+            None => mask[b.nblock as usize] = false,
+        });
+        if mask.contains(&false) {
+            self.load(scratch, sc, geom, part.nchunk, Some(&mask), nthreads)?;
+            if let Some(c) = cache {
+                for (i, _) in mask.iter().enumerate().filter(|(_, skip)| !**skip) {
+                    c.put(part.nchunk, i as u32, &scratch[block_range(geom, i)]);
+                }
+            }
+        } else if scratch.len() != geom.chunk_nbytes() {
+            zeroed(scratch, geom.chunk_nbytes())?;
+        }
+        for (i, bytes) in hits {
+            scratch[block_range(geom, i)].copy_from_slice(&bytes);
+        }
         geom.for_each_block_in(part, |b| {
             // SAFETY: forwarded from the caller.
             unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Read) };
@@ -379,19 +397,19 @@ impl Codecs {
 
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
-pub(crate) fn pack(
-    out: &mut Vec<u8>,
-    geom: &Geometry,
-    region: &Region,
-    part: &ChunkPart,
-    user: UserBuf,
-) -> Result<()> {
+pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) -> Result<()> {
     zeroed(out, geom.chunk_nbytes())?;
     geom.for_each_block_in(part, |b| {
         // SAFETY: Dir::Write only reads `user` (every address checked by `at`).
         unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
     });
     Ok(())
+}
+
+/// The bytes of block `i` in a decompressed chunk of `geom`.
+fn block_range(geom: &Geometry, i: usize) -> std::ops::Range<usize> {
+    let b = geom.block_nbytes();
+    (i * b).min(geom.chunk_nbytes())..((i + 1) * b).min(geom.chunk_nbytes())
 }
 
 /// Whether a cached `(key, value)` slot must be rebuilt for `key`.
@@ -499,6 +517,19 @@ pub(crate) fn read_region(
     check_user_buffer(geom, region, dst_shape, dst.len())?;
     let parts = plan(geom, region)?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
+    if let [part] = &parts[..] {
+        // One chunk: read on the calling thread, with no hand-off to the
+        // pool (tens of microseconds); Blosc's own threads share the blocks
+        // when there are several.
+        let mut blocks = 0;
+        geom.for_each_block_in(part, |_| blocks += 1);
+        let nthreads = if blocks > 1 { ctx.nthreads() } else { 1 };
+        let mut w = Lease::new(ctx);
+        let Worker { codecs, bufs } = &mut *w;
+        // SAFETY: `dst` is borrowed mutably for the whole call and this is
+        // the only part, so nobody else touches it.
+        return unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, nthreads) };
+    }
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
     let nthreads = blosc_threads(ctx, parts.len());
     let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {

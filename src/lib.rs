@@ -30,6 +30,7 @@
 // The public API is the safe one: contexts, arrays, their parameters,
 // geometry and regions, codec ids, errors. Everything else is the crate's own.
 mod array;
+mod cache;
 pub mod codec;
 mod context;
 mod engine;

@@ -11,6 +11,13 @@ use crate::{Array, Context};
 pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
 /// Fault plans over the file I/O of persistent arrays.
 pub use crate::store::io::faults;
+
+/// Bytes the chunk reader has read from files in this process so far
+/// (chunks of arrays on disk without checksums).
+#[must_use]
+pub fn bytes_read_from_files() -> u64 {
+    crate::store::reader::BYTES_READ.load(std::sync::atomic::Ordering::Relaxed)
+}
 /// The vlmetalayer holding the checksum table.
 pub const CHECKSUM_VLMETA: &str = crate::store::CHECKSUM_VLMETA;
 /// The metalayer marking, in the header, that the array keeps checksums.

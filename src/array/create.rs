@@ -109,6 +109,8 @@ impl Array {
             }
             fill(tx, g)
         })?;
+        let mut store = store;
+        store.set_block_cache(ctx.block_cache_bytes());
         Ok(Array { geom: new.geom.clone(), store, ctx: ctx.clone() })
     }
 

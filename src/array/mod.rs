@@ -140,7 +140,11 @@ impl Array {
             return Err(Box::new((e, store)));
         }
         match geometry_of(&store) {
-            Ok(geom) => Ok(Array { geom, store, ctx: ctx.clone() }),
+            Ok(geom) => {
+                let mut store = store;
+                store.set_block_cache(ctx.block_cache_bytes());
+                Ok(Array { geom, store, ctx: ctx.clone() })
+            }
             Err(e) => Err(Box::new((e, store))),
         }
     }

@@ -372,6 +372,7 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Pr
         nthreads: cfg.nthreads as usize,
         checksums: false,
         require_checksums: false,
+        block_cache: 0,
     };
     let prefilter = cfg.prefilter.is_some().then_some(Prefilter { func: cfg.prefilter, params: cfg.pparams });
     Ok((config, prefilter))

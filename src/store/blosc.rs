@@ -398,7 +398,13 @@ impl Drop for DCtx {
 /// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
 /// [`Error::Blosc`] if it does not decompress.
 pub(crate) fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
-    let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
+    let chunk = Chunk {
+        data: src.as_ptr(),
+        len: src.len(),
+        needs_free: false,
+        _owned: Vec::new(),
+        _owner: std::marker::PhantomData,
+    };
     let mut out = vec![0u8; nbytes];
     DCtx::new(1)?.decompress(&chunk, &mut out, None)?;
     Ok(out)
@@ -432,6 +438,8 @@ pub(crate) struct Chunk<'a> {
     data: *const u8,
     len: usize,
     needs_free: bool,
+    /// The bytes, when read by us rather than c-blosc2 (`data` points into them).
+    _owned: Vec<u8>,
     _owner: std::marker::PhantomData<&'a SChunk>,
 }
 
@@ -440,6 +448,18 @@ pub(crate) struct Chunk<'a> {
 unsafe impl Send for Chunk<'_> {}
 
 impl Chunk<'_> {
+    /// A chunk of bytes read from a file.
+    pub(crate) fn from_vec(owned: Vec<u8>) -> Chunk<'static> {
+        // Moving the vector does not move its heap buffer.
+        Chunk {
+            data: owned.as_ptr(),
+            len: owned.len(),
+            needs_free: false,
+            _owned: owned,
+            _owner: std::marker::PhantomData,
+        }
+    }
+
     /// The compressed bytes.
     #[must_use]
     pub(crate) fn bytes(&self) -> &[u8] {
@@ -1033,7 +1053,7 @@ impl SChunk {
             return Err(Error::blosc(format!("reading chunk {n}"), i64::from(rc)));
         }
         let len = if data.is_null() { 0 } else { rc as usize };
-        Ok(Chunk { data, len, needs_free, _owner: std::marker::PhantomData })
+        Ok(Chunk { data, len, needs_free, _owned: Vec::new(), _owner: std::marker::PhantomData })
     }
 
     /// Append a compressed chunk.

@@ -32,6 +32,7 @@ pub(crate) mod io;
 mod journal;
 mod lock;
 mod paths;
+pub(crate) mod reader;
 
 #[cfg(test)]
 mod tests;
@@ -40,10 +41,12 @@ use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use journal::{Op, Slot};
 
+use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
 pub(crate) use paths::{check_replaceable, overlap, overlap_error, write_beside, Overlap};
+pub(crate) use reader::Want;
 
 /// The undo journal's path of a store at `urlpath`.
 #[cfg(feature = "testing")]
@@ -65,6 +68,13 @@ pub(crate) struct Store {
     /// For a persistent store, the [`frame::fingerprint`] of its frame as
     /// this handle last left or found it (under the array's lock).
     seen: Option<u64>,
+    /// For a store on disk without checksums, where its chunks lie, so that
+    /// reads fetch them (or the blocks they need) themselves ([`reader`]);
+    /// found at the first read after an open or a write.
+    placement: std::sync::OnceLock<Option<reader::Placement>>,
+    /// The handle's cache of decompressed blocks, if it keeps one; emptied
+    /// by every write.
+    cache: Option<BlockCache>,
 }
 
 /// The ways [`Store::create`] can make a new store.
@@ -109,7 +119,13 @@ impl Store {
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Store { sc, sums: checksums.then(|| Table::new(typesize)), seen: None };
+        let mut store = Store {
+            sc,
+            sums: checksums.then(|| Table::new(typesize)),
+            seen: None,
+            placement: Default::default(),
+            cache: None,
+        };
         // The marker goes after the caller's metalayers, before the first chunk.
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
         fill(&mut tx)?;
@@ -157,7 +173,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Store { sc, sums, seen: None }),
+            Ok(sums) => Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None }),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -167,7 +183,7 @@ impl Store {
 
     fn adopt(sc: SChunk) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Store { sc, sums, seen: None })
+        Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None })
     }
 
     /// The fingerprint of the frame on disk, for a persistent store (`None`
@@ -228,6 +244,46 @@ impl Store {
     /// [`Error::Corrupt`] if it fails its checksum; as [`SChunk::chunk`].
     pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
         checked_chunk(&self.sc, self.sums.as_ref(), n)
+    }
+
+    /// Compressed chunk `n` for a reader that wants the blocks `want` says:
+    /// from a store on disk without checksums, read by [`reader`] (without
+    /// the super-chunk's lock, and only those blocks when the chunk is laid
+    /// out as `want` expects); otherwise as [`Store::chunk`].
+    ///
+    /// # Errors
+    /// As [`Store::chunk`]; [`Error::Io`] or [`Error::InvalidFormat`] if the
+    /// chunk cannot be read from its file.
+    pub(crate) fn chunk_for(&self, n: i64, want: &Want<'_>) -> Result<Chunk<'_>> {
+        let placement = self.placement.get_or_init(|| self.place());
+        match placement {
+            Some(p) => match reader::read_chunk(p, n, want)? {
+                Some(bytes) => Ok(Chunk::from_vec(bytes)),
+                None => self.chunk(n),
+            },
+            None => self.chunk(n),
+        }
+    }
+
+    /// The handle's cache of decompressed blocks, if it keeps one.
+    pub(crate) fn block_cache(&self) -> Option<&BlockCache> {
+        self.cache.as_ref()
+    }
+
+    /// Keep a cache of `bytes` of decompressed blocks (none for 0).
+    pub(crate) fn set_block_cache(&mut self, bytes: usize) {
+        self.cache = BlockCache::new(bytes);
+    }
+
+    /// Where the chunks of a store on disk without checksums lie (`None`
+    /// otherwise, or if that cannot be found: c-blosc2 reads them then).
+    fn place(&self) -> Option<reader::Placement> {
+        if self.sums.is_some() {
+            return None;
+        }
+        let st = self.sc.storage();
+        let url = st.urlpath?;
+        reader::Placement::new(&url, st.contiguous, self.sc.frame_offsets().ok()?).ok()
     }
     pub(crate) fn nchunks(&self) -> i64 {
         self.sc.nchunks()
@@ -328,8 +384,12 @@ impl Store {
             self.check_current(u)?;
         }
         let result = self.transaction(change);
+        if let Some(c) = &self.cache {
+            c.clear();
+        }
         if url.is_some() {
             self.seen = self.fingerprint();
+            self.placement = std::sync::OnceLock::new();
         }
         result
     }
@@ -367,7 +427,9 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
+        let cache = self.cache.take();
         *self = Self::adopt(SChunk::open(&url)?)?;
+        self.cache = cache;
         Ok(())
     }
 }

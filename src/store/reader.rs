@@ -1,0 +1,191 @@
+//! Reading the chunks of a frame on disk ourselves: positioned reads,
+//! without the super-chunk's lock, and only the blocks a read needs.
+//!
+//! c-blosc2 fetches a whole chunk from a file under the lock that
+//! serialises every call on a super-chunk, so reads of a file array from
+//! many threads took turns, and a plane that needs one block in ten read
+//! all ten. Here a store on disk knows where its chunks are (the offsets
+//! index and, for a contiguous frame, the header length: a [`Placement`],
+//! read once after each open or write), and a read of chunk `n`
+//!
+//! 1. reads the chunk's 32-byte header and its block starts (`bstarts`) in
+//!    one positioned read;
+//! 2. when the chunk is a plain one (no dictionary, no memcpy, not special
+//!    or lazy) made of the blocks the caller expects, reads only the
+//!    compressed spans of the blocks the caller wants (a block's span runs
+//!    from its start to the next start above it, or to the chunk's end:
+//!    c-blosc2 may write blocks out of order), merging neighbours into one
+//!    read, into a buffer of the chunk's size whose other bytes stay zero;
+//!    Blosc's decompression with a mask (`maskout`) then reads those blocks
+//!    only;
+//! 3. otherwise reads the whole chunk.
+//!
+//! A store that keeps checksums reads whole chunks through c-blosc2: a
+//! checksum covers every byte of a chunk. Special chunks (their offsets say
+//! so) are made by c-blosc2 from the index alone.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use super::frame;
+use crate::error::{Error, Result};
+
+/// Bytes of a Blosc2 chunk header.
+const HEADER: usize = 32;
+
+/// Where a frame's chunks lie on disk.
+#[derive(Debug)]
+pub(super) struct Placement {
+    /// The frame file, or the sparse frame's directory.
+    path: PathBuf,
+    /// For a contiguous frame, where its data section starts (chunk offsets count from there).
+    header_len: Option<u64>,
+    /// Per chunk: its offset (contiguous) or chunk file number (sparse);
+    /// negative for special chunks.
+    offsets: Vec<i64>,
+}
+
+impl Placement {
+    /// The placement of the frame at `urlpath` with chunk `offsets`.
+    pub(super) fn new(urlpath: &str, contiguous: bool, offsets: Vec<i64>) -> Result<Self> {
+        let path = PathBuf::from(urlpath);
+        let header_len = if contiguous {
+            let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
+            let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len();
+            let mut head = vec![0u8; frame::HEADER_MINLEN.min(len as usize)];
+            f.read_exact_at(&mut head, 0).map_err(|e| Error::io("reading", Some(&path), &e))?;
+            let (header_len, _) = frame::data_section(&head, len)
+                .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
+            Some(header_len)
+        } else {
+            None
+        };
+        Ok(Placement { path, header_len, offsets })
+    }
+
+    /// Where chunk `n` lies: its file and the offset there; `None` for a special chunk.
+    fn locate(&self, n: i64) -> Option<(PathBuf, u64)> {
+        let off = *self.offsets.get(usize::try_from(n).ok()?)?;
+        if off < 0 {
+            return None;
+        }
+        Some(match self.header_len {
+            Some(h) => (self.path.clone(), h + off as u64),
+            None => (frame::chunk_file(&self.path, off), 0),
+        })
+    }
+}
+
+/// What a reader expects of a chunk, and which blocks it wants.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Want<'m> {
+    /// Uncompressed bytes of a chunk of the array.
+    pub(crate) nbytes: usize,
+    /// Bytes of a block of the array.
+    pub(crate) blocksize: usize,
+    /// Per block, whether it may be skipped (Blosc's `maskout`); `None`: all.
+    pub(crate) skip: Option<&'m [bool]>,
+}
+
+fn le32(b: &[u8], at: usize) -> usize {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
+}
+
+/// Chunk `n` as placed by `p`, with at least the blocks `want` asks for;
+/// `Ok(None)` for a special chunk (c-blosc2 makes those).
+pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Option<Vec<u8>>> {
+    let Some((path, at)) = p.locate(n) else { return Ok(None) };
+    let io = |what: &'static str| {
+        let path = path.clone();
+        move |e: std::io::Error| Error::io(what, Some(&path), &e)
+    };
+    let f = File::open(&path).map_err(io("opening"))?;
+    let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
+    // The header and, if the chunk is as expected, its block starts: one read.
+    let mut head = vec![0u8; HEADER + 4 * nblocks];
+    let got = read_upto(&f, &mut head, at).map_err(io("reading"))?;
+    if got < HEADER {
+        return Err(corrupt(&path, n, "is cut short"));
+    }
+    let (nbytes, blocksize, cbytes) = (le32(&head, 4), le32(&head, 8), le32(&head, 12));
+    if cbytes < HEADER {
+        return Err(corrupt(&path, n, "has a damaged header"));
+    }
+    let (flags, blosc2_flags) = (head[2], head[31]);
+    // Plain chunk: blocks with starts, no memcpy (0x02), no dictionary,
+    // extension, lazy or special flags (only the instrumentation bit aside).
+    let plain = flags & 0x02 == 0 && blosc2_flags & 0x7f == 0;
+    let partial = match want.skip {
+        Some(skip) if plain && nbytes == want.nbytes && blocksize == want.blocksize && skip.len() == nblocks => {
+            HEADER + 4 * nblocks <= cbytes && got == head.len()
+        }
+        _ => false,
+    };
+    let mut chunk = Vec::new();
+    crate::engine::reserve(&mut chunk, cbytes, || format!("chunk {n} ({cbytes} bytes)"))?;
+    chunk.resize(cbytes, 0);
+    if !partial {
+        let got = read_upto(&f, &mut chunk, at).map_err(io("reading"))?;
+        if got < cbytes {
+            return Err(corrupt(&path, n, "is cut short"));
+        }
+        return Ok(Some(chunk));
+    }
+    let skip = want.skip.unwrap_or_default();
+    chunk[..head.len()].copy_from_slice(&head);
+    let starts: Vec<usize> = (0..nblocks).map(|i| le32(&head, HEADER + 4 * i)).collect();
+    let mut sorted = starts.clone();
+    sorted.sort_unstable();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, &s) in starts.iter().enumerate() {
+        if skip[i] {
+            continue;
+        }
+        if s < head.len() || s > cbytes {
+            return Err(corrupt(&path, n, &format!("has a block start ({s}) outside the chunk")));
+        }
+        let next = sorted.partition_point(|&x| x <= s);
+        let end = sorted.get(next).copied().unwrap_or(cbytes).min(cbytes);
+        spans.push((s, end));
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    for (s, e) in merged {
+        let got = read_upto(&f, &mut chunk[s..e], at + s as u64).map_err(io("reading"))?;
+        if got < e - s {
+            return Err(corrupt(&path, n, "is cut short"));
+        }
+    }
+    Ok(Some(chunk))
+}
+
+fn corrupt(path: &Path, n: i64, what: &str) -> Error {
+    Error::InvalidFormat(format!("chunk {n} in '{}' {what}", path.display()))
+}
+
+/// Bytes read from files by [`read_chunk`] (for the tests).
+#[cfg(any(test, feature = "testing"))]
+pub(crate) static BYTES_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Fill `buf` from `at`, stopping early only at the end of the file.
+fn read_upto(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    #[cfg(any(test, feature = "testing"))]
+    BYTES_READ.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => break,
+            Ok(k) => done += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
