@@ -14,9 +14,16 @@
 //!
 //! and [`Array::verify`] (what `caterva verify` runs after opening) is run
 //! on every one that opens. Every case that reads an error or wrong
-//! content must be flagged, by the open or by `verify`; a case whose reads
-//! all equal the original (the damage hit bytes no read uses) may pass
-//! `verify`, and is counted apart. The figures are printed per storage kind:
+//! content must be flagged: refused at open as `InvalidFormat` or `Corrupt`
+//! (which `caterva verify` reports as damage), or reported by `verify`; a
+//! case whose reads all equal the original (the damage hit bytes no read
+//! uses: superseded chunks, padding, what a special chunk does not mean)
+//! may pass `verify`, and is counted apart, with the cases among them where
+//! `caterva info` shows something else (the header's compression
+//! parameters and sizes, which no checksum covers). An array written with
+//! checksums must never open as one without them; the base converted to
+//! checksums later (no header marker) is exempt, see
+//! `a_converted_array_whose_table_name_is_damaged_twice_is_refused`. The figures are printed per storage kind:
 //! a frame file, a sparse frame's directory, and a frame in memory (read
 //! through `Array::from_cframe`, which copies it, and in place, as
 //! `caterva_from_cframe(.., copy = false)` does).
@@ -551,7 +558,8 @@ fn copy_dir(from: &Path, to: &Path) {
 /// What happened to one damaged array.
 #[derive(Debug)]
 enum Outcome {
-    Refused(ErrorKind),
+    /// Open refused the array.
+    Refused(Error),
     Opened {
         read: Read,
         /// `verify`'s problems (empty: clean).
@@ -647,7 +655,7 @@ impl Campaign {
         };
         self.announce(kind, n, &what);
         let outcome = match open(&self.ctx, kind, &file, &dir, &cframe) {
-            Err(e) => Outcome::Refused(e.kind()),
+            Err(e) => Outcome::Refused(e),
             Ok(arr) => {
                 let read = compare(&w.reading[&kind], &read_all(&arr, w.base.region));
                 let problems = arr.verify(&mut |_, _| {}).expect("verify runs");
@@ -669,7 +677,14 @@ impl Campaign {
         t.cases += 1;
         let mut fail = None;
         match outcome {
-            Outcome::Refused(k) => *t.refused.entry(format!("{k:?}")).or_default() += 1,
+            Outcome::Refused(e) => {
+                *t.refused.entry(format!("{:?}", e.kind())).or_default() += 1;
+                // `caterva verify` reports these two as damage; any other
+                // error as a failure to open ("cannot open").
+                if !matches!(e.kind(), ErrorKind::InvalidFormat | ErrorKind::Corrupt) {
+                    fail = Some(format!("refused as {:?}, not as damaged: {e}", e.kind()));
+                }
+            }
             Outcome::Opened { read, problems, info_differs, unchecked } => {
                 let flagged = !problems.is_empty();
                 t.flagged += u64::from(flagged);
@@ -778,14 +793,10 @@ fn campaign(tag: &str, checksums: bool, per_kind: u64, only: Option<&(Option<Str
         show: std::env::var_os("CATERVA_DAMAGE_SHOW").is_some(),
     };
     for kind in KINDS {
-        for n in 0..per_kind {
-            let wanted = match only {
-                None => true,
-                Some((k, m)) => *m == n && k.as_ref().map_or(true, |k| k == kind.name()),
-            };
-            if wanted {
-                c.case(kind, n, &written);
-            }
+        match only {
+            None => (0..per_kind).for_each(|n| c.case(kind, n, &written)),
+            Some((k, n)) if k.as_ref().map_or(true, |k| k == kind.name()) => c.case(kind, *n, &written),
+            Some(_) => {}
         }
     }
     let what = if checksums { "written with checksums" } else { "control: written without checksums" };
@@ -833,4 +844,121 @@ fn control_without_checksums_the_same_damage_reads_wrong() {
         assert!(t.wrong > 0, "{kind:?}: no wrong reads in {} cases", t.cases);
         assert_eq!(t.unchecked, t.cases - t.refused_total(), "{kind:?}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// Regressions found by the campaign.
+
+/// An array converted to checksums after its chunks were written (no
+/// header marker: the table is found by its name), as a frame file and as
+/// a sparse directory, with its data.
+fn converted(dir: &Path) -> (Vec<PathBuf>, Vec<u8>) {
+    let ctx = Context::new(Config::default()).unwrap();
+    let p = Params { itemsize: 4, shape: vec![30, 20], dtype: None };
+    let data = bytes_of(30 * 20 * 4, 11);
+    let mut paths = Vec::new();
+    for (name, contiguous) in [("converted.b2frame", true), ("converted.b2nd", false)] {
+        let path = dir.join(name);
+        let url = path.to_str().unwrap().to_owned();
+        let st = StorageParams {
+            chunkshape: vec![8, 7],
+            blockshape: vec![4, 7],
+            contiguous,
+            urlpath: Some(url.clone()),
+            ..Default::default()
+        };
+        let mut a = Array::from_buffer(&ctx, &p, &st, &data).unwrap();
+        a.vlmeta_add("note", b"converted later").unwrap();
+        drop(a);
+        let mut a = Array::open(&ctx, &url).unwrap();
+        a.enable_checksums().unwrap();
+        assert!(!a.meta_exists(caterva::testing::CHECKSUM_MARKER));
+        paths.push(path);
+    }
+    (paths, data)
+}
+
+/// Damage the array at `path` in place: `damage` applied to the bytes of
+/// the checksum table's name (in the frame, or the sparse index), and one
+/// bit of chunk 0's codec payload flipped (which only its checksum sees).
+fn damage_table_name(path: &Path, damage: fn(&mut [u8])) {
+    let arr = Array::open(&reader_context(), path.to_str().unwrap()).unwrap();
+    let chunk = caterva::testing::chunk(&arr, 0).unwrap();
+    drop(arr);
+    let chunk0 = if path.is_dir() { path.join("00000000.chunk") } else { path.to_path_buf() };
+    let mut b = std::fs::read(&chunk0).unwrap();
+    let at = b.windows(chunk.len()).position(|w| *w == chunk[..]).expect("chunk 0's bytes");
+    b[at + chunk.len() * 3 / 4] ^= 0x04;
+    std::fs::write(&chunk0, &b).unwrap();
+    let index = if path.is_dir() { path.join("chunks.b2frame") } else { path.to_path_buf() };
+    let mut b = std::fs::read(&index).unwrap();
+    let name = caterva::testing::CHECKSUM_VLMETA.as_bytes();
+    let at = b.windows(name.len()).position(|w| w == name).expect("the table's name");
+    damage(&mut b[at..at + name.len()]);
+    std::fs::write(&index, &b).unwrap();
+}
+
+/// A zeroed byte in the name of a converted array's table (which has no
+/// header marker) makes the name hold a NUL, which the frame check refuses.
+#[test]
+fn a_converted_array_whose_table_name_holds_a_nul_is_refused() {
+    let dir = common::scratch_dir("damage-converted-nul");
+    let ctx = reader_context();
+    let damages: [fn(&mut [u8]); 3] = [|n| n[0] = 0, |n| n[3] = 0, |n| n[4..8].fill(0)];
+    for (i, damage) in damages.into_iter().enumerate() {
+        let sub = dir.join(i.to_string());
+        std::fs::create_dir(&sub).unwrap();
+        for path in converted(&sub).0 {
+            damage_table_name(&path, damage);
+            let r = Array::open(&ctx, path.to_str().unwrap());
+            assert!(matches!(r, Err(Error::InvalidFormat(_))), "{} damage {i}: {:?}", path.display(), r.map(|_| ()));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Found by the campaign (seed 1, file case 2133 of 50,000): an array
+/// converted to checksums later has no header marker, so its table is
+/// found by name, and a name damaged in one character is recognised, but
+/// one damaged in two is not: the array opens as one without checksums,
+/// shows the table as a user vlmetalayer under the damaged name, and a
+/// damaged chunk payload reads back as wrong data that `verify` passes.
+/// The fix belongs in `load_checksums` (src/store/mod.rs): take any
+/// vlmetalayer whose content is a sound version-2 table (its own XXH3
+/// matches) for the table with a damaged name.
+#[test]
+#[ignore = "known gap: load_checksums (src/store/mod.rs) finds a converted array's table by its name alone"]
+fn a_converted_array_whose_table_name_is_damaged_twice_is_refused() {
+    let dir = common::scratch_dir("damage-converted-two");
+    let ctx = reader_context();
+    // Two characters changed (ASCII to ASCII; ASCII to a byte that is not UTF-8).
+    let damages: [fn(&mut [u8]); 2] = [
+        |n| {
+            n[1] ^= 0x20;
+            n[6] ^= 0x20;
+        },
+        |n| {
+            n[0] ^= 0x01;
+            n[5] ^= 0x80;
+        },
+    ];
+    for (i, damage) in damages.into_iter().enumerate() {
+        let sub = dir.join(i.to_string());
+        std::fs::create_dir(&sub).unwrap();
+        let (paths, data) = converted(&sub);
+        for path in paths {
+            damage_table_name(&path, damage);
+            let r = Array::open(&ctx, path.to_str().unwrap());
+            let got = r.as_ref().map(|a| {
+                let (data_equal, problems) = (a.to_vec().map(|v| v == data), a.verify(&mut |_, _| {}).unwrap());
+                format!(
+                    "checksums {}, {:?}, data equal {data_equal:?}, verify {problems:?}",
+                    a.has_checksums(),
+                    a.info().vlmetalayers
+                )
+            });
+            assert!(matches!(r, Err(Error::Corrupt { chunk: -1, .. })), "{} damage {i}: {got:?}", path.display());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
