@@ -927,7 +927,6 @@ fn a_converted_array_whose_table_name_holds_a_nul_is_refused() {
 /// vlmetalayer whose content is a sound version-2 table (its own XXH3
 /// matches) for the table with a damaged name.
 #[test]
-#[ignore = "known gap: load_checksums (src/store/mod.rs) finds a converted array's table by its name alone"]
 fn a_converted_array_whose_table_name_is_damaged_twice_is_refused() {
     let dir = common::scratch_dir("damage-converted-two");
     let ctx = reader_context();

@@ -960,6 +960,33 @@ impl SChunk {
             return Ok(None);
         }
         let n = cstring(name, "vlmetalayer name")?;
+        self.vlmeta_content(&n, name).map(Some)
+    }
+
+    /// Every variable-length metalayer's name as stored (which may not be
+    /// UTF-8, in a damaged frame) and its content, or why that cannot be read.
+    pub(crate) fn vlmeta_raw(&self) -> Vec<(Vec<u8>, Result<Vec<u8>>)> {
+        let r = self.raw();
+        let names: Vec<CString> = (0..usize::try_from(r.nvlmetalayers).unwrap_or(0).min(MAX_VLMETALAYERS))
+            .filter_map(|i| {
+                let m = r.vlmetalayers[i];
+                // SAFETY: the first nvlmetalayers entries are live, with C-string names.
+                (!m.is_null()).then(|| unsafe { CStr::from_ptr((*m).name) }.to_owned())
+            })
+            .collect();
+        names
+            .into_iter()
+            .map(|n| {
+                let shown = n.to_string_lossy().into_owned();
+                let content = self.vlmeta_content(&n, &shown);
+                (n.into_bytes(), content)
+            })
+            .collect()
+    }
+
+    /// The content of the vlmetalayer named `n` (`shown` in errors).
+    fn vlmeta_content(&self, n: &CStr, shown: &str) -> Result<Vec<u8>> {
+        let name = shown;
         let (mut content, mut len) = (ptr::null_mut::<u8>(), 0i32);
         let rc = {
             let _g = self.guard();
@@ -978,7 +1005,7 @@ impl SChunk {
             libc::free(content.cast());
             v
         };
-        Ok(Some(v))
+        Ok(v)
     }
 
     /// Add (`update == false`) or replace a variable-length metalayer.

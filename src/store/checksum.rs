@@ -164,6 +164,13 @@ pub(crate) fn one_off(name: &str, target: &str) -> bool {
         && name.chars().zip(target.chars()).filter(|(a, b)| a != b).count() == 1
 }
 
+/// Whether `content` is a sound version-2 table (it decodes and its own
+/// checksum matches): the table, whatever name it is found under.
+#[must_use]
+pub(crate) fn is_sound_table(content: &[u8]) -> bool {
+    matches!(Table::decode(content), Ok(t) if t.version() == V2)
+}
+
 /// A kind of metadata layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Layer {

@@ -475,6 +475,17 @@ fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
         }
         if let Some(n) = vlmetas.iter().find(|n| checksum::one_off(n, VLMETA_NAME)) {
             signs.push(format!("vlmetalayer '{}' is the table with a damaged name", n.escape_debug()));
+        } else if let Some((n, _)) = sc.vlmeta_raw().into_iter().find(|(n, content)| {
+            // A sound table under a name of the table's length (bit flips
+            // keep a name's length): the table, its name damaged in more
+            // than one character (arrays given checksums after they were
+            // written have no header marker to tell).
+            n.len() == VLMETA_NAME.len() && content.as_ref().is_ok_and(|c| checksum::is_sound_table(c))
+        }) {
+            signs.push(format!(
+                "vlmetalayer '{}' holds a sound checksum table: the table with a damaged name",
+                String::from_utf8_lossy(&n).escape_debug()
+            ));
         }
         if let Some(n) = metas.iter().find(|n| checksum::one_off(n, MARKER_NAME)) {
             signs.push(format!("metalayer '{}' is the header's checksum marker with a damaged name", n.escape_debug()));
