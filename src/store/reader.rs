@@ -109,7 +109,10 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Optio
         return Err(corrupt(&path, n, "is cut short"));
     }
     let (nbytes, blocksize, cbytes) = (le32(&head, 4), le32(&head, 8), le32(&head, 12));
-    if cbytes < HEADER {
+    // Blosc stores a chunk that would not compress as a copy: no chunk
+    // is longer than its items plus the header. A longer one, or one larger
+    // than the array's chunks, is damaged (and allocates nothing here).
+    if cbytes < HEADER || nbytes > want.nbytes || cbytes > nbytes + HEADER {
         return Err(corrupt(&path, n, "has a damaged header"));
     }
     let (flags, blosc2_flags) = (head[2], head[31]);
