@@ -91,12 +91,14 @@
 //! - **Time**: the check is linear in N. Each offset is looked at once (a
 //!   compressed index cannot claim more than [`MAX_RATIO`] times its size;
 //!   a special one is not scanned), each distinct stored chunk's header is
-//!   read once after a sort of their positions.
+//!   read once after a sort of their positions, and layer names are checked
+//!   with a set (a trailer may hold 8192 vlmetalayers).
 //!
 //! Out of scope: a file changed after the check (c-blosc2 reads frame files
 //! again on every access).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt::Display;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -989,11 +991,13 @@ fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<
     }
     let mut pos = map_at + 3;
     let mut layers = Vec::with_capacity(usize::from(n));
+    // Names seen so far: a set, as a section may hold thousands of layers.
+    let mut names = HashSet::with_capacity(usize::from(n));
     for _ in 0..n {
         let (layer, next) = check_layer(s, pos, kind)?;
         // c-blosc2 keeps names as C strings and refuses to add one twice:
         // copying a super-chunk with a repeated name fails half-way (and leaks it).
-        if layer.name.contains('\0') || layers.iter().any(|l: &Layer| l.name == layer.name) {
+        if layer.name.contains('\0') || !names.insert(layer.name.clone()) {
             return Err(s.err(pos, format!("{kind} name '{}' holds a NUL or is repeated", layer.name.escape_debug())));
         }
         layers.push(layer);
