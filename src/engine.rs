@@ -314,7 +314,7 @@ impl Codecs {
         nthreads: usize,
     ) -> Result<()> {
         let nbytes = geom.chunk_nbytes();
-        scratch.resize(nbytes, 0);
+        resize(scratch, nbytes)?;
         let chunk = sc.chunk(n)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
@@ -377,13 +377,40 @@ impl Codecs {
 
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
-pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) {
-    out.clear();
-    out.resize(geom.chunk_nbytes(), 0);
+///
+/// # Errors
+/// [`Error::Io`] (out of memory) if a chunk does not fit in memory.
+pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) -> Result<()> {
+    zeroed(out, geom.chunk_nbytes())?;
     geom.for_each_block_in(part, |b| {
         // SAFETY: Dir::Write only reads `user` (every address checked by `at`).
         unsafe { copy_block(geom, region, part, &b, out, user, Dir::Write) };
     });
+    Ok(())
+}
+
+/// Resize `v` to `len` bytes (new ones zero), failing rather than aborting
+/// when the memory is not there: a chunk's size, and an array's, come from
+/// the geometry a file declares.
+///
+/// # Errors
+/// [`Error::Io`] (out of memory).
+pub(crate) fn resize(v: &mut Vec<u8>, len: usize) -> Result<()> {
+    if v.try_reserve_exact(len.saturating_sub(v.len())).is_err() {
+        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        return Err(Error::io(&format!("allocating {len} bytes"), None, &oom));
+    }
+    v.resize(len, 0);
+    Ok(())
+}
+
+/// Make `v` `len` zero bytes, as [`resize`].
+///
+/// # Errors
+/// [`Error::Io`] (out of memory).
+pub(crate) fn zeroed(v: &mut Vec<u8>, len: usize) -> Result<()> {
+    v.clear();
+    resize(v, len)
 }
 
 /// Whether a cached `(key, value)` slot must be rebuilt for `key`.
@@ -512,10 +539,7 @@ pub(crate) fn build_chunks(
         let scratch = &mut bufs.scratch;
         match sc {
             Some(sc) if !part.covers_chunk => codecs.load(scratch, sc, geom, part.nchunk, None, nthreads)?,
-            _ => {
-                scratch.clear();
-                scratch.resize(geom.chunk_nbytes(), 0);
-            }
+            _ => zeroed(scratch, geom.chunk_nbytes())?,
         }
         geom.for_each_block_in(part, |b| {
             // SAFETY: Dir::Write only reads the user buffer (borrowed
@@ -881,7 +905,7 @@ mod tests {
                 let user = UserBuf::new(&src, &g, &shape);
                 let mut out = Vec::new();
                 for part in plan(&g, &region).unwrap() {
-                    pack(&mut out, &g, &region, &part, user);
+                    pack(&mut out, &g, &region, &part, user).unwrap();
                     let mut want = vec![0u8; g.chunk_nbytes()];
                     let (lo, hi): (Vec<i64>, Vec<i64>) =
                         (0..g.ndim()).map(|i| (part.origin[i] + part.start[i], part.origin[i] + part.stop[i])).unzip();

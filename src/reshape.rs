@@ -217,8 +217,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     let nitems: i64 = box_shape.iter().product();
     let Worker { codecs, bufs } = w;
     let Buffers { scratch, out, stage } = bufs;
-    stage.clear();
-    stage.resize(nitems as usize * item, 0);
+    engine::zeroed(stage, nitems as usize * item)?;
     let pieces: Vec<Vec<(i64, i64, Source)>> = (0..n).map(|i| m.axes[i].pieces(lo[i], hi[i])).collect();
     let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();
     let old_n = m.old_geom.ndim();
@@ -267,7 +266,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     let region = new_geom.region(&lo[..new_geom.ndim()], &hi[..new_geom.ndim()]);
     result
         .and(region)
-        .map(|region| engine::pack(out, new_geom, &region, part, UserBuf::new(stage, new_geom, &box_shape)))
+        .and_then(|region| engine::pack(out, new_geom, &region, part, UserBuf::new(stage, new_geom, &box_shape)))
 }
 
 /// Copy a C-order box of `shape` items between two strided buffers.

@@ -19,6 +19,10 @@
 //! back in full) show that the budget does not refuse legitimate arrays,
 //! tiny files with 2^28 chunks and indexes of 2^24 offsets among them.
 //!
+//! A read is allowed what the geometry declares (a chunk of 1 GiB of zeros
+//! is nothing in the frame and 1 GiB once read): one beyond the budget must
+//! fail with an out-of-memory error, not abort.
+//!
 //! No timing is asserted: the alarm is generous and only catches hangs.
 #![cfg(target_os = "linux")]
 
@@ -405,48 +409,58 @@ fn write_fd(fd: i32, s: &str) {
     unsafe { libc::write(fd, s.as_ptr().cast(), s.len()) };
 }
 
-/// In the child: limit the address space, open and read `input`, report.
-fn child(input: &Input, report: i32) -> ! {
+/// In the child: limit the address space to what it uses plus the budget
+/// for `size` bytes of input, run `body`, report what it says.
+fn child(size: u64, body: &dyn Fn(&Context) -> String, report: i32) -> ! {
     // One malloc arena: each extra one reserves 64 MiB of address space.
     // SAFETY: mallopt has no preconditions.
     unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) };
     // The context's worker thread exists before the limit is set.
     let ctx = context(CParams::default(), false);
-    let limit = address_space() + BUDGET_FIXED + BUDGET_PER_BYTE * input.size();
+    let limit = address_space() + BUDGET_FIXED + BUDGET_PER_BYTE * size;
     let rl = libc::rlimit { rlim_cur: limit, rlim_max: limit };
     // SAFETY: rl is a valid rlimit; alarm has no preconditions.
     unsafe {
         assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &rl), 0);
         libc::alarm(ALARM_S);
     }
-    let text = match input {
-        Input::Cframe(bytes) => {
-            let copied = outcome(&ctx, Array::from_cframe(&ctx, bytes));
-            // SAFETY: `bytes` outlives the array, dropped inside `outcome`.
-            let borrowed = outcome(&ctx, unsafe { caterva::testing::from_cframe_borrowed(&ctx, bytes) });
-            format!("copied: {copied}; borrowed: {borrowed}")
-        }
-        Input::Path(p) => outcome(&ctx, Array::open(&ctx, p.to_str().unwrap())),
-    };
-    write_fd(report, &text);
+    write_fd(report, &body(&ctx));
     // SAFETY: ends the child without unwinding into the test harness.
     unsafe { libc::_exit(0) }
 }
 
-/// Run `input` in a bounded child: `Ok(outcome)` if it returned, `Err(why)`
-/// if it crashed, aborted, hung or was killed.
+/// Open `input` and read everything that opens.
+fn open_and_read(ctx: &Context, input: &Input) -> String {
+    match input {
+        Input::Cframe(bytes) => {
+            let copied = outcome(ctx, Array::from_cframe(ctx, bytes));
+            // SAFETY: `bytes` outlives the array, dropped inside `outcome`.
+            let borrowed = outcome(ctx, unsafe { caterva::testing::from_cframe_borrowed(ctx, bytes) });
+            format!("copied: {copied}; borrowed: {borrowed}")
+        }
+        Input::Path(p) => outcome(ctx, Array::open(ctx, p.to_str().unwrap())),
+    }
+}
+
+/// Open and read `input` in a bounded child.
 fn bounded(input: &Input) -> Result<String, String> {
+    in_child(input.size(), &|ctx| open_and_read(ctx, input))
+}
+
+/// Run `body` in a child bounded for `size` bytes of input: `Ok(what it
+/// said)` if it returned, `Err(why)` if it crashed, aborted, hung or was killed.
+fn in_child(size: u64, body: &dyn Fn(&Context) -> String) -> Result<String, String> {
     let mut fds = [0i32; 2];
     // SAFETY: fds has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: the child only opens and reads the input with this library
-    // (fork-safe), then `_exit`s.
+    // SAFETY: the child only runs `body` with this library (fork-safe),
+    // then `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
     if pid == 0 {
         // SAFETY: the read end belongs to the parent.
         unsafe { libc::close(fds[0]) };
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(input, fds[1])));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(size, body, fds[1])));
         if r.is_err() {
             write_fd(fds[1], "panicked");
         }
@@ -710,4 +724,53 @@ fn valid_arrays_fit_the_budget() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(failures.is_empty(), "valid arrays did not fit:\n{}", failures.join("\n"));
+}
+
+/// Zeros in one chunk of 1 GiB: a special chunk, nothing stored, 1 GiB once read.
+fn giant_chunk(st: &StorageParams) -> Array {
+    let ctx = context(CParams::default(), false);
+    let p = Params { itemsize: 1, shape: vec![1 << 30], dtype: None };
+    Array::zeros(&ctx, &p, &storage(&[1 << 30], &[1 << 20], st)).unwrap()
+}
+
+/// What a read gave, in short.
+fn read_outcome<T>(r: caterva::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("error ({})", kind(&e)),
+    }
+}
+
+#[test]
+fn reads_larger_than_memory_fail_cleanly() {
+    // A legitimate array whose one chunk (1 GiB of zeros) exceeds the
+    // child's budget: opening it costs nothing, reading it must fail with an
+    // out-of-memory error rather than abort.
+    let dir = common::scratch_dir("bounded-giant");
+    let w = write(&dir, "giant", giant_chunk);
+    for input in [Input::Cframe(w.cframe.clone()), Input::Path(w.file.clone()), Input::Path(w.dir.clone())] {
+        let r = in_child(input.size(), &|ctx| {
+            let opened = match &input {
+                Input::Cframe(bytes) => Array::from_cframe(ctx, bytes),
+                Input::Path(p) => Array::open(ctx, p.to_str().unwrap()),
+            };
+            let a = match opened {
+                Ok(a) => a,
+                Err(e) => return format!("not opened: {}", kind(&e)),
+            };
+            let mut one = [0u8; 1];
+            let slice = read_outcome(a.get_slice_buffer(&[0], &[1], &mut one, &[1]));
+            let all = read_outcome(a.to_vec());
+            format!("slice: {slice}; to_vec: {all}")
+        });
+        println!("1 GiB chunk ({} bytes): {r:?}", input.size());
+        match r {
+            Ok(text) => assert!(
+                text.starts_with("slice: error (Io") && text.contains("to_vec: error (Io") && text.contains("memory"),
+                "{text}"
+            ),
+            Err(why) => panic!("reading a 1 GiB chunk: {why}"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -20,7 +20,9 @@ impl Array {
     /// # Errors
     /// As [`Array::to_buffer`].
     pub fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut v = vec![0u8; self.geom.nitems() as usize * self.geom.itemsize()];
+        // The size comes from the geometry a file declares: fail, not abort.
+        let mut v = Vec::new();
+        engine::zeroed(&mut v, self.geom.nitems() as usize * self.geom.itemsize())?;
         self.to_buffer(&mut v)?;
         Ok(v)
     }
