@@ -6,8 +6,8 @@
  * the checker used to decompress the whole claimed index (an abort, "memory
  * allocation failed", when the memory is not there).
  *
- * The limit is not set under AddressSanitizer (which reserves terabytes of
- * shadow memory); the calls must still be refused there. */
+ * The limit is not set under AddressSanitizer or ThreadSanitizer (which
+ * reserve terabytes of shadow memory); the calls must still be refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdlib.h>
@@ -18,10 +18,10 @@
 
 #include "harness.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define BOUNDED_NO_LIMIT 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define BOUNDED_NO_LIMIT 1
 #endif
 #endif
