@@ -69,9 +69,11 @@
 //!   claims, then decompresses it (the checksum table and the layers it
 //!   records are read at open). A vlmetalayer may expand to
 //!   [`METADATA_FREE`] bytes, or to [`METADATA_RATIO`] times its compressed
-//!   size beyond that. (A checksum table over more than about two million
-//!   chunks that compresses better than that, an array of mostly identical
-//!   chunks, is refused.)
+//!   size beyond that. A checksum table over more than about two million
+//!   chunks that compresses better than that (a checksummed array of that
+//!   many mostly identical chunks, zeros say) is refused, although this
+//!   library writes one: its in-memory table is 8 bytes per chunk, which no
+//!   file bounds.
 //! - **Blocks of metadata**: c-blosc2 allocates four blocks of scratch to
 //!   decompress a chunk, or to read one item of it (every chunk access reads
 //!   one offset of the index that way): the offsets index and vlmetalayers
