@@ -397,6 +397,9 @@ impl Codecs {
 
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
+///
+/// # Errors
+/// [`Error::Io`] (out of memory) if a chunk does not fit in memory.
 pub(crate) fn pack(out: &mut Vec<u8>, geom: &Geometry, region: &Region, part: &ChunkPart, user: UserBuf) -> Result<()> {
     zeroed(out, geom.chunk_nbytes())?;
     geom.for_each_block_in(part, |b| {

@@ -51,7 +51,7 @@ pub fn chunk(arr: &Array, n: i64) -> Result<Vec<u8>> {
 /// # Errors
 /// If it does not decompress to `nbytes` bytes.
 pub fn decompress(chunk: &[u8], nbytes: usize) -> Result<Vec<u8>> {
-    blosc::inflate(chunk, nbytes)
+    blosc::inflate_whole(chunk, nbytes)
 }
 
 /// The undo journal's path for an array at `urlpath`.

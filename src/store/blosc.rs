@@ -391,13 +391,49 @@ impl Drop for DCtx {
     }
 }
 
-/// Decompress the whole chunk `src` into a new vector of exactly `nbytes`
-/// bytes: the decoder [`frame_check`] uses for a frame's offsets index.
+/// Items `start..start + nitems` of the chunk `src`, decompressed with
+/// `blosc2_getitem` (as c-blosc2 reads a frame's offsets index): the
+/// decoder [`frame_check`] reads an offsets index with, a window at a time,
+/// so that checking one never holds more than a window of it.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if `src` is not a chunk or the window is not in
+/// it; [`Error::Io`] if the window does not fit in memory; [`Error::Blosc`]
+/// if it does not decompress.
+pub(crate) fn inflate(src: &[u8], start: usize, nitems: usize) -> Result<Vec<u8>> {
+    init();
+    let typesize = usize::from(src.get(3).copied().unwrap_or(0));
+    let len = nitems.saturating_mul(typesize);
+    let (Ok(srcsize), Ok(start), Ok(n), Ok(len32)) =
+        (i32::try_from(src.len()), i32::try_from(start), i32::try_from(nitems), i32::try_from(len))
+    else {
+        return Err(Error::InvalidFormat(format!("items {start}+{nitems} lie outside a chunk")));
+    };
+    let mut out = Vec::new();
+    if out.try_reserve_exact(len).is_err() {
+        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        return Err(Error::io(&format!("allocating {len} bytes of a chunk"), None, &oom));
+    }
+    out.resize(len, 0);
+    // SAFETY: src is valid for srcsize bytes, out for len32 writable ones;
+    // blosc2 writes at most destsize bytes.
+    let rc = unsafe { b::blosc2_getitem(src.as_ptr().cast(), srcsize, start, n, out.as_mut_ptr().cast(), len32) };
+    if rc < 0 {
+        return Err(blosc_err("decompressing items", i64::from(rc)));
+    }
+    if rc != len32 {
+        return Err(Error::InvalidFormat(format!("items {start}+{n} decompressed to {rc} bytes, not {len}")));
+    }
+    Ok(out)
+}
+
+/// Decompress the whole chunk `src` into a new vector of exactly `nbytes` bytes.
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] if the chunk does not hold `nbytes` bytes;
 /// [`Error::Blosc`] if it does not decompress.
-pub(crate) fn inflate(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
+#[cfg(feature = "testing")]
+pub(crate) fn inflate_whole(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
     let chunk = Chunk {
         data: src.as_ptr(),
         len: src.len(),

@@ -113,7 +113,9 @@ pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u6
 
 /// `len` bytes of `file` from `at`.
 pub(crate) fn read_at(file: &mut File, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; len];
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+    buf.resize(len, 0);
     file.seek(SeekFrom::Start(at))?;
     file.read_exact(&mut buf)?;
     Ok(buf)

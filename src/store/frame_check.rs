@@ -43,15 +43,64 @@
 //! `README_CHUNK_FORMAT.rst`; positions are those of `blosc/frame.h`.
 //!
 //! The offsets index is itself a Blosc2 chunk: its header is checked here,
-//! then the caller's `inflate` decompresses it (in this crate
-//! `blosc::inflate`, c-blosc2's chunk decoder, which is safe on a
-//! chunk whose header holds). Chunk payloads are not decompressed here;
-//! c-blosc2's decoder checks them against the (now sound) headers.
+//! then the caller's `inflate` decompresses it a window of offsets at a
+//! time (in this crate `blosc::inflate`: c-blosc2's `blosc2_getitem`, which
+//! is safe on a chunk whose header holds, and is how c-blosc2 reads the
+//! index itself). Chunk payloads are not decompressed here; c-blosc2's
+//! decoder checks them against the (now sound) headers.
+//!
+//! # Bounded resources
+//!
+//! A frame of N bytes must not make its reader allocate more than it can
+//! justify, nor work longer than in proportion to it. The policy:
+//!
+//! - **Opening** (this check, c-blosc2's parser, the checksum table, the
+//!   geometry) allocates O(N) plus a fixed amount. A size the frame
+//!   declares for itself is refused unless the frame bounds it: the header,
+//!   the metalayers and the trailer lie within it (c-blosc2 copies each);
+//!   the offsets index is held as stored and decompressed here
+//!   [`INDEX_WINDOW`] bytes at a time, never whole, so that an index of
+//!   2^28 offsets (2 GiB, c-blosc2's limit, and legitimate: a few hundred
+//!   kilobytes hold it for an array of mostly special chunks) costs one
+//!   window; the positions of stored chunks, kept to check each one once,
+//!   number at most one per [`CHUNK_HEADER`] bytes of the data section (one
+//!   per chunk file of a sparse frame): an index naming more is refused.
+//! - **Metadata read whole**: c-blosc2 allocates what a vlmetalayer's header
+//!   claims, then decompresses it (the checksum table and the layers it
+//!   records are read at open). A vlmetalayer may expand to
+//!   [`METADATA_FREE`] bytes, or to [`METADATA_RATIO`] times its compressed
+//!   size beyond that. A checksum table over more than about two million
+//!   chunks that compresses better than that (a checksummed array of that
+//!   many mostly identical chunks, zeros say) is refused, although this
+//!   library writes one: its in-memory table is 8 bytes per chunk, which no
+//!   file bounds.
+//! - **Blocks of metadata**: c-blosc2 allocates four blocks of scratch to
+//!   decompress a chunk, or to read one item of it (every chunk access reads
+//!   one offset of the index that way): the offsets index and vlmetalayers
+//!   must have blocks of at most [`MAX_AUTO_BLOCKSIZE`], the largest
+//!   c-blosc2's tuning makes (it writes offsets in 16 KiB blocks).
+//! - **Reading a chunk** allocates the chunk size the geometry declares,
+//!   c-blosc2's scratch of at most four such blocks, and a fixed amount; no
+//!   more. A chunk is legitimately as large as its geometry says, whatever
+//!   it takes in the frame (a special chunk of zeros is 32 bytes, or none at
+//!   all, and 2 GiB once read): that is the price of the array, not of the
+//!   file, and a reader sees it in the geometry before reading. So the
+//!   geometry (the `caterva` metalayer) must agree with the frame's chunk
+//!   size (`Array::from_store`), every chunk header here, and every special
+//!   chunk c-blosc2 builds from the frame's sizes, holds exactly that many
+//!   bytes in blocks no larger, and the buffers this crate sizes from a
+//!   geometry are allocated fallibly (an out-of-memory error, not an abort).
+//! - **Time**: the check is linear in N. Each offset is looked at once (a
+//!   compressed index cannot claim more than [`MAX_RATIO`] times its size;
+//!   a special one is not scanned), each distinct stored chunk's header is
+//!   read once after a sort of their positions, and layer names are checked
+//!   with a set (a trailer may hold 8192 vlmetalayers).
 //!
 //! Out of scope: a file changed after the check (c-blosc2 reads frame files
 //! again on every access).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt::Display;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -125,9 +174,25 @@ const BLOSC2_LAZY: u8 = 0x08;
 const BLOSC2_INSTR: u8 = b::BLOSC2_INSTR_CODEC as u8;
 
 /// No built-in codec expands a stream more than this (zstd, the most,
-/// needs 4 bytes for a 128 KiB block): a chunk claiming more is corrupt,
-/// and is refused before anything allocates its claimed size.
+/// needs 4 bytes for a 128 KiB block): an offsets index claiming more is
+/// corrupt (decompressing it takes time in proportion to its size).
 const MAX_RATIO: i64 = 1 << 16;
+
+/// The largest block c-blosc2's automatic tuning chooses (`stune.c` clamps
+/// split blocks to 4 MiB; others are at most 1 MiB), and the largest this
+/// checker accepts in metadata: an offsets index (c-blosc2 writes it in
+/// 16 KiB blocks, or tuned ones) or a vlmetalayer (tuned). Decompressing a
+/// chunk, or reading one item of it, allocates four blocks of scratch.
+const MAX_AUTO_BLOCKSIZE: i64 = 4 << 20;
+
+/// Bytes of offsets the checker decompresses at a time.
+const INDEX_WINDOW: usize = 4 << 20;
+
+/// A vlmetalayer may decompress to this many bytes whatever its compressed
+/// size (a checksum table of two million chunks)…
+const METADATA_FREE: i64 = 16 << 20;
+/// … and to this many times its compressed size beyond that.
+const METADATA_RATIO: i64 = 4;
 
 /// The bit that marks a special chunk in an offset, and the special-value
 /// byte (`README_CFRAME_FORMAT.rst`: "Byte for special values").
@@ -148,12 +213,13 @@ pub struct FrameSummary {
 
 /// Check a contiguous frame held in memory (what `blosc2_schunk_from_buffer` reads).
 ///
-/// `inflate(chunk, nbytes)` must decompress a whole chunk whose header has
-/// been checked into exactly `nbytes` bytes (see `blosc::inflate`).
+/// `inflate(chunk, start, nitems)` must decompress items `start..start +
+/// nitems` of a chunk whose header has been checked into exactly `nitems`
+/// items of its typesize (see `blosc::inflate`).
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
-pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
     let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunk_dir: None };
     frame.check(inflate)
 }
@@ -164,7 +230,7 @@ pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize) -> Result<Vec<
 /// # Errors
 /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Io`] if it
 /// cannot be read; [`Error::InvalidFormat`] naming the first problem and where.
-pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
     // c-blosc2 drops a leading "file:///" (normalize_urlpath in frame.c).
     let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
     let md =
@@ -319,17 +385,24 @@ impl Header {
 struct ChunkHeader {
     nbytes: i64,
     cbytes: i64,
+    blocksize: i64,
     typesize: u8,
+    /// A plain copy (no block starts; the items follow the header).
+    memcpyed: bool,
     special: u8,
     filters: [u8; 6],
+    /// The chunk carries a compression dictionary.
+    dict: bool,
 }
 
-/// The offsets index, decoded.
+/// The offsets index.
 enum Offsets {
     /// A special index: every chunk has this offset.
     Same(i64),
-    /// One offset per chunk, as stored (little-endian `int64`s).
-    List(Vec<u8>),
+    /// The index chunk as stored: one offset per chunk (little-endian
+    /// `int64`s) after its header when `plain` (a plain copy), else
+    /// compressed, and decompressed a window at a time.
+    Stored { chunk: Vec<u8>, plain: bool },
 }
 
 struct Frame<'a> {
@@ -348,7 +421,7 @@ impl Frame<'_> {
         Error::InvalidFormat(format!("{}: {msg} (at byte {at})", self.name))
     }
 
-    fn check(&mut self, inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+    fn check(&mut self, inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
         let len = self.src.len();
         if len < HEADER_MINLEN as u64 {
             return Err(self.err(0, format!("{len} bytes are too few for a frame header ({HEADER_MINLEN})")));
@@ -361,8 +434,8 @@ impl Frame<'_> {
         let trailer = self.src.read(trailer_at, len - trailer_at)?.into_owned();
         let vlmetalayers = self.check_trailer(&trailer, trailer_at)?;
         if h.nchunks > 0 {
-            let offsets = self.read_offsets(&h, trailer_at, inflate)?;
-            self.check_chunks(&h, offsets)?;
+            let offsets = self.read_offsets(&h, trailer_at)?;
+            self.check_chunks(&h, offsets, inflate)?;
         }
         Ok(FrameSummary {
             sparse: self.chunk_dir.is_some(),
@@ -518,7 +591,7 @@ impl Frame<'_> {
             if ch.special != 0 {
                 return Err(s.err(l.content.start, format!("{what} is a special chunk")));
             }
-            check_ratio(&content, &ch, &what)?;
+            check_metadata_size(&content, &ch, &what)?;
             if ch.cbytes != content.bytes.len() as i64 {
                 return Err(s.err(
                     l.content.start,
@@ -529,13 +602,9 @@ impl Frame<'_> {
         Ok(layers)
     }
 
-    /// Check and decode the offsets index, which ends before the trailer.
-    fn read_offsets(
-        &mut self,
-        h: &Header,
-        trailer_at: u64,
-        mut inflate: impl FnMut(&[u8], usize) -> Result<Vec<u8>>,
-    ) -> Result<Offsets> {
+    /// Check the offsets index, which ends before the trailer, and read it
+    /// as stored (nothing is decompressed here; memory: its stored bytes).
+    fn read_offsets(&mut self, h: &Header, trailer_at: u64) -> Result<Offsets> {
         // Contiguous frames keep it after the chunks; sparse ones right after the header.
         let at = h.header_len + if self.chunk_dir.is_some() { 0 } else { h.cbytes as u64 };
         if at + CHUNK_HEADER as u64 > trailer_at {
@@ -555,10 +624,16 @@ impl Frame<'_> {
             ));
         }
         // Item n is read alone with blosc2_getitem, where delta coding
-        // decodes against another reference than a whole decompression.
+        // decodes against another reference than a whole decompression
+        // (and a dictionary is not loaded at all).
         if ch.filters.contains(&(b::BLOSC_DELTA as u8)) {
             return Err(s.err(16, "offsets index uses delta coding"));
         }
+        if ch.dict {
+            return Err(s.err(31, "offsets index carries a dictionary"));
+        }
+        // Every blosc2_getitem on it (one per chunk read) allocates 4 blocks.
+        check_blocksize(&s, &ch, "offsets index")?;
         match u32::from(ch.special) {
             0 => {}
             b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
@@ -568,44 +643,112 @@ impl Frame<'_> {
             }
             _ => return Err(s.err(31, "offsets index is a run of NaNs or uninitialised values")),
         }
-        check_ratio(&s, &ch, "offsets index")?;
-        let chunk = self.src.read(at, ch.cbytes as u64)?.into_owned();
-        let raw = inflate(&chunk, want as usize)
-            .map_err(|e| self.err(at, format!("offsets index does not decompress: {}", e.message())))?;
-        if raw.len() != want as usize {
-            return Err(self.err(at, format!("offsets index decompressed to {} bytes, not {want}", raw.len())));
+        // A plain copy holds exactly the header and nbytes (check_chunk_header);
+        // decompressing a compressed one costs time in proportion to its size.
+        if !ch.memcpyed {
+            check_ratio(&s, &ch, "offsets index")?;
         }
-        Ok(Offsets::List(raw))
+        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed })
     }
 
     /// Every chunk the offsets point at, each distinct one once, with the
     /// size it must have: the last may be shorter, the others hold
-    /// `chunksize` bytes. Memory: the index and one copy of its positions.
-    fn check_chunks(&mut self, h: &Header, offsets: Offsets) -> Result<()> {
+    /// `chunksize` bytes. Memory: the stored index, one window of
+    /// [`INDEX_WINDOW`] decompressed offsets, and the positions of the
+    /// stored chunks, which are refused beyond what the frame can hold (one
+    /// per [`CHUNK_HEADER`] bytes of a contiguous frame's data section, one
+    /// per chunk file of a sparse frame). Time: linear in the number of
+    /// chunks, plus a sort of the stored ones.
+    fn check_chunks(
+        &mut self,
+        h: &Header,
+        offsets: Offsets,
+        mut inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+    ) -> Result<()> {
         let last = h.nchunks - 1;
-        let raw = match offsets {
+        let (chunk, plain) = match offsets {
             Offsets::Same(o) => {
                 self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
                 return if last > 0 { self.check_chunk(h, o, h.chunksize, Some(0)) } else { Ok(()) };
             }
-            Offsets::List(raw) => raw,
+            Offsets::Stored { chunk, plain } => (chunk, plain),
         };
-        let offset = |i: i64| {
-            let at = i as usize * 8;
-            i64::from_le_bytes(raw.get(at..at + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]))
-        };
-        self.check_chunk(h, offset(last), h.chunk_nbytes(last), Some(last))?;
+        let index_at = h.header_len + if self.chunk_dir.is_some() { 0 } else { h.cbytes as u64 };
+        let per_window = INDEX_WINDOW / 8;
+        // The stored chunks named so far, and how many the frame has room for.
+        let (mut stored, mut room) = (0u64, None);
         let mut positions = Vec::new();
-        for i in 0..last {
-            match offset(i) {
-                o if o < 0 => self.check_chunk(h, o, h.chunksize, Some(i))?,
-                o => positions.push(o),
+        let mut first = 0usize;
+        while (first as i64) < h.nchunks {
+            let n = per_window.min((h.nchunks - first as i64) as usize);
+            let window = if plain {
+                let at = CHUNK_HEADER + first * 8;
+                Cow::Borrowed(chunk.get(at..at + n * 8).unwrap_or(&[]))
+            } else {
+                let window = inflate(&chunk, first, n);
+                Cow::Owned(window.map_err(|e| self.err(index_at, format!("offsets index: {}", e.message())))?)
+            };
+            if window.len() != n * 8 {
+                let got = window.len();
+                return Err(self.err(index_at, format!("offsets {first}.. decompressed to {got} bytes, not {}", n * 8)));
             }
+            for (k, item) in window.chunks_exact(8).enumerate() {
+                let i = (first + k) as i64;
+                let o = i64::from_le_bytes(item.try_into().unwrap_or([0; 8]));
+                if o >= 0 {
+                    stored += 1;
+                    let room = match room {
+                        Some(r) => r,
+                        None => *room.insert(self.room_for_chunks(h)?),
+                    };
+                    if stored > room {
+                        // Name the chunk that is not there, if one is not.
+                        if i == last {
+                            self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
+                        } else {
+                            positions.push(o);
+                        }
+                        self.check_positions(h, std::mem::take(&mut positions))?;
+                        let holds = if self.chunk_dir.is_some() { "chunk files" } else { "stored chunks" };
+                        return Err(self.err(
+                            index_at,
+                            format!("the offsets index names more than the {room} {holds} the frame has room for"),
+                        ));
+                    }
+                }
+                if i == last {
+                    self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
+                } else if o >= 0 {
+                    positions.push(o);
+                } else if check_special_offset(o).is_err() || h.chunksize % h.typesize != 0 {
+                    // (A special chunk is only ever refused for these; the call says why.)
+                    self.check_chunk(h, o, h.chunksize, Some(i))?;
+                }
+            }
+            first += n;
         }
-        drop(raw);
+        self.check_positions(h, positions)
+    }
+
+    /// The stored chunks at `positions` (of full size), each distinct one once.
+    fn check_positions(&mut self, h: &Header, mut positions: Vec<i64>) -> Result<()> {
         positions.sort_unstable();
         positions.dedup();
         positions.into_iter().try_for_each(|o| self.check_chunk(h, o, h.chunksize, None))
+    }
+
+    /// How many stored chunks the frame has room for: one per chunk header
+    /// in a contiguous frame's data section, one per chunk file (a file
+    /// named as one) in a sparse frame's directory.
+    fn room_for_chunks(&self, h: &Header) -> Result<u64> {
+        let Some(dir) = self.chunk_dir.as_deref() else { return Ok(h.cbytes as u64 / CHUNK_HEADER as u64) };
+        let entries = std::fs::read_dir(dir).map_err(|e| Error::io("listing", Some(dir), &e))?;
+        let mut files = 0u64;
+        for e in entries {
+            let e = e.map_err(|e| Error::io("listing", Some(dir), &e))?;
+            files += u64::from(e.file_name().to_str().and_then(frame::chunk_id).is_some());
+        }
+        Ok(files)
     }
 
     /// The chunk at `offset` (a position, a chunk file number, or a special
@@ -691,6 +834,37 @@ fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// c-blosc2 allocates four blocks of scratch whenever it decompresses (or
+/// reads an item of) a chunk: for metadata, the block must be one its
+/// automatic tuning could have chosen.
+fn check_blocksize(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+    if ch.blocksize > MAX_AUTO_BLOCKSIZE {
+        return Err(s.err(
+            8,
+            format!("{what}: blocks of {} bytes; c-blosc2 makes them at most {MAX_AUTO_BLOCKSIZE}", ch.blocksize),
+        ));
+    }
+    Ok(())
+}
+
+/// A vlmetalayer is decompressed whole whenever it is read (at open, for
+/// the checksum table and the layers it records): its size must be bounded
+/// by the bytes that hold it ([`METADATA_RATIO`]) or small ([`METADATA_FREE`]).
+fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+    check_blocksize(s, ch, what)?;
+    let allowed = METADATA_FREE.max(ch.cbytes.saturating_mul(METADATA_RATIO));
+    if ch.nbytes > allowed {
+        return Err(s.err(
+            4,
+            format!(
+                "{what}: {} bytes from {} compressed ones; metadata may expand to {allowed} bytes at most",
+                ch.nbytes, ch.cbytes
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &str) -> Result<()> {
     if ch.nbytes != nbytes {
         return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
@@ -771,7 +945,8 @@ fn check_chunk_header(s: &Section<'_>, avail: u64, what: &str, more: &mut ReadCh
     if blosc2_flags & BLOSC2_USEDICT != 0 && !empty {
         check_dict(s, what, cbytes, starts_end, more)?;
     }
-    Ok(ChunkHeader { nbytes, cbytes, typesize, special, filters })
+    let (memcpyed, dict) = (flags & FLAG_MEMCPYED != 0, blosc2_flags & BLOSC2_USEDICT != 0);
+    Ok(ChunkHeader { nbytes, cbytes, blocksize, typesize, memcpyed, special, filters, dict })
 }
 
 /// Reads `n` bytes at an offset from the start of the chunk being checked
@@ -818,11 +993,13 @@ fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<
     }
     let mut pos = map_at + 3;
     let mut layers = Vec::with_capacity(usize::from(n));
+    // Names seen so far: a set, as a section may hold thousands of layers.
+    let mut names = HashSet::with_capacity(usize::from(n));
     for _ in 0..n {
         let (layer, next) = check_layer(s, pos, kind)?;
         // c-blosc2 keeps names as C strings and refuses to add one twice:
         // copying a super-chunk with a repeated name fails half-way (and leaks it).
-        if layer.name.contains('\0') || layers.iter().any(|l: &Layer| l.name == layer.name) {
+        if layer.name.contains('\0') || !names.insert(layer.name.clone()) {
             return Err(s.err(pos, format!("{kind} name '{}' holds a NUL or is repeated", layer.name.escape_debug())));
         }
         layers.push(layer);

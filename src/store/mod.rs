@@ -277,8 +277,11 @@ impl Store {
 
     /// Where the chunks of a store on disk without checksums lie (`None`
     /// otherwise, or if that cannot be found: c-blosc2 reads them then).
+    /// The offsets of all chunks are kept (8 bytes each), so only for
+    /// stores of up to [`reader::MAX_PLACED`] chunks: a huge, mostly empty
+    /// array is read through c-blosc2, which looks offsets up one at a time.
     fn place(&self) -> Option<reader::Placement> {
-        if self.sums.is_some() {
+        if self.sums.is_some() || self.sc.nchunks() > reader::MAX_PLACED {
             return None;
         }
         let st = self.sc.storage();

@@ -34,6 +34,9 @@ use crate::error::{Error, Result};
 /// Bytes of a Blosc2 chunk header.
 const HEADER: usize = 32;
 
+/// The most chunks whose offsets a [`Placement`] keeps (8 MiB of them).
+pub(super) const MAX_PLACED: i64 = 1 << 20;
+
 /// Where a frame's chunks lie on disk.
 #[derive(Debug)]
 pub(super) struct Placement {
