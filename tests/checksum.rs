@@ -628,3 +628,30 @@ fn upgrading_a_damaged_version_1_table_fails() {
     assert_eq!(std::fs::read(&url).unwrap(), bytes, "left as it was");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A checksum table larger than readers accept (the metadata bound that
+/// keeps hostile files from making c-blosc2 allocate gigabytes at open) is
+/// never written: the creation that would need it fails and leaves nothing
+/// at the path, instead of writing an array nobody can reopen.
+#[test]
+fn a_table_too_large_to_reopen_is_refused_when_written() {
+    let dir = common::scratch_dir("checksum-huge-table");
+    let url = dir.join("huge.b2frame").to_string_lossy().into_owned();
+    let st = StorageParams {
+        chunkshape: vec![1],
+        blockshape: vec![1],
+        contiguous: true,
+        urlpath: Some(url.clone()),
+        ..Default::default()
+    };
+    let huge = Params { itemsize: 1, shape: vec![2_200_000], dtype: None };
+    match Array::zeros(&ctx(true), &huge, &st) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("too large for a checksum table"), "{m}"),
+        other => panic!("{:?}", other.map(|a| a.shape().to_vec())),
+    }
+    assert!(!std::path::Path::new(&url).exists());
+    // (Growing a checksummed array past the bound fails the same way, in
+    // the transaction's commit; c-blosc2 appends chunks one index rewrite
+    // at a time, too slow to show here.)
+    std::fs::remove_dir_all(&dir).unwrap();
+}

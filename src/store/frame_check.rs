@@ -190,7 +190,7 @@ const INDEX_WINDOW: usize = 4 << 20;
 
 /// A vlmetalayer may decompress to this many bytes whatever its compressed
 /// size (a checksum table of two million chunks)…
-const METADATA_FREE: i64 = 16 << 20;
+pub(super) const METADATA_FREE: i64 = 16 << 20;
 /// … and to this many times its compressed size beyond that.
 const METADATA_RATIO: i64 = 4;
 

@@ -805,6 +805,19 @@ impl Tx<'_> {
     /// Store the checksum table if it changed since it was last stored.
     fn store_checksums(&mut self) -> Result<()> {
         let Some(content) = self.sums.as_mut().and_then(Table::take_dirty) else { return Ok(()) };
+        // A table that a reader would refuse (the bound on metadata of
+        // frame_check, which keeps hostile files from making c-blosc2
+        // allocate gigabytes) is not written: the write fails instead.
+        if content.len() as i64 > frame_check::METADATA_FREE {
+            self.sums.as_mut().map(Table::mark_dirty);
+            return Err(Error::InvalidArgument(format!(
+                "an array of {} chunks is too large for a checksum table ({} bytes, {} at most); use fewer, \
+                 larger chunks or no checksums",
+                self.sc.nchunks(),
+                content.len(),
+                frame_check::METADATA_FREE
+            )));
+        }
         let update = self.sc.vlmeta_exists(VLMETA_NAME)?;
         let r = self.vlmeta_put(VLMETA_NAME, &content, update, &blosc::CParams::default());
         if r.is_err() {
