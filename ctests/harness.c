@@ -163,3 +163,18 @@ void h_small_params(caterva_params_t *params, caterva_storage_t *storage, char *
     storage->contiguous = contiguous;
     storage->urlpath = urlpath;
 }
+
+int h_small_frame(caterva_ctx_t *ctx, uint8_t *data, caterva_array_t **arr, uint8_t **frame, int64_t *len,
+                  bool *needs_free) {
+    caterva_params_t params;
+    caterva_storage_t storage;
+    h_small_params(&params, &storage, NULL, true);
+    uint8_t items[10 * 8 * 4];
+    h_fill_buffer(items, 80, 4);
+    if (data != NULL) {
+        memcpy(data, items, sizeof(items));
+    }
+    CHECK_OK(caterva_from_buffer(ctx, items, (int64_t)sizeof(items), &params, &storage, arr));
+    CHECK_OK(caterva_to_cframe(ctx, *arr, frame, len, needs_free));
+    return 0;
+}

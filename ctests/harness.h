@@ -79,6 +79,13 @@ bool h_skip_disk_itemsize(const test_case_t *tc);
 /* A small valid 2-D case: 4-byte items, shape {10, 8}, chunks {5, 4}, blocks {2, 2}. */
 void h_small_params(caterva_params_t *params, caterva_storage_t *storage, char *urlpath, bool contiguous);
 
+/* That 10x8 array in memory, filled by h_fill_buffer (its items also in
+ * `data`, 320 bytes, when not NULL), and its frame: `*frame`, `*len` bytes,
+ * which the caller frees when `*needs_free`. Returns 0, or 1 after a
+ * failed check. */
+int h_small_frame(caterva_ctx_t *ctx, uint8_t *data, caterva_array_t **arr, uint8_t **frame, int64_t *len,
+                  bool *needs_free);
+
 /* Whether something (file or directory) exists at path. */
 bool h_exists(const char *path);
 

@@ -737,17 +737,13 @@ static int test_from_cframe_garbage(const test_case_t *tc) {
     CHECK(arr == SENTINEL_ARRAY);
 
     /* A valid frame cut short. */
-    caterva_params_t params;
-    caterva_storage_t storage;
-    h_small_params(&params, &storage, NULL, true);
-    uint8_t data[10 * 8 * 4];
-    h_fill_buffer(data, 80, 4);
     caterva_array_t *src = NULL;
-    CHECK_OK(caterva_from_buffer(ctx, data, (int64_t)sizeof(data), &params, &storage, &src));
     uint8_t *cframe = NULL;
     int64_t clen = 0;
     bool nf = false;
-    CHECK_OK(caterva_to_cframe(ctx, src, &cframe, &clen, &nf));
+    if (h_small_frame(ctx, NULL, &src, &cframe, &clen, &nf)) {
+        return 1;
+    }
     CHECK(clen > 64);
     uint8_t *half = malloc((size_t)clen / 2);
     CHECK(half != NULL);

@@ -129,17 +129,13 @@ static int refused_in_bounds(uint32_t blocksize) {
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
     CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    caterva_params_t params;
-    caterva_storage_t storage;
-    h_small_params(&params, &storage, NULL, true);
-    uint8_t data[10 * 8 * 4];
-    h_fill_buffer(data, 80, 4);
     caterva_array_t *arr = NULL;
-    CHECK_OK(caterva_from_buffer(ctx, data, (int64_t)sizeof(data), &params, &storage, &arr));
     uint8_t *frame = NULL;
     int64_t len = 0;
     bool needs_free = false;
-    CHECK_OK(caterva_to_cframe(ctx, arr, &frame, &len, &needs_free));
+    if (h_small_frame(ctx, NULL, &arr, &frame, &len, &needs_free)) {
+        return 1;
+    }
     int64_t forged_len = 0;
     uint8_t *forged = forge(frame, len, blocksize, &forged_len);
     if (needs_free) {

@@ -116,17 +116,14 @@ static int test_nocopy_writes(const test_case_t *tc) {
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx = NULL;
     CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    caterva_params_t params;
-    caterva_storage_t storage;
-    h_small_params(&params, &storage, NULL, true);
     uint8_t data[10 * 8 * 4];
-    h_fill_buffer(data, 80, 4);
     caterva_array_t *arr = NULL;
-    CHECK_OK(caterva_from_buffer(ctx, data, (int64_t)sizeof(data), &params, &storage, &arr));
     uint8_t *frame = NULL;
     int64_t len = 0;
     bool needs_free = false;
-    CHECK_OK(caterva_to_cframe(ctx, arr, &frame, &len, &needs_free));
+    if (h_small_frame(ctx, data, &arr, &frame, &len, &needs_free)) {
+        return 1;
+    }
     /* The caller's buffer, and a copy to compare it with. */
     uint8_t *buf = malloc((size_t)len);
     uint8_t *saved = malloc((size_t)len);

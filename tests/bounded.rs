@@ -379,21 +379,6 @@ fn kind(e: &Error) -> String {
     format!("{k}: {short}")
 }
 
-/// Open (or fail to), and read everything when it opens.
-fn outcome(ctx: &Context, opened: caterva::Result<Array>) -> String {
-    match opened {
-        Err(e) => format!("rejected ({})", kind(&e)),
-        Ok(arr) => {
-            let r = harness::read_everything(ctx, &arr);
-            if r.failed == 0 {
-                "opened, every read ok".into()
-            } else {
-                format!("opened, {} of {} reads failed", r.failed, r.failed + r.ok)
-            }
-        }
-    }
-}
-
 /// The child's address space now, from `/proc/self/statm`.
 fn address_space() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
@@ -433,12 +418,12 @@ fn child(size: u64, body: &dyn Fn(&Context) -> String, report: i32) -> ! {
 fn open_and_read(ctx: &Context, input: &Input) -> String {
     match input {
         Input::Cframe(bytes) => {
-            let copied = outcome(ctx, Array::from_cframe(ctx, bytes));
+            let copied = harness::outcome(ctx, Array::from_cframe(ctx, bytes), kind);
             // SAFETY: `bytes` outlives the array, dropped inside `outcome`.
-            let borrowed = outcome(ctx, unsafe { caterva::testing::from_cframe_borrowed(ctx, bytes) });
+            let borrowed = harness::outcome(ctx, unsafe { caterva::testing::from_cframe_borrowed(ctx, bytes) }, kind);
             format!("copied: {copied}; borrowed: {borrowed}")
         }
-        Input::Path(p) => outcome(ctx, Array::open(ctx, p.to_str().unwrap())),
+        Input::Path(p) => harness::outcome(ctx, Array::open(ctx, p.to_str().unwrap()), kind),
     }
 }
 

@@ -312,28 +312,13 @@ fn kind(e: &Error) -> &'static str {
     }
 }
 
-/// Open (or fail to), and read everything when it opens.
-fn outcome(ctx: &Context, opened: caterva::Result<Array>) -> String {
-    match opened {
-        Err(e) => format!("rejected ({})", kind(&e)),
-        Ok(arr) => {
-            let r = harness::read_everything(ctx, &arr);
-            if r.failed == 0 {
-                "opened, every read ok".into()
-            } else {
-                "opened, some reads failed".into()
-            }
-        }
-    }
-}
-
 /// A frame buffer through both `from_cframe` paths: copied (the Rust API)
 /// and borrowed (`caterva_from_cframe(.., copy = false)`).
 fn open_cframe(ctx: &Context, bytes: &[u8]) -> (String, String) {
-    let copied = outcome(ctx, Array::from_cframe(ctx, bytes));
+    let copied = harness::outcome(ctx, Array::from_cframe(ctx, bytes), |e| kind(e).to_owned());
     // SAFETY: `bytes` outlives the super-chunk and the array, dropped inside `outcome`.
     let borrowed = unsafe { caterva::testing::from_cframe_borrowed(ctx, bytes) };
-    (copied, outcome(ctx, borrowed))
+    (copied, harness::outcome(ctx, borrowed, |e| kind(e).to_owned()))
 }
 
 struct Corpus {
@@ -380,7 +365,7 @@ impl Corpus {
                 let path = self.dir.join("case.b2frame");
                 std::fs::write(&path, &bytes).unwrap();
                 self.announce(n, &format!("{base} file {}: {what}", path.display()), None);
-                let o = outcome(&ctx, Array::open(&ctx, path.to_str().unwrap()));
+                let o = harness::outcome(&ctx, Array::open(&ctx, path.to_str().unwrap()), |e| kind(e).to_owned());
                 self.count(form, o);
             }
             Form::Dir => {
@@ -388,7 +373,7 @@ impl Corpus {
                 copy_dir(&w.dir, &path);
                 let what = corrupt_dir(&mut rng, &path);
                 self.announce(n, &format!("{base} dir {}: {what}", path.display()), None);
-                let o = outcome(&ctx, Array::open(&ctx, path.to_str().unwrap()));
+                let o = harness::outcome(&ctx, Array::open(&ctx, path.to_str().unwrap()), |e| kind(e).to_owned());
                 self.count(form, o);
             }
         }
@@ -401,7 +386,11 @@ fn check_bases_read(ctx: &Context, written: &[(&'static str, Written)]) {
         let (copied, borrowed) = open_cframe(ctx, &w.cframe);
         assert_eq!((copied.as_str(), borrowed.as_str()), ("opened, every read ok", "opened, every read ok"), "{name}");
         for p in [&w.file, &w.dir] {
-            assert_eq!(outcome(ctx, Array::open(ctx, p.to_str().unwrap())), "opened, every read ok", "{name} {p:?}");
+            assert_eq!(
+                harness::outcome(ctx, Array::open(ctx, p.to_str().unwrap()), |e| kind(e).to_owned()),
+                "opened, every read ok",
+                "{name} {p:?}"
+            );
         }
     }
 }

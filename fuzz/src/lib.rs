@@ -91,6 +91,22 @@ impl Reads {
     }
 }
 
+/// What opening an input (or failing to, described by `kind`) and then
+/// reading everything came to, as a line to tally.
+pub fn outcome(ctx: &Context, opened: caterva::Result<Array>, kind: impl Fn(&Error) -> String) -> String {
+    match opened {
+        Err(e) => format!("rejected ({})", kind(&e)),
+        Ok(arr) => {
+            let r = read_everything(ctx, &arr);
+            if r.failed == 0 {
+                "opened, every read ok".into()
+            } else {
+                format!("opened, {} of {} reads failed", r.failed, r.failed + r.ok)
+            }
+        }
+    }
+}
+
 /// Read everything an opened array offers: all of it (or a corner when it
 /// is huge), a slice, the metalayers, the vlmetalayers, the summary, and a
 /// round trip through a frame buffer.
