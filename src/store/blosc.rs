@@ -51,7 +51,24 @@ pub(crate) fn init() {
         // SAFETY: blosc2_init has no preconditions; Once makes it run once.
         unsafe { b::blosc2_init() };
         warm_up_shuffle();
+        register_io();
     });
+}
+
+/// Whether c-blosc2 took our I/O backend ([`io`]), registered by [`init`].
+static IO_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// c-blosc2's table of I/O backends is not thread-safe: a lookup of its
+/// default backend registers it on first use (`blosc2_get_io_cb`), writing
+/// the table while another thread may read it (ThreadSanitizer reports it).
+/// Both the default and our backend are registered here, inside `init`'s
+/// `Once`, before any other thread can reach c-blosc2 through us.
+fn register_io() {
+    // SAFETY: c-blosc2 is initialised; the lookup registers the default backend.
+    unsafe { b::blosc2_get_io_cb(b::BLOSC2_IO_FILESYSTEM as u8) };
+    // SAFETY: c-blosc2 copies the callback table; its name is a static string.
+    let rc = unsafe { b::blosc2_register_io_cb(&io::callbacks()) };
+    IO_REGISTERED.store(rc >= 0, std::sync::atomic::Ordering::Release);
 }
 
 /// c-blosc2 picks its shuffle routines (SSE2, AVX2…) on the first shuffle,
@@ -110,14 +127,12 @@ fn io_backend() -> Option<*mut b::blosc2_io> {
     unsafe impl Send for Io {}
     // SAFETY: as above.
     unsafe impl Sync for Io {}
-    static IO: std::sync::OnceLock<Option<Io>> = std::sync::OnceLock::new();
-    let io = IO.get_or_init(|| {
-        init();
-        // SAFETY: c-blosc2 copies the callback table; its name is a static string.
-        let rc = unsafe { b::blosc2_register_io_cb(&io::callbacks()) };
-        (rc >= 0).then(|| Io(io::descriptor()))
-    });
-    io.as_ref().map(|io| ptr::from_ref(&io.0).cast_mut())
+    static IO: std::sync::OnceLock<Io> = std::sync::OnceLock::new();
+    init();
+    if !IO_REGISTERED.load(std::sync::atomic::Ordering::Acquire) {
+        return None;
+    }
+    Some(ptr::from_ref(&IO.get_or_init(|| Io(io::descriptor())).0).cast_mut())
 }
 
 /// A storage descriptor for c-blosc2 with our I/O backend.
