@@ -11,6 +11,7 @@ own process, and writes the results file.
 
 import argparse
 import datetime
+import filecmp
 import importlib.metadata
 import json
 import os
@@ -134,31 +135,93 @@ def site_blosc2():
 # ---------------------------------------------------------------- C drivers
 
 
+def opt_flags(lib):
+    """The -O options the C compile units of `lib` were built with (from its DWARF producers)."""
+    r = sh(["readelf", "--debug-dump=info", lib])
+    if r.returncode != 0:
+        return "unknown (readelf failed)"
+    flags = set()
+    units = 0
+    for line in r.stdout.splitlines():
+        if "DW_AT_producer" in line and "GNU C" in line:
+            units += 1
+            opts = [w for w in line.split() if w.startswith("-O")]
+            flags.add(opts[-1] if opts else "no -O")
+    if not units:
+        return "unknown (no debug information)"
+    return ", ".join(sorted(flags))
+
+
+def stage_caterva():
+    """Copy libcaterva.so and the c-blosc2 that the release profile built into target/compare/lib.
+
+    build.rs copies into target/release the libblosc2 installed in
+    target/blosc2, which every profile's (and, through a symlinked target/blosc2,
+    every worktree's) blosc2-sys build overwrites: after a debug build it is
+    c-blosc2 at -O0. blosc2-sys's own release build tree keeps the optimized
+    one, and the drivers use that. Returns (lib dir, description) or (None, why not).
+    """
+    import glob
+
+    cands = []
+    for cache in glob.glob(os.path.join(TARGET, "release", "build", "blosc2-sys-*", "out", "build", "CMakeCache.txt")):
+        with open(cache) as f:
+            btype = next((ln.split("=", 1)[1].strip() for ln in f if ln.startswith("CMAKE_BUILD_TYPE")), "")
+        blosc = os.path.join(os.path.dirname(cache), "blosc")
+        real = [x for x in glob.glob(os.path.join(blosc, "libblosc2.so.*.*")) if not os.path.islink(x)]
+        if btype in ("Release", "RelWithDebInfo") and real:
+            cands.append((os.path.getmtime(real[0]), real[0], btype))
+    caterva = os.path.join(TARGET, "release", "libcaterva.so")
+    if not cands or not os.path.exists(caterva):
+        return None, "no release build of libcaterva.so and of blosc2-sys under target/release (cargo build --release)"
+    _, blosc, btype = max(cands)
+    lib = os.path.join(WORK, "lib")
+    shutil.rmtree(lib, ignore_errors=True)
+    os.makedirs(lib)
+    shutil.copy2(caterva, os.path.join(lib, "libcaterva.so"))
+    os.symlink("libcaterva.so", os.path.join(lib, "libcaterva.so.0"))
+    name = os.path.basename(blosc)  # libblosc2.so.2.15.3
+    shutil.copy2(blosc, os.path.join(lib, name))
+    soname = sh(["readelf", "-d", blosc]).stdout
+    soname = next((ln.split("[")[1].rstrip("]") for ln in soname.splitlines() if "SONAME" in ln), "libblosc2.so.4")
+    os.symlink(name, os.path.join(lib, soname))
+    os.symlink(name, os.path.join(lib, "libblosc2.so"))
+    desc = f"{btype}, compiled with {opt_flags(blosc)}"
+    beside = os.path.join(TARGET, "release", soname)
+    if os.path.exists(beside) and not filecmp.cmp(beside, blosc, shallow=False):
+        desc += (f"; target/release/{soname} is another build (compiled with {opt_flags(beside)}), "
+                 "not used")
+    return lib, desc
+
+
 def build_drivers(missing):
-    """Build native-caterva and native-b2nd3; return {driver: None or why not}."""
+    """Build native-caterva and native-b2nd3; return ({driver: None or why not}, c-blosc2 2.15 build)."""
     os.makedirs(BIN, exist_ok=True)
     src = os.path.join(HERE, "native.c")
-    rel = os.path.join(TARGET, "release")
     out = {}
-    cmd = ["cc", "-O2", "-std=c99", "-Wall", "-Wextra", "-DWITH_CATERVA", "-I" + os.path.join(ROOT, "include"),
-           "-I" + os.path.join(TARGET, "blosc2", "include"), src, "-L" + rel, "-Wl,-rpath," + rel,
-           "-lcaterva", "-lblosc2", "-lm", "-o", os.path.join(BIN, "native-caterva")]
-    r = sh(cmd)
-    out["native-caterva"] = None if r.returncode == 0 else f"build failed: {r.stderr.strip()[-300:]}"
+    lib, desc = stage_caterva()
+    if lib is None:
+        out["native-caterva"] = desc
+    else:
+        cmd = ["cc", "-O2", "-std=c99", "-Wall", "-Wextra", "-DWITH_CATERVA", "-I" + os.path.join(ROOT, "include"),
+               "-I" + os.path.join(TARGET, "blosc2", "include"), src, "-L" + lib, "-Wl,-rpath," + lib,
+               "-lcaterva", "-lblosc2", "-lm", "-o", os.path.join(BIN, "native-caterva")]
+        r = sh(cmd)
+        out["native-caterva"] = None if r.returncode == 0 else f"build failed: {r.stderr.strip()[-300:]}"
     if missing.get("python-blosc2"):
         out["native-b2nd3"] = "needs the python-blosc2 wheel (libblosc2 and headers): " + missing["python-blosc2"]
-        return out
+        return out, desc
     site = site_blosc2()
     libdir, incdir = os.path.join(site, "lib"), os.path.join(site, "include")
     sonames = sorted(f for f in os.listdir(libdir) if f.startswith("libblosc2.so.")) if os.path.isdir(libdir) else []
     if not sonames or not os.path.isfile(os.path.join(incdir, "b2nd.h")):
         out["native-b2nd3"] = f"the blosc2 wheel at {site} has no lib/libblosc2.so.N or include/b2nd.h"
-        return out
+        return out, desc
     cmd = ["cc", "-O2", "-std=c99", "-Wall", "-Wextra", "-I" + incdir, src, "-L" + libdir, "-Wl,-rpath," + libdir,
            "-l:" + sonames[0], "-lm", "-o", os.path.join(BIN, "native-b2nd3")]
     r = sh(cmd)
     out["native-b2nd3"] = None if r.returncode == 0 else f"build failed: {r.stderr.strip()[-300:]}"
-    return out
+    return out, desc
 
 
 # ---------------------------------------------------------------- data
@@ -339,7 +402,7 @@ def report(args, cfg, results, skipped, elapsed):
     w(f"- date: {now}; total run time {elapsed / 60:.1f} min")
     w(f"- machine: {model}, nproc {nproc}, {mem} RAM, {platform.system()} {platform.release()}; "
       f"arrays on {fs}")
-    w(f"- caterva-rs commit: {commit()}")
+    w(f"- caterva-rs commit: {commit()}; its c-blosc2 2.15 (also b2nd 2.15's): {args.blosc215}")
     w(f"- threads: {args.threads} (where a library has a setting: see the notes)")
     w(f"- workload: shape {list(cfg['shape'])}, chunks {list(cfg['chunks'])}, blocks {list(cfg['blocks'])}, 8-byte "
       f"items, ZSTD level 5 + byte shuffle; {cfg['nboxes']} random {BOX}³ boxes and {cfg['nitems']} random items "
@@ -484,7 +547,7 @@ def main():
         sys.exit(f"compare: numpy is needed to generate the data: {missing['numpy']}")
 
     # 2. the C drivers
-    built = build_drivers(missing)
+    built, args.blosc215 = build_drivers(missing)
     skipped = {}
     for lib in LIBS:
         lid, _, driver, _, needs = lib
