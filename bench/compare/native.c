@@ -15,9 +15,10 @@
  *
  * Usage: native --lib L --data FILE --dtype i8|f8 --shape A,B,C --chunks A,B,C
  *               --blocks A,B,C --threads N --reps R --write-reps W
- *               --positions FILE --box S --path PATH [--cold]
+ *               --positions FILE --box S --path PATH [--cold] [--keep]
  * FILE holds the dataset (C order, little endian); PATH is where the array
- * goes (a file, or a directory for caterva-sparse) and is removed at the end.
+ * goes (a file, or a directory for caterva-sparse) and is removed at the end
+ * unless --keep is given (to profile reads of it afterwards).
  * Every read is checked against FILE's contents; a wrong result or an error
  * makes the operation a failure ({"op": ..., "fail": "why"}), not a time.
  */
@@ -59,7 +60,7 @@ static const char *data_path, *dtype = "i8", *pos_path, *arr_path;
 static int64_t shape[NDIM];
 static int32_t chunks[NDIM], blocks[NDIM];
 static int nthreads = 2, reps = 5, write_reps = 3, box = 16;
-static bool cold;
+static bool cold, keep;
 
 static uint8_t *src; /* the dataset, C order */
 static int64_t nitems, nbytes;
@@ -506,14 +507,14 @@ static void time_open(const char *name, bool is_cold) {
 static void usage(void) {
     die("usage: native --lib caterva-frame|caterva-sparse|b2nd --data FILE --dtype i8|f8 --shape A,B,C "
         "--chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
-        "--path PATH [--cold]");
+        "--path PATH [--cold] [--keep]");
 }
 
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(k, "--cold") == 0) {
-            cold = true;
+        if (strcmp(k, "--cold") == 0 || strcmp(k, "--keep") == 0) {
+            *(k[2] == 'c' ? &cold : &keep) = true;
             continue;
         }
         if (v == NULL) usage();
@@ -619,7 +620,7 @@ int main(int argc, char **argv) {
         lib_close(&a);
     }
     rm_rf(zpath);
-    rm_rf(arr_path);
+    if (!keep) rm_rf(arr_path);
     free(buf);
 #ifdef WITH_CATERVA
     caterva_ctx_free(&cat_ctx);

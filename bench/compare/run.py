@@ -401,7 +401,8 @@ def report(args, cfg, results, skipped, elapsed):
     w("")
     w(f"- date: {now}; total run time {elapsed / 60:.1f} min")
     w(f"- machine: {model}, nproc {nproc}, {mem} RAM, {platform.system()} {platform.release()}; "
-      f"arrays on {fs}")
+      f"arrays on {fs}; load average (1, 5, 15 min) at the start {args.load_start}, at the end "
+      f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (other processes share the machine when it is above 0)")
     w(f"- caterva-rs commit: {commit()}; its c-blosc2 2.15 (also b2nd 2.15's): {args.blosc215}")
     w(f"- threads: {args.threads} (where a library has a setting: see the notes)")
     w(f"- workload: shape {list(cfg['shape'])}, chunks {list(cfg['chunks'])}, blocks {list(cfg['blocks'])}, 8-byte "
@@ -492,7 +493,7 @@ def report(args, cfg, results, skipped, elapsed):
                 for lib in n_libs[1:]:
                     v = nums.get((key, lib[0]))
                     cells.append(f"{v / base:.2f}" if v is not None and base else "—")
-                w(f"| {label.format(**cfg).split(',')[0]} | " + " | ".join(cells) + " |")
+                w(f"| {label.format(**cfg).rsplit(',', 1)[0]} | " + " | ".join(cells) + " |")
             w("")
     if footnotes:
         for i, f in enumerate(footnotes, 1):
@@ -534,6 +535,7 @@ def main():
         else:
             args.out = os.path.join(HERE, "results.md")
     t_start = time.time()
+    args.load_start = ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
     # 1. what is installed
     missing = {}
