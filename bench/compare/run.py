@@ -402,7 +402,7 @@ def report(args, cfg, results, skipped, elapsed):
     w(f"- date: {now}; total run time {elapsed / 60:.1f} min")
     w(f"- machine: {model}, nproc {nproc}, {mem} RAM, {platform.system()} {platform.release()}; "
       f"arrays on {fs}; load average (1, 5, 15 min) at the start {args.load_start}, at the end "
-      f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (other processes share the machine when it is above 0)")
+      f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (the load before the run is other processes')")
     w(f"- caterva-rs commit: {commit()}; its c-blosc2 2.15 (also b2nd 2.15's): {args.blosc215}")
     w(f"- threads: {args.threads} (where a library has a setting: see the notes)")
     w(f"- workload: shape {list(cfg['shape'])}, chunks {list(cfg['chunks'])}, blocks {list(cfg['blocks'])}, 8-byte "
