@@ -9,8 +9,10 @@
 //!
 //! The first run of a given size caches the array as a frame in the temp
 //! directory. Arguments: the operation (`to_buffer`, `floor`, `planes`, `boxes`,
-//! `from_buffer`, `append`, `set_plane`) and the length of axis 0 (default
-//! 300; the other axes are the 745 × 400).
+//! `items`, `from_buffer`, `append`, `set_plane`, `open`) and the length of
+//! axis 0 (default 300; the other axes are the 745 × 400). Prefixed
+//! with `file:` (`file:boxes`), a read runs on the array opened from that
+//! frame file, as the cross-library benchmark reads it, rather than in memory.
 
 // A bench target is a binary: nothing here is public API.
 #![allow(missing_docs)]
@@ -26,7 +28,7 @@ fn main() {
     let len0: i64 = args.get(1).map_or(300, |s| s.parse().expect("axis-0 length"));
     let shape = vec![len0, 745, 400];
     let n: i64 = shape.iter().product();
-    let data: Vec<u8> = (0..n).flat_map(i64::to_le_bytes).collect();
+    let data = || -> Vec<u8> { (0..n).flat_map(i64::to_le_bytes).collect() };
     let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
     let params = Params { itemsize: 8, shape: shape.clone(), dtype: None };
     let storage = StorageParams { chunkshape: CHUNKS.to_vec(), blockshape: BLOCKS.to_vec(), ..Default::default() };
@@ -36,14 +38,43 @@ fn main() {
     let mut arr = match std::fs::read(&cache) {
         Ok(frame) => Array::from_cframe(&ctx, &frame).unwrap(),
         Err(_) => {
-            let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+            let arr = Array::from_buffer(&ctx, &params, &storage, &data()).unwrap();
             std::fs::write(&cache, arr.to_cframe().unwrap()).unwrap();
             arr
         }
     };
-    let mut out = vec![0u8; data.len()];
+    let (op, from_file) = match op.strip_prefix("file:") {
+        Some(op) => (op, true),
+        None => (op, false),
+    };
+    if from_file || op == "open" {
+        arr = Array::open(&ctx, cache.to_str().unwrap()).unwrap();
+    }
+    let mut out = vec![0u8; if op == "open" { 0 } else { n as usize * 8 }];
+    let data = if matches!(op, "from_buffer" | "append" | "set_plane") { data() } else { Vec::new() };
     let t0 = std::time::Instant::now();
     match op {
+        "open" => {
+            for _ in 0..1000 {
+                drop(Array::open(&ctx, cache.to_str().unwrap()).unwrap());
+            }
+        }
+        "items" => {
+            let mut x = 0x5eed_cafe_f00d_u64;
+            for _ in 0..1000 {
+                let start: Vec<i64> = shape
+                    .iter()
+                    .map(|&s| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x % s as u64) as i64
+                    })
+                    .collect();
+                let stop: Vec<i64> = start.iter().map(|s| s + 1).collect();
+                arr.get_slice_buffer(&start, &stop, &mut out[..8], &[1, 1, 1]).unwrap();
+            }
+        }
         "to_buffer" => arr.to_buffer(&mut out).unwrap(),
         "floor" => {
             for k in 0..arr.info().nchunks {

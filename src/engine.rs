@@ -182,6 +182,9 @@ pub(crate) struct Codecs {
     /// Decompression contexts: single-threaded, and with the context's threads.
     dctx: [Option<(usize, DCtx)>; 2],
     cctx: Option<(CctxKey, CCtx)>,
+    /// Compressed bytes read from a file ([`Store::chunk_for`]), kept
+    /// between reads so that a read allocates and zero-fills nothing.
+    compressed: Vec<u8>,
 }
 
 /// A worker's scratch buffers.
@@ -274,15 +277,16 @@ impl Drop for Lease<'_> {
     }
 }
 
-impl Codecs {
-    fn dctx(&mut self, nthreads: usize) -> Result<&mut DCtx> {
-        let slot = &mut self.dctx[usize::from(nthreads > 1)];
-        if slot.as_ref().stale_for(nthreads) {
-            *slot = Some((nthreads, DCtx::new(nthreads)?));
-        }
-        Ok(&mut slot.as_mut().expect("just set").1)
+/// The decompression context for `nthreads` among a worker's `slots`.
+fn dctx_in(slots: &mut [Option<(usize, DCtx)>; 2], nthreads: usize) -> Result<&mut DCtx> {
+    let slot = &mut slots[usize::from(nthreads > 1)];
+    if slot.as_ref().stale_for(nthreads) {
+        *slot = Some((nthreads, DCtx::new(nthreads)?));
     }
+    Ok(&mut slot.as_mut().expect("just set").1)
+}
 
+impl Codecs {
     fn cctx(&mut self, comp: &Compression, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
         let key = CctxKey::new(comp, geom, nthreads);
         if self.cctx.as_ref().stale_for(key) {
@@ -318,7 +322,8 @@ impl Codecs {
             zeroed(scratch, nbytes)?;
         }
         let want = Want { nbytes, blocksize: geom.block_nbytes(), skip: mask };
-        let chunk = sc.chunk_for(n, &want)?;
+        let Codecs { dctx, compressed, .. } = self;
+        let chunk = sc.chunk_for(n, &want, compressed)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
             scratch.fill(0);
@@ -328,7 +333,7 @@ impl Codecs {
         // Maskout selects Blosc blocks; it matches geometric blocks only when
         // the chunk was written with our block size.
         let mask = mask.filter(|_| info.blocksize == geom.block_nbytes() && info.nbytes == nbytes);
-        self.dctx(nthreads)?.decompress(&chunk, scratch, mask)
+        dctx_in(dctx, nthreads)?.decompress(&chunk, scratch, mask)
     }
 
     /// Read one chunk's part of `region` into `user` through `scratch`,

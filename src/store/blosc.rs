@@ -449,13 +449,7 @@ pub(crate) fn inflate(src: &[u8], start: usize, nitems: usize) -> Result<Vec<u8>
 /// [`Error::Blosc`] if it does not decompress.
 #[cfg(feature = "testing")]
 pub(crate) fn inflate_whole(src: &[u8], nbytes: usize) -> Result<Vec<u8>> {
-    let chunk = Chunk {
-        data: src.as_ptr(),
-        len: src.len(),
-        needs_free: false,
-        _owned: Vec::new(),
-        _owner: std::marker::PhantomData,
-    };
+    let chunk = Chunk { data: src.as_ptr(), len: src.len(), needs_free: false, _owner: std::marker::PhantomData };
     let mut out = vec![0u8; nbytes];
     DCtx::new(1)?.decompress(&chunk, &mut out, None)?;
     Ok(out)
@@ -489,26 +483,18 @@ pub(crate) struct Chunk<'a> {
     data: *const u8,
     len: usize,
     needs_free: bool,
-    /// The bytes, when read by us rather than c-blosc2 (`data` points into them).
-    _owned: Vec<u8>,
-    _owner: std::marker::PhantomData<&'a SChunk>,
+    /// The super-chunk, or the caller's buffer, the bytes belong to.
+    _owner: std::marker::PhantomData<&'a [u8]>,
 }
 
 // SAFETY: the chunk bytes are immutable while borrowed (the super-chunk can
 // only change through &mut), and owned ones are freed by whoever drops it.
 unsafe impl Send for Chunk<'_> {}
 
-impl Chunk<'_> {
-    /// A chunk of bytes read from a file.
-    pub(crate) fn from_vec(owned: Vec<u8>) -> Chunk<'static> {
-        // Moving the vector does not move its heap buffer.
-        Chunk {
-            data: owned.as_ptr(),
-            len: owned.len(),
-            needs_free: false,
-            _owned: owned,
-            _owner: std::marker::PhantomData,
-        }
+impl<'a> Chunk<'a> {
+    /// A chunk of bytes read from a file into the caller's buffer.
+    pub(crate) fn from_slice(bytes: &'a [u8]) -> Chunk<'a> {
+        Chunk { data: bytes.as_ptr(), len: bytes.len(), needs_free: false, _owner: std::marker::PhantomData }
     }
 
     /// The compressed bytes.
@@ -1131,7 +1117,7 @@ impl SChunk {
             return Err(Error::blosc(format!("reading chunk {n}"), i64::from(rc)));
         }
         let len = if data.is_null() { 0 } else { rc as usize };
-        Ok(Chunk { data, len, needs_free, _owned: Vec::new(), _owner: std::marker::PhantomData })
+        Ok(Chunk { data, len, needs_free, _owner: std::marker::PhantomData })
     }
 
     /// Append a compressed chunk.

@@ -3,7 +3,7 @@
 //! are those of c-blosc2's `blosc/frame.h` and `README_CFRAME_FORMAT.rst`.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
@@ -116,8 +116,8 @@ pub(crate) fn read_at(file: &mut File, at: u64, len: usize) -> std::io::Result<V
     let mut buf = Vec::new();
     buf.try_reserve_exact(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
     buf.resize(len, 0);
-    file.seek(SeekFrom::Start(at))?;
-    file.read_exact(&mut buf)?;
+    // One positioned read (no seek: half the system calls).
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at)?;
     Ok(buf)
 }
 

@@ -612,7 +612,7 @@ impl Frame<'_> {
         }
         let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
         let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
-        let ch = check_chunk_header(&s, trailer_at - at, "offsets index", &mut |o, n| src.read_owned(at + o, n))?;
+        let ch = check_chunk_header(&s, trailer_at - at, &"offsets index", &mut |o, n| src.read_owned(at + o, n))?;
         let want = h.nchunks * 8;
         if ch.nbytes != want || ch.typesize != 8 {
             return Err(s.err(
@@ -633,7 +633,7 @@ impl Frame<'_> {
             return Err(s.err(31, "offsets index carries a dictionary"));
         }
         // Every blosc2_getitem on it (one per chunk read) allocates 4 blocks.
-        check_blocksize(&s, &ch, "offsets index")?;
+        check_blocksize(&s, &ch, &"offsets index")?;
         match u32::from(ch.special) {
             0 => {}
             b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
@@ -646,7 +646,7 @@ impl Frame<'_> {
         // A plain copy holds exactly the header and nbytes (check_chunk_header);
         // decompressing a compressed one costs time in proportion to its size.
         if !ch.memcpyed {
-            check_ratio(&s, &ch, "offsets index")?;
+            check_ratio(&s, &ch, &"offsets index")?;
         }
         Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed })
     }
@@ -754,11 +754,7 @@ impl Frame<'_> {
     /// The chunk at `offset` (a position, a chunk file number, or a special
     /// value) must hold `nbytes` bytes; `n` is its number, when known.
     fn check_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, n: Option<i64>) -> Result<()> {
-        let what = match n {
-            Some(n) => format!("chunk {n}"),
-            None if self.chunk_dir.is_some() => format!("chunk file number {offset}"),
-            None => format!("the chunk at offset {offset}"),
-        };
+        let what = &ChunkName { n, offset, sparse: self.chunk_dir.is_some() };
         if offset < 0 {
             // c-blosc2 builds the chunk from the frame's typesize and sizes.
             check_special_offset(offset).map_err(|m| self.err(h.header_len, format!("{what}: {m}")))?;
@@ -769,14 +765,14 @@ impl Frame<'_> {
             }
             Ok(())
         } else if self.chunk_dir.is_some() {
-            self.check_chunk_file(offset, nbytes, &what)
+            self.check_chunk_file(offset, nbytes, what)
         } else {
-            self.check_frame_chunk(h, offset, nbytes, &what)
+            self.check_frame_chunk(h, offset, nbytes, what)
         }
     }
 
     /// A chunk inside a contiguous frame: wholly in the data section.
-    fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, what: &str) -> Result<()> {
+    fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
         let at = h.header_len + offset as u64;
         if offset > h.cbytes - CHUNK_HEADER as i64 {
             return Err(
@@ -791,7 +787,7 @@ impl Frame<'_> {
     }
 
     /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
-    fn check_chunk_file(&self, id: i64, nbytes: i64, what: &str) -> Result<()> {
+    fn check_chunk_file(&self, id: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
         let dir = self.chunk_dir.as_deref().unwrap_or(Path::new("."));
         if id > i64::from(u32::MAX) {
             return Err(self.err(0, format!("{what}: file number {id} does not fit a chunk file name")));
@@ -813,6 +809,24 @@ impl Frame<'_> {
     }
 }
 
+/// How errors name a chunk: by number when known, else by where it lies
+/// (formatted only when an error is made: a frame has many chunks).
+struct ChunkName {
+    n: Option<i64>,
+    offset: i64,
+    sparse: bool,
+}
+
+impl Display for ChunkName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.n, self.sparse) {
+            (Some(n), _) => write!(f, "chunk {n}"),
+            (None, true) => write!(f, "chunk file number {}", self.offset),
+            (None, false) => write!(f, "the chunk at offset {}", self.offset),
+        }
+    }
+}
+
 impl<'s> Section<'s> {
     /// Reads from this section, for [`check_chunk_header`].
     fn reader(&self) -> impl FnMut(u64, usize) -> Result<Vec<u8>> + '_ {
@@ -827,7 +841,7 @@ impl<'s> Section<'s> {
 }
 
 /// A compressed chunk's size must be one its codec could produce.
-fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
     if ch.nbytes > ch.cbytes.saturating_mul(MAX_RATIO) {
         return Err(s.err(4, format!("{what}: {} bytes cannot come out of {} compressed ones", ch.nbytes, ch.cbytes)));
     }
@@ -837,7 +851,7 @@ fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
 /// c-blosc2 allocates four blocks of scratch whenever it decompresses (or
 /// reads an item of) a chunk: for metadata, the block must be one its
 /// automatic tuning could have chosen.
-fn check_blocksize(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+fn check_blocksize(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
     if ch.blocksize > MAX_AUTO_BLOCKSIZE {
         return Err(s.err(
             8,
@@ -850,7 +864,7 @@ fn check_blocksize(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> 
 /// A vlmetalayer is decompressed whole whenever it is read (at open, for
 /// the checksum table and the layers it records): its size must be bounded
 /// by the bytes that hold it ([`METADATA_RATIO`]) or small ([`METADATA_FREE`]).
-fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<()> {
+fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
     check_blocksize(s, ch, what)?;
     let allowed = METADATA_FREE.max(ch.cbytes.saturating_mul(METADATA_RATIO));
     if ch.nbytes > allowed {
@@ -865,7 +879,7 @@ fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &str) -> Result<
     Ok(())
 }
 
-fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &str) -> Result<()> {
+fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &dyn Display) -> Result<()> {
     if ch.nbytes != nbytes {
         return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
     }
@@ -890,7 +904,12 @@ fn check_special_offset(offset: i64) -> std::result::Result<(), String> {
 /// bytes of room: everything `blosc2_getitem` and the decompressor take on
 /// trust, and what c-blosc2 never writes to a frame (lazy, instrumented,
 /// Blosc1 chunks).
-fn check_chunk_header(s: &Section<'_>, avail: u64, what: &str, more: &mut ReadChunk<'_>) -> Result<ChunkHeader> {
+fn check_chunk_header(
+    s: &Section<'_>,
+    avail: u64,
+    what: &dyn Display,
+    more: &mut ReadChunk<'_>,
+) -> Result<ChunkHeader> {
     let version = s.byte(0, "chunk version")?;
     if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
         return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
@@ -958,7 +977,7 @@ type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
 /// previous dictionary *before* it checks these, and leaves the freed
 /// pointer behind on failure: the next dictionary chunk, or freeing the
 /// context, frees it again.
-fn check_dict(s: &Section<'_>, what: &str, cbytes: i64, at: i64, more: &mut ReadChunk<'_>) -> Result<()> {
+fn check_dict(s: &Section<'_>, what: &dyn Display, cbytes: i64, at: i64, more: &mut ReadChunk<'_>) -> Result<()> {
     let size = if at + 4 <= cbytes {
         let b = more(at as u64, 4)?;
         i64::from(i32::from_le_bytes(b.get(..4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4])))

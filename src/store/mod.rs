@@ -254,11 +254,14 @@ impl Store {
     /// # Errors
     /// As [`Store::chunk`]; [`Error::Io`] or [`Error::InvalidFormat`] if the
     /// chunk cannot be read from its file.
-    pub(crate) fn chunk_for(&self, n: i64, want: &Want<'_>) -> Result<Chunk<'_>> {
+    ///
+    /// `buf` holds the bytes the reader reads (the caller keeps it between
+    /// calls, so reads allocate nothing); the chunk may borrow it.
+    pub(crate) fn chunk_for<'a>(&'a self, n: i64, want: &Want<'_>, buf: &'a mut Vec<u8>) -> Result<Chunk<'a>> {
         let placement = self.placement.get_or_init(|| self.place());
         match placement {
-            Some(p) => match reader::read_chunk(p, n, want)? {
-                Some(bytes) => Ok(Chunk::from_vec(bytes)),
+            Some(p) => match reader::read_chunk(p, n, want, buf)? {
+                Some(len) => Ok(Chunk::from_slice(&buf[..len])),
                 None => self.chunk(n),
             },
             None => self.chunk(n),

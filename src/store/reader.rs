@@ -24,6 +24,7 @@
 //! checksum covers every byte of a chunk. Special chunks (their offsets say
 //! so) are made by c-blosc2 from the index alone.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -47,12 +48,18 @@ pub(super) struct Placement {
     /// Per chunk: its offset (contiguous) or chunk file number (sparse);
     /// negative for special chunks.
     offsets: Vec<i64>,
+    /// The frame file, opened once (contiguous frames): a read costs no
+    /// `open`. It is the file these offsets were read from; the placement
+    /// is rebuilt after every write of this handle, and a handle whose
+    /// array another handle changed is refused before it writes.
+    file: Option<File>,
 }
 
 impl Placement {
     /// The placement of the frame at `urlpath` with chunk `offsets`.
     pub(super) fn new(urlpath: &str, contiguous: bool, offsets: Vec<i64>) -> Result<Self> {
         let path = PathBuf::from(urlpath);
+        let mut file = None;
         let header_len = if contiguous {
             let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
             let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len();
@@ -60,22 +67,23 @@ impl Placement {
             f.read_exact_at(&mut head, 0).map_err(|e| Error::io("reading", Some(&path), &e))?;
             let (header_len, _) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
+            file = Some(f);
             Some(header_len)
         } else {
             None
         };
-        Ok(Placement { path, header_len, offsets })
+        Ok(Placement { path, header_len, offsets, file })
     }
 
     /// Where chunk `n` lies: its file and the offset there; `None` for a special chunk.
-    fn locate(&self, n: i64) -> Option<(PathBuf, u64)> {
+    fn locate(&self, n: i64) -> Option<(Cow<'_, Path>, u64)> {
         let off = *self.offsets.get(usize::try_from(n).ok()?)?;
         if off < 0 {
             return None;
         }
         Some(match self.header_len {
-            Some(h) => (self.path.clone(), h + off as u64),
-            None => (frame::chunk_file(&self.path, off), 0),
+            Some(h) => (Cow::Borrowed(self.path.as_path()), h + off as u64),
+            None => (Cow::Owned(frame::chunk_file(&self.path, off)), 0),
         })
     }
 }
@@ -95,23 +103,38 @@ fn le32(b: &[u8], at: usize) -> usize {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
 }
 
-/// Chunk `n` as placed by `p`, with at least the blocks `want` asks for;
+/// Read chunk `n` as placed by `p` into `buf`, with at least the blocks
+/// `want` asks for, and return its length (the chunk is `buf[..len]`);
 /// `Ok(None)` for a special chunk (c-blosc2 makes those).
-pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Option<Vec<u8>>> {
+///
+/// `buf` is the caller's to keep between reads: it only grows (zero-filled
+/// when it does), so a read touches no fresh memory and fills only what it
+/// reads. Bytes of skipped blocks are left as an earlier read put them:
+/// Blosc's `maskout` never reads them.
+pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
     let Some((path, at)) = p.locate(n) else { return Ok(None) };
     let io = |what: &'static str| {
-        let path = path.clone();
+        let path = path.to_path_buf();
         move |e: std::io::Error| Error::io(what, Some(&path), &e)
     };
-    let f = File::open(&path).map_err(io("opening"))?;
+    let opened;
+    let f = match &p.file {
+        Some(f) if p.header_len.is_some() => f,
+        _ => {
+            opened = File::open(&*path).map_err(io("opening"))?;
+            &opened
+        }
+    };
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
     // The header and, if the chunk is as expected, its block starts: one read.
-    let mut head = vec![0u8; HEADER + 4 * nblocks];
-    let got = read_upto(&f, &mut head, at).map_err(io("reading"))?;
+    let head_len = HEADER + 4 * nblocks;
+    grow(buf, head_len, n)?;
+    let got = read_upto(f, &mut buf[..head_len], at).map_err(io("reading"))?;
     if got < HEADER {
         return Err(corrupt(&path, n, "is cut short"));
     }
-    let (nbytes, blocksize, cbytes) = (le32(&head, 4), le32(&head, 8), le32(&head, 12));
+    let head = &buf[..head_len];
+    let (nbytes, blocksize, cbytes) = (le32(head, 4), le32(head, 8), le32(head, 12));
     // Blosc stores a chunk that would not compress as a copy: no chunk
     // is longer than its items plus the header. A longer one, or one larger
     // than the array's chunks, is damaged (and allocates nothing here).
@@ -124,23 +147,20 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Optio
     let plain = flags & 0x02 == 0 && blosc2_flags & 0x7f == 0;
     let partial = match want.skip {
         Some(skip) if plain && nbytes == want.nbytes && blocksize == want.blocksize && skip.len() == nblocks => {
-            HEADER + 4 * nblocks <= cbytes && got == head.len()
+            head_len <= cbytes && got == head_len
         }
         _ => false,
     };
-    let mut chunk = Vec::new();
-    crate::engine::reserve(&mut chunk, cbytes, || format!("chunk {n} ({cbytes} bytes)"))?;
-    chunk.resize(cbytes, 0);
     if !partial {
-        let got = read_upto(&f, &mut chunk, at).map_err(io("reading"))?;
+        grow(buf, cbytes, n)?;
+        let got = read_upto(f, &mut buf[..cbytes], at).map_err(io("reading"))?;
         if got < cbytes {
             return Err(corrupt(&path, n, "is cut short"));
         }
-        return Ok(Some(chunk));
+        return Ok(Some(cbytes));
     }
     let skip = want.skip.unwrap_or_default();
-    chunk[..head.len()].copy_from_slice(&head);
-    let starts: Vec<usize> = (0..nblocks).map(|i| le32(&head, HEADER + 4 * i)).collect();
+    let starts: Vec<usize> = (0..nblocks).map(|i| le32(&buf[..head_len], HEADER + 4 * i)).collect();
     let mut sorted = starts.clone();
     sorted.sort_unstable();
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -148,7 +168,7 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Optio
         if skip[i] {
             continue;
         }
-        if s < head.len() || s > cbytes {
+        if s < head_len || s > cbytes {
             return Err(corrupt(&path, n, &format!("has a block start ({s}) outside the chunk")));
         }
         let next = sorted.partition_point(|&x| x <= s);
@@ -163,13 +183,24 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>) -> Result<Optio
             _ => merged.push((s, e)),
         }
     }
+    grow(buf, cbytes, n)?;
     for (s, e) in merged {
-        let got = read_upto(&f, &mut chunk[s..e], at + s as u64).map_err(io("reading"))?;
+        let got = read_upto(f, &mut buf[s..e], at + s as u64).map_err(io("reading"))?;
         if got < e - s {
             return Err(corrupt(&path, n, "is cut short"));
         }
     }
-    Ok(Some(chunk))
+    Ok(Some(cbytes))
+}
+
+/// Make `buf` at least `len` bytes long (new bytes zero), or fail with
+/// [`Error::Io`] (out of memory) naming chunk `n`.
+fn grow(buf: &mut Vec<u8>, len: usize, n: i64) -> Result<()> {
+    if buf.len() < len {
+        crate::engine::reserve(buf, len - buf.len(), || format!("chunk {n} ({len} bytes)"))?;
+        buf.resize(len, 0);
+    }
+    Ok(())
 }
 
 fn corrupt(path: &Path, n: i64, what: &str) -> Error {
