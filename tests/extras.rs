@@ -683,3 +683,95 @@ fn appending_to_an_array_file_makes_it_one_frame_of_many() {
     assert_eq!(Array::open(&c, &fresh).unwrap().to_vec().unwrap(), iota(40));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn arrays_saved_at_offsets_open_in_c_blosc2_b2nd_open_offset() {
+    let dir = scratch_dir("extras-offset-b2nd");
+    let c = ctx();
+    let pack = dir.join("pack.bin").to_string_lossy().into_owned();
+    std::fs::write(&pack, b"prefix").unwrap();
+    let mut saved = Vec::new();
+    for (i, kind) in KINDS.iter().enumerate() {
+        let shape = [5 + i as i64, 6];
+        let data = iota(shape.iter().product::<i64>() as usize * 4);
+        let a = Array::from_buffer(
+            &c,
+            &params(4, &shape, Some("<i4")),
+            &storage(&[2, 4], &[1, 2], *kind, &dir, &format!("s{i}")),
+            &data,
+        )
+        .unwrap();
+        saved.push((a.save_append(&pack).unwrap(), shape, data));
+    }
+    let exe = dir.join("b2nd_read");
+    let lib = common::profile_dir();
+    let mut cc = common::compiler(false);
+    cc.arg("-std=c99")
+        .args(common::STRICT)
+        .arg("-I")
+        .arg(common::blosc2_include())
+        .arg(repo_root().join("tests").join("interop").join("b2nd_read.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lblosc2");
+    run(&mut cc, "compiling the b2nd reader");
+    for (k, (off, shape, data)) in saved.iter().enumerate() {
+        let out_bin = dir.join(format!("{k}.bin"));
+        let out =
+            run(Command::new(&exe).arg(&pack).arg(&out_bin).arg(off.to_string()), &format!("b2nd reading frame {k}"));
+        assert_eq!(out.trim(), format!("ndim 2 shape {} {} dtype <i4 itemsize 4", shape[0], shape[1]));
+        assert_eq!(std::fs::read(&out_bin).unwrap(), *data, "frame {k}: b2nd read other bytes");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_append_leaves_the_file_as_it_was() {
+    use caterva::testing::faults::{self, Fault};
+    let dir = scratch_dir("extras-offset-faults");
+    let c = ctx();
+    let a = Array::from_buffer(&c, &params(8, &[40], None), &storage(&[16], &[4], Kind::Memory, &dir, ""), &iota(320))
+        .unwrap();
+    let pack = dir.join("pack.bin");
+    let pack_s = pack.to_string_lossy().into_owned();
+    for existing in [true, false] {
+        // A dry run counts the operations.
+        let reset = || {
+            let _ = std::fs::remove_file(&pack);
+            if existing {
+                std::fs::write(&pack, b"earlier contents").unwrap();
+            }
+        };
+        reset();
+        let before = std::fs::read(&pack).ok();
+        let counted = faults::arm(&dir, u64::MAX, Fault::Fail);
+        let off = a.save_append(&pack_s).unwrap();
+        let ops = counted.seen();
+        drop(counted);
+        assert!(!ops.is_empty(), "the append made no operation through the I/O layer");
+        assert_eq!(Array::open_offset(&c, &pack_s, off).unwrap().to_vec().unwrap(), iota(320));
+        for at in 0..ops.len() as u64 {
+            for fault in [Fault::Fail, Fault::Die, Fault::Tear] {
+                reset();
+                let armed = faults::arm(&dir, at, fault);
+                let r = a.save_append(&pack_s);
+                assert!(armed.fired(), "{fault:?} at {at} did not fire");
+                drop(armed);
+                let e = r.expect_err("a failed operation fails the append");
+                assert_eq!(e.kind(), ErrorKind::Io, "{fault:?} at {at} ({:?}): {e}", ops[at as usize]);
+                let now = std::fs::read(&pack).ok();
+                if fault == Fault::Fail {
+                    // Undone: the file as it was, or none.
+                    assert_eq!(now, before, "{fault:?} at {at} ({:?})", ops[at as usize]);
+                } else if let (Some(b), Some(n)) = (&before, &now) {
+                    // A process that died mid-append: what was there is intact.
+                    assert_eq!(&n[..b.len()], &b[..], "{fault:?} at {at}");
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
