@@ -817,7 +817,9 @@ int caterva_open_offset(struct caterva_ctx_t *ctx,
  * where its frame starts (as `b2nd_save_append` does); open it again with
  * `caterva_open_offset` or python-blosc2's `blosc2.open(urlpath,
  * offset=...)`. The file is synced; a failure cuts it back to its old
- * length (or removes it if this call created it). A frame appended to an
+ * length (or removes it if this call created it); a process killed
+ * mid-append may leave part of a frame after the old end, never a change
+ * before it. A frame appended to an
  * array's own file makes that array read-only for its handles and
  * reopenable only with `caterva_open_offset` (at 0).
  *

@@ -287,7 +287,9 @@ impl Array {
     /// [`Array::open_offset`], or with python-blosc2's
     /// `blosc2.open(urlpath, offset=...)`. Many arrays can share one file
     /// this way. The file is synced; a failure cuts it back to its old
-    /// length (or removes it if this call created it).
+    /// length (or removes it if this call created it). A process killed
+    /// mid-append may leave part of a frame after the file's old end;
+    /// the bytes before it are never written.
     ///
     /// The file may hold anything before; if it is an array's frame file,
     /// that array becomes one of the file's frames: its handles refuse to

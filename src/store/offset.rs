@@ -77,7 +77,9 @@ impl Store {
     /// Append this store's contiguous frame to the file `urlpath` (created
     /// if missing) and return the byte offset where it starts. The file is
     /// synced; on a failure it is cut back to its old length (or removed,
-    /// if this call created it), so nothing half-written stays.
+    /// if this call created it), so nothing half-written stays. (A process
+    /// killed mid-append leaves what it wrote after the old end; nothing
+    /// before it is ever written.)
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if `urlpath` is empty, a directory or a
