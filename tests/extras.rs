@@ -375,6 +375,16 @@ fn nans_are_nans_in_every_float_dtype_and_storage_and_cost_no_data() {
     let mut one = [0u8; 8];
     big.get_slice_buffer(&[9999, 999], &[10_000, 1000], &mut one, &[1, 1]).unwrap();
     assert!(f64::from_le_bytes(one).is_nan());
+    // With checksums: special and repeated-value chunks alike are checked.
+    for dtype in ["<f8", ">f8", "<f2"] {
+        let size = usize::from(dtype.as_bytes()[2] - b'0');
+        let st = storage(&[4, 3], &[2, 2], Kind::File, &dir, "summed.b2nd");
+        let a = Array::nans(&checksummed(), &params(size, &[9, 5], Some(dtype)), &st).unwrap();
+        assert!(a.has_checksums());
+        let r = Array::open(&checksummed(), st.urlpath.as_deref().unwrap()).unwrap();
+        assert!(r.verify(&mut |_, _| {}).unwrap().is_empty(), "{dtype}");
+        assert!(r.to_vec().unwrap().chunks(size).all(|x| is_nan(x, dtype)), "{dtype}");
+    }
     // Refused: not a float, a size that does not match, no float of that size.
     for (itemsize, dtype) in [(4, Some("<i4")), (4, Some("<f8")), (3, None), (8, Some("f8")), (16, Some("<f16"))] {
         let e = Array::nans(&c, &params(itemsize, &[3], dtype), &storage(&[2], &[1], Kind::File, &dir, "no.b2nd"));
