@@ -615,6 +615,231 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
                              struct caterva_array_t *array);
 
 /**
+ * The chunks that the region `start..stop` (`ndim` entries each) touches:
+ * `*chunks_idx` receives their numbers in C order of the chunk grid and
+ * `*nchunks` how many there are (as `b2nd_get_slice_nchunks` lists them),
+ * so that a parallel runtime can give each worker whole chunks. An empty
+ * region touches none; a 0-dim array has one chunk, 0.
+ *
+ * Ownership: `*chunks_idx` is a `malloc`ed array the caller releases with
+ * `free()`; it is NULL when `*nchunks` is 0.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (`start`/`stop`
+ * may be NULL for a 0-dim array); `CATERVA_ERR_INVALID_ARGUMENT` for a
+ * region outside the array. The outputs are written only on success.
+ *
+ * Only reads the array: several threads may call this on one array at once.
+ *
+ * # Safety
+ * `start` and `stop` must hold `ndim` items; `chunks_idx` and `nchunks`
+ * must be writable.
+ */
+int caterva_get_slice_nchunks(struct caterva_ctx_t *ctx,
+                              struct caterva_array_t *array,
+                              const int64_t *start,
+                              const int64_t *stop,
+                              int64_t **chunks_idx,
+                              int64_t *nchunks);
+
+/**
+ * The region chunk `nchunk` holds: `start` and `stop` (`ndim` entries
+ * each, written by the call) receive its first and one-past-last indices,
+ * cut at the array's edge.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (`start`/`stop`
+ * may be NULL for a 0-dim array); `CATERVA_ERR_INVALID_ARGUMENT` if
+ * `nchunk` is not in `0..nchunks`. Nothing is written then.
+ *
+ * Only reads the array: several threads may call this on one array at once.
+ *
+ * # Safety
+ * `start` and `stop` must have room for `ndim` items.
+ */
+int caterva_get_chunk_region(struct caterva_ctx_t *ctx,
+                             struct caterva_array_t *array,
+                             int64_t nchunk,
+                             int64_t *start,
+                             int64_t *stop);
+
+/**
+ * Copy the box `src_start..src_stop` of `src`, a C-order buffer of
+ * `src_pad_shape` items of `itemsize` bytes (`srcsize` bytes in all), into
+ * `dst`, a C-order buffer of `dst_pad_shape` items (`dstsize` bytes), at
+ * `dst_start` (as `b2nd_copy_buffer` does, with the buffer sizes added so
+ * that they can be checked). Items of `dst` outside the box are left as
+ * they are; a 0-dim copy (`ndim` 0, the shape pointers may be NULL) moves
+ * one item. No context is needed.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_ARGUMENT` for `ndim` outside 0..=8, `itemsize` 0,
+ * a negative size or shape, a box outside `src_pad_shape` or, moved to
+ * `dst_start`, outside `dst_pad_shape`, a buffer smaller than its shape, or
+ * overlapping buffers. Nothing is written then.
+ *
+ * # Safety
+ * `src` must hold `srcsize` readable bytes and `dst` `dstsize` writable
+ * ones; each shape and position pointer must hold `ndim` items.
+ */
+int caterva_copy_buffer(int8_t ndim,
+                        uint8_t itemsize,
+                        const void *src,
+                        int64_t srcsize,
+                        const int64_t *src_pad_shape,
+                        const int64_t *src_start,
+                        const int64_t *src_stop,
+                        void *dst,
+                        int64_t dstsize,
+                        const int64_t *dst_pad_shape,
+                        const int64_t *dst_start);
+
+/**
+ * Insert an axis of length 1 (chunk and block length 1) at position `axis`
+ * (`0..=ndim`). No chunk is recompressed, but c-blosc2 metalayers cannot
+ * grow, so the array is copied (compressed chunks as they are, with its
+ * metalayers, vlmetalayers and checksums); a file or directory array is
+ * written beside its path and renamed into place. `arr->ndim`, the shapes
+ * and `arr->sc` (a new super-chunk) are updated.
+ *
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for an axis out of range or an
+ * array of 8 axes; `CATERVA_ERR_INVALID_STORAGE` for an array opened with
+ * `caterva_open_offset` (read-only); `CATERVA_ERR_BLOSC_FAILED` if writing
+ * fails. The array is unchanged then.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_expand_dims(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int8_t axis);
+
+/**
+ * Create an array in which every item is NaN. `dtype` is `"<f2"`, `">f2"`,
+ * `"<f4"`, `">f4"`, `"<f8"` or `">f8"` (`=` for the machine's order), and
+ * must match `params->itemsize`; NULL takes the little-endian float of
+ * that size. Little-endian f4 and f8 are stored as Blosc2 NaN special
+ * chunks (no data); the others as one repeated-value chunk per chunk. The
+ * dtype is recorded in the `b2nd` metalayer.
+ *
+ * Ownership: `*array` receives an array to release with `caterva_free`.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (but `dtype`);
+ * `CATERVA_ERR_INVALID_ARGUMENT` for another dtype, a dtype of another
+ * size, or as `caterva_zeros`; `CATERVA_ERR_INVALID_STORAGE` if the path is
+ * taken by something that is not an array. Nothing is created then.
+ *
+ * # Safety
+ * As `caterva_zeros`; a non-NULL `dtype` must be a NUL-terminated string.
+ */
+int caterva_nans(struct caterva_ctx_t *ctx,
+                 struct caterva_params_t *params,
+                 struct caterva_storage_t *storage,
+                 const char *dtype,
+                 struct caterva_array_t **array);
+
+/**
+ * A new array holding `src1` followed by `src2` along `axis`, with the
+ * partitions, location and metalayers of `storage` (as
+ * `b2nd_concatenate` with `copy`). The shapes must agree off `axis`; the
+ * item sizes and dtypes must be equal; chunk boundaries need not align.
+ * The result keeps `src1`'s dtype, user metalayers and vlmetalayers.
+ * `src2` is read whole into memory. `src1` and `src2` may be the same array.
+ *
+ * Ownership: `*array` receives an array to release with `caterva_free`.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_ARGUMENT` for 0-dim arrays, an axis out of range,
+ * different item sizes, dtypes or off-axis shapes, or invalid partitions;
+ * `CATERVA_ERR_INVALID_STORAGE` if the path is either source's own,
+ * inside or around one, or taken by something that is not an array;
+ * `CATERVA_ERR_BLOSC_FAILED` if writing fails. Nothing is created then.
+ *
+ * Only reads the sources: several threads may read them meanwhile.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_concatenate(struct caterva_ctx_t *ctx,
+                        struct caterva_array_t *src1,
+                        struct caterva_array_t *src2,
+                        int8_t axis,
+                        struct caterva_storage_t *storage,
+                        struct caterva_array_t **array);
+
+/**
+ * Concatenate in place: append `other`'s items at the end of `axis` of
+ * `array` (as `b2nd_concatenate` without `copy`), in any storage. The
+ * shapes must agree off `axis`. `other` is read whole into memory and the
+ * change is one journaled write (all or nothing). `other` may be `array`
+ * itself (its items are then doubled along `axis`).
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer; as
+ * `caterva_concatenate` for the arguments; `CATERVA_ERR_INVALID_STORAGE`
+ * for an array opened with `caterva_open_offset`; as `caterva_append`
+ * otherwise. `array` is unchanged then.
+ *
+ * Needs exclusive access to `array`; `other` is only read.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_append_array(struct caterva_ctx_t *ctx,
+                         struct caterva_array_t *array,
+                         struct caterva_array_t *other,
+                         int8_t axis);
+
+/**
+ * Open, read-only, the array whose contiguous frame starts at byte
+ * `offset` of the file `urlpath` (as `b2nd_open_offset` does): one of
+ * several arrays saved into one file with `caterva_save_append`, or a
+ * frame inside another format. The frame is checked before c-blosc2
+ * reads it. Calls that would change the array fail with
+ * `CATERVA_ERR_INVALID_STORAGE` (c-blosc2 would write past the frame's
+ * end, over the file's next frame); copy it to change it.
+ *
+ * Ownership: `*array` receives an array to release with `caterva_free`.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_ARGUMENT` for a negative offset, or if no sound
+ * frame of an array starts at `offset`; `CATERVA_ERR_INVALID_STORAGE` if
+ * nothing is at `urlpath` or it is not a regular file.
+ *
+ * # Safety
+ * `urlpath` must be a NUL-terminated string.
+ */
+int caterva_open_offset(struct caterva_ctx_t *ctx,
+                        const char *urlpath,
+                        int64_t offset,
+                        struct caterva_array_t **array);
+
+/**
+ * Append the array, as a contiguous frame, to the end of the file
+ * `urlpath` (created if missing) and write to `*offset` the byte offset
+ * where its frame starts (as `b2nd_save_append` does); open it again with
+ * `caterva_open_offset` or python-blosc2's `blosc2.open(urlpath,
+ * offset=...)`. The file is synced; a failure cuts it back to its old
+ * length (or removes it if this call created it); a process killed
+ * mid-append may leave part of a frame after the old end, never a change
+ * before it. A frame appended to an
+ * array's own file makes that array read-only for its handles and
+ * reopenable only with `caterva_open_offset` (at 0).
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_STORAGE` if `urlpath` is empty, a directory or a
+ * symbolic link, or another handle is writing it;
+ * `CATERVA_ERR_BLOSC_FAILED` if writing fails. `*offset` is written only
+ * on success.
+ *
+ * Only reads the array: several threads may read it meanwhile.
+ *
+ * # Safety
+ * `urlpath` must be a NUL-terminated string; `offset` must be writable.
+ */
+int caterva_save_append(struct caterva_ctx_t *ctx,
+                        struct caterva_array_t *array,
+                        const char *urlpath,
+                        int64_t *offset);
+
+/**
  * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the
  * arrays created from now on with `ctx`: from_buffer, zeros, full, copy,
  * get_slice… Each array then records the XXH3-64 hash of every compressed

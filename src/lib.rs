@@ -45,6 +45,7 @@ mod store;
 #[doc(hidden)]
 pub mod testing;
 
+pub use array::copy_buffer;
 pub use array::{blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};

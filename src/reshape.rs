@@ -270,7 +270,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
 }
 
 /// Copy a C-order box of `shape` items between two strided buffers.
-fn copy_box(
+pub(crate) fn copy_box(
     src: &[u8],
     sstrides: &[i64; MAX_DIM],
     dst: &mut [u8],

@@ -6,6 +6,7 @@
 //! problems found in the data (or an operation that failed part-way), 2 a
 //! usage error or a file that cannot be opened.
 
+mod concat;
 mod copy;
 mod info;
 mod items;
@@ -111,6 +112,17 @@ enum Cmd {
         )
     )]
     Verify(verify::Args),
+    /// Join two arrays along an axis into a new array
+    #[command(
+        help_template = COMMAND_HELP,
+        after_help = concat!(
+            "The shapes must agree off the axis, and the item sizes and dtypes must be\n\
+             equal. The result takes A's partitions, compression, storage kind, dtype,\n\
+             metalayers and vlmetalayers. B is read whole into memory.\n\n",
+            exit_status!()
+        )
+    )]
+    Concat(concat::Args),
 }
 
 /// Options of every command that reads an array through a thread pool and
@@ -181,6 +193,7 @@ fn main() -> ExitCode {
         Cmd::Slice(a) => ("slice", print::slice(a)),
         Cmd::Copy(a) => ("copy", copy::run(a)),
         Cmd::Verify(a) => ("verify", verify::run(a)),
+        Cmd::Concat(a) => ("concat", concat::run(a)),
     };
     match outcome {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

@@ -15,12 +15,14 @@
 //! apply it inside the transaction, and update `geom` only once it committed.
 
 mod create;
+mod extras;
 mod info;
 mod integrity;
 mod io;
 mod meta;
 mod reshape;
 
+pub use extras::copy_buffer;
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
 

@@ -579,6 +579,9 @@ pub(crate) enum Special {
     Zeros,
     /// Unspecified contents (read back as zeros by c-blosc2).
     Uninit,
+    /// NaNs of the native float of the item size (4 or 8 bytes; c-blosc2
+    /// writes them in the machine's byte order).
+    Nan,
 }
 
 /// An owned c-blosc2 super-chunk.
@@ -722,6 +725,25 @@ impl SChunk {
             None => unsafe { b::blosc2_schunk_open(url.as_ptr()) },
         };
         Self::wrap(p, &format!("opening '{urlpath}'"))
+    }
+
+    /// Open the contiguous frame at byte `offset` of the file `urlpath`
+    /// (a file of several frames), checking it with [`frame_check`] first.
+    ///
+    /// # Errors
+    /// As [`SChunk::open`].
+    pub(crate) fn open_offset(urlpath: &str, offset: u64) -> Result<Self> {
+        init();
+        let url = cstring(urlpath, "urlpath")?;
+        frame_check::check_path_at(urlpath, offset, inflate)?;
+        let at = i64::try_from(offset).map_err(|_| Error::InvalidArgument(format!("offset {offset} is too large")))?;
+        let p = match io_backend() {
+            // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.
+            Some(io) => unsafe { b::blosc2_schunk_open_offset_udio(url.as_ptr(), at, io) },
+            // SAFETY: url is a valid C string for the call.
+            None => unsafe { b::blosc2_schunk_open_offset(url.as_ptr(), at) },
+        };
+        Self::wrap(p, &format!("opening the frame at byte {offset} of '{urlpath}'"))
     }
 
     /// A super-chunk over a contiguous frame in memory.
@@ -1199,6 +1221,7 @@ impl SChunk {
             let value = match kind {
                 Special::Zeros => b::BLOSC2_SPECIAL_ZERO,
                 Special::Uninit => b::BLOSC2_SPECIAL_UNINIT,
+                Special::Nan => b::BLOSC2_SPECIAL_NAN,
             } as i32;
             // SAFETY: valid, empty super-chunk.
             let rc = unsafe { b::blosc2_schunk_fill_special(self.as_ptr(), nitems, value, chunk_nbytes as i32) };

@@ -246,12 +246,51 @@ pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize, usize) -> Res
     frame.check(inflate)
 }
 
+/// Check the contiguous frame that starts at byte `offset` of the file
+/// `urlpath` (what `blosc2_schunk_open_offset` reads), with `inflate` as in
+/// [`check_cframe`]. The frame is as long as its header says, which must
+/// fit in the file; what follows it (other frames) is not looked at.
+/// Positions in errors count from the frame's start.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Io`] if it
+/// cannot be read; [`Error::InvalidFormat`] if it is not a regular file, no
+/// frame header fits at `offset`, the frame runs past the file's end, or
+/// the frame is not sound.
+pub fn check_path_at(
+    urlpath: &str,
+    offset: u64,
+    inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+) -> Result<FrameSummary> {
+    let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+    std::fs::metadata(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
+    let name = format!("frame at byte {offset} of '{urlpath}'");
+    let (mut file, file_len) = open_regular(path, &name)?;
+    let room = file_len.saturating_sub(offset);
+    if room < HEADER_MINLEN as u64 {
+        return Err(Error::InvalidFormat(format!(
+            "{name}: the file holds {file_len} bytes, too few for a frame header ({HEADER_MINLEN}) there"
+        )));
+    }
+    let head = read_at(&mut file, offset, HEADER_MINLEN)?;
+    let frame_len = u64::from_be_bytes(head[POS_FRAME_LEN..POS_FRAME_LEN + 8].try_into().unwrap_or([0xff; 8]));
+    if head[POS_FRAME_LEN - 1] != 0xcf || frame_len > room {
+        return Err(Error::InvalidFormat(format!(
+            "{name}: no frame of at most the {room} bytes that follow starts there (its length field says {frame_len})"
+        )));
+    }
+    let mut frame = Frame { src: Src::At(file, offset, frame_len), name, chunk_dir: None };
+    frame.check(inflate)
+}
+
 /// Where a frame's bytes come from.
 enum Src<'a> {
     /// An in-memory frame.
     Mem(&'a [u8]),
     /// A frame file and its length.
     File(File, u64),
+    /// A frame inside a file: the file, where the frame starts, its length.
+    At(File, u64, u64),
 }
 
 impl Src<'_> {
@@ -264,7 +303,7 @@ impl Src<'_> {
     fn len(&self) -> u64 {
         match self {
             Src::Mem(b) => b.len() as u64,
-            Src::File(_, len) => *len,
+            Src::File(_, len) | Src::At(_, _, len) => *len,
         }
     }
 
@@ -282,6 +321,7 @@ impl Src<'_> {
         match self {
             Src::Mem(b) => Ok(Cow::Borrowed(&b[pos as usize..end as usize])),
             Src::File(f, _) => read_at(f, pos, n).map(Cow::Owned),
+            Src::At(f, base, _) => read_at(f, *base + pos, n).map(Cow::Owned),
         }
     }
 }

@@ -31,6 +31,7 @@ mod frame_check;
 pub(crate) mod io;
 mod journal;
 mod lock;
+mod offset;
 mod paths;
 pub(crate) mod reader;
 
@@ -75,6 +76,9 @@ pub(crate) struct Store {
     /// The handle's cache of decompressed blocks, if it keeps one; emptied
     /// by every write.
     cache: Option<BlockCache>,
+    /// For a frame opened at a byte offset of a larger file
+    /// ([`Store::open_offset`]): where it starts. Such a store is read-only.
+    offset: Option<u64>,
 }
 
 /// The ways [`Store::create`] can make a new store.
@@ -125,6 +129,7 @@ impl Store {
             seen: None,
             placement: Default::default(),
             cache: None,
+            offset: None,
         };
         // The marker goes after the caller's metalayers, before the first chunk.
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
@@ -173,7 +178,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None }),
+            Ok(sums) => Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None }),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -183,7 +188,7 @@ impl Store {
 
     fn adopt(sc: SChunk) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None })
+        Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None })
     }
 
     /// The fingerprint of the frame on disk, for a persistent store (`None`
@@ -210,6 +215,10 @@ impl Store {
     pub(crate) fn save(&self, urlpath: &str, nthreads: usize) -> Result<()> {
         let st = self.storage();
         if let Some(o) = st.urlpath.as_deref().and_then(|own| overlap(urlpath, own)) {
+            if self.offset.is_some() {
+                // The frame is only a part of the file there: saving onto it would replace the whole file.
+                return Err(overlap_error(urlpath, o));
+            }
             return if o == Overlap::Same { Ok(()) } else { Err(overlap_error(urlpath, o)) };
         }
         let contiguous = st.contiguous;
@@ -289,7 +298,8 @@ impl Store {
         }
         let st = self.sc.storage();
         let url = st.urlpath?;
-        reader::Placement::new(&url, st.contiguous, self.sc.frame_offsets().ok()?).ok()
+        let at = self.offset.unwrap_or(0);
+        reader::Placement::new(&url, st.contiguous, at, self.sc.frame_offsets().ok()?).ok()
     }
     pub(crate) fn nchunks(&self) -> i64 {
         self.sc.nchunks()
@@ -380,6 +390,7 @@ impl Store {
     /// applied. A store over a caller's frame buffer is copied first: it is
     /// never written in place.
     pub(crate) fn write<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.check_writable()?;
         if self.sc.borrows_buffer() {
             let mem = Storage { contiguous: true, urlpath: None };
             self.sc = self.sc.copy_to(&mem, 1)?;

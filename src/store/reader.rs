@@ -56,19 +56,22 @@ pub(super) struct Placement {
 }
 
 impl Placement {
-    /// The placement of the frame at `urlpath` with chunk `offsets`.
-    pub(super) fn new(urlpath: &str, contiguous: bool, offsets: Vec<i64>) -> Result<Self> {
+    /// The placement of the frame at `urlpath` with chunk `offsets`; a
+    /// contiguous frame starts at byte `at` of its file (0 unless it lies
+    /// inside a larger file), and its chunk offsets count from its own
+    /// data section.
+    pub(super) fn new(urlpath: &str, contiguous: bool, at: u64, offsets: Vec<i64>) -> Result<Self> {
         let path = PathBuf::from(urlpath);
         let mut file = None;
         let header_len = if contiguous {
             let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
-            let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len();
+            let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len().saturating_sub(at);
             let mut head = vec![0u8; frame::HEADER_MINLEN.min(len as usize)];
-            f.read_exact_at(&mut head, 0).map_err(|e| Error::io("reading", Some(&path), &e))?;
+            f.read_exact_at(&mut head, at).map_err(|e| Error::io("reading", Some(&path), &e))?;
             let (header_len, _) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
             file = Some(f);
-            Some(header_len)
+            Some(at + header_len)
         } else {
             None
         };

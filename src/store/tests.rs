@@ -66,6 +66,7 @@ const WRITES: &[(&str, Write)] = &[
     ("vlmeta_add", |a| a.vlmeta_add("other", b"new")),
     ("vlmeta_update", |a| a.vlmeta_update("note", b"a much longer note than before")),
     ("set_dtype", |a| a.set_dtype("<i2")),
+    ("expand_dims", |a| a.expand_dims(1)),
 ];
 
 /// What a reader sees of an array: shape, items, metalayer "m", vlmetalayer "note", dtype.

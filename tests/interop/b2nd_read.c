@@ -1,8 +1,9 @@
 /* Reads an array with c-blosc2's own b2nd code (not ours) for the interop
  * tests: prints its geometry and dtype and writes its C-order bytes.
  *
- *     b2nd_read PATH OUT.bin
+ *     b2nd_read PATH OUT.bin [OFFSET]
  *
+ * (with OFFSET, the array whose frame starts there: b2nd_open_offset)
  * prints "ndim N shape S... dtype D itemsize I" and exits non-zero if
  * b2nd cannot open or read it. */
 #include <stdio.h>
@@ -12,13 +13,13 @@
 #include <blosc2.h>
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: b2nd_read PATH OUT.bin\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: b2nd_read PATH OUT.bin [OFFSET]\n");
         return 2;
     }
     blosc2_init();
     b2nd_array_t *arr = NULL;
-    int rc = b2nd_open(argv[1], &arr);
+    int rc = argc == 4 ? b2nd_open_offset(argv[1], &arr, strtoll(argv[3], NULL, 10)) : b2nd_open(argv[1], &arr);
     if (rc < 0 || arr == NULL) {
         fprintf(stderr, "b2nd_open(%s) failed: %d\n", argv[1], rc);
         return 1;

@@ -1,0 +1,62 @@
+//! `caterva concat`: a new array holding one array followed by another
+//! along an axis (the library's `Array::concatenate`).
+
+use caterva::{CParams, ErrorKind, StorageParams};
+
+use crate::{progress, Failure, Outcome, RunOpts};
+
+/// The arguments of `caterva concat`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The first array
+    #[arg(value_name = "A")]
+    a: String,
+    /// The array that follows it along the axis
+    #[arg(value_name = "B")]
+    b: String,
+    /// Where to write the result (A's partitions, compression and storage kind)
+    #[arg(value_name = "DST")]
+    dst: String,
+    /// The axis to join along
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    axis: i64,
+    /// Replace DST if it is an array already
+    #[arg(short, long)]
+    force: bool,
+    #[command(flatten)]
+    run: RunOpts,
+}
+
+/// `caterva concat`.
+pub fn run(a: &Args) -> Outcome {
+    let reader = crate::context(&a.run, CParams::default(), false)?;
+    let first = crate::open(&reader, &a.a)?;
+    let second = crate::open(&reader, &a.b)?;
+    if std::fs::symlink_metadata(&a.dst).is_ok() && !a.force {
+        return Err(Failure::Open(format!("'{}' exists; pass --force to replace it", a.dst)));
+    }
+    let info = first.info();
+    let mut cparams = info.cparams;
+    if !(1..=4).contains(&cparams.splitmode) {
+        // Not recorded in every frame: take the library default.
+        cparams.splitmode = CParams::default().splitmode;
+    }
+    let ctx = crate::context(&a.run, cparams, false)?;
+    let storage = StorageParams {
+        chunkshape: info.chunkshape.clone(),
+        blockshape: info.blockshape.clone(),
+        contiguous: info.contiguous,
+        urlpath: Some(a.dst.clone()),
+        metalayers: Vec::new(),
+    };
+    let out = progress::spinner("concat", a.run.wanted(), || first.concatenate(&ctx, &second, a.axis, &storage))
+        .map_err(|e| match e.kind() {
+            ErrorKind::InvalidArgument => Failure::Usage(e.message()),
+            ErrorKind::InvalidStorage => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
+            _ => Failure::Failed(format!("cannot write '{}': {e}", a.dst)),
+        })?;
+    if a.run.quiet {
+        return Ok(());
+    }
+    crate::out(&format!("{}: {:?}\n", a.dst, out.shape()))
+}

@@ -1,0 +1,71 @@
+//! `caterva concat`: the result's items, shape and partitions; what it
+//! refuses (shapes that do not fit, an existing destination, a source as
+//! the destination) and that a refusal writes nothing.
+
+use std::process::Command;
+
+use caterva::{Array, Config, Context, Params, StorageParams};
+
+fn caterva(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("panicked"), "caterva {args:?} panicked:\n{err}");
+    (out.status.code().expect("exited"), String::from_utf8(out.stdout).unwrap(), err)
+}
+
+#[test]
+fn concat_joins_two_arrays_into_a_new_file() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctx = Context::new(Config::default()).unwrap();
+    let path = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let make = |name: &str, shape: &[i64], seed: u8| {
+        let n = shape.iter().product::<i64>() as usize * 2;
+        let data: Vec<u8> = (0..n).map(|i| (i as u8).wrapping_mul(3).wrapping_add(seed)).collect();
+        let st = StorageParams {
+            chunkshape: vec![3, 4],
+            blockshape: vec![2, 2],
+            contiguous: true,
+            urlpath: Some(path(name)),
+            metalayers: Vec::new(),
+        };
+        Array::from_buffer(&ctx, &Params { itemsize: 2, shape: shape.to_vec(), dtype: Some("<i2".into()) }, &st, &data)
+            .unwrap();
+        data
+    };
+    let a = make("a.b2frame", &[5, 6], 1);
+    let b = make("b.b2frame", &[5, 2], 100);
+    let (code, out, err) =
+        caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[5, 8]"), "{out}");
+    let c = Array::open(&ctx, &path("c.b2frame")).unwrap();
+    assert_eq!(c.shape(), &[5, 8]);
+    assert_eq!(c.geometry().chunkshape(), &[3, 4]);
+    assert_eq!(c.dtype().as_deref(), Some("<i2"));
+    let got = c.to_vec().unwrap();
+    for r in 0..5 {
+        assert_eq!(&got[r * 16..r * 16 + 12], &a[r * 12..r * 12 + 12]);
+        assert_eq!(&got[r * 16 + 12..r * 16 + 16], &b[r * 4..r * 4 + 4]);
+    }
+    // Shapes that do not fit along axis 0: a usage error, nothing written.
+    let (code, _, err) = caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("d.b2frame")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("differ on axis 1"), "{err}");
+    assert!(!dir.join("d.b2frame").exists());
+    // An existing destination needs --force; a source never is one.
+    let (code, _, err) =
+        caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--force"), "{err}");
+    let before = std::fs::read(dir.join("a.b2frame")).unwrap();
+    let (code, _, err) =
+        caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("a.b2frame"), "--axis", "1", "-f"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(dir.join("a.b2frame")).unwrap(), before);
+    let (code, _, _) =
+        caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1", "-f", "-q"]);
+    assert_eq!(code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
