@@ -1,6 +1,6 @@
 //! A profiling driver, not a benchmark: runs one operation of the issue's
 //! workload (3-D int64, chunks {50, 150, 100}, blocks {13, 21, 30}, ZSTD 5 +
-//! shuffle, 2 threads) a few times, for a profiler to look at:
+//! shuffle, 2 threads or `PROFILE_THREADS`) a few times, for a profiler to look at:
 //!
 //! ```sh
 //! CARGO_PROFILE_BENCH_DEBUG=true cargo bench --bench profile --no-run
@@ -29,7 +29,8 @@ fn main() {
     let shape = vec![len0, 745, 400];
     let n: i64 = shape.iter().product();
     let data = || -> Vec<u8> { (0..n).flat_map(i64::to_le_bytes).collect() };
-    let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
+    let nthreads = std::env::var("PROFILE_THREADS").map_or(2, |t| t.parse().expect("PROFILE_THREADS"));
+    let ctx = Context::new(Config { nthreads, ..Config::default() }).unwrap();
     let params = Params { itemsize: 8, shape: shape.clone(), dtype: None };
     let storage = StorageParams { chunkshape: CHUNKS.to_vec(), blockshape: BLOCKS.to_vec(), ..Default::default() };
     // The array comes from a frame cached on disk, so that a profile of a
