@@ -20,6 +20,7 @@ mod integrity;
 mod io;
 mod meta;
 mod reshape;
+mod shared;
 
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;

@@ -33,6 +33,7 @@ mod journal;
 mod lock;
 mod paths;
 pub(crate) mod reader;
+mod shared;
 
 #[cfg(test)]
 mod tests;

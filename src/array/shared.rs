@@ -1,0 +1,43 @@
+//! Several handles, in several processes, writing one persisted array:
+//! [`Array::refresh`] and [`Array::exclusive`].
+
+use super::{geometry_of, Array};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
+
+impl Array {
+    /// Bring this handle up to date with what other handles (in this
+    /// process or others) wrote since it opened the array or last wrote:
+    /// under the array's lock, roll back a write whose process died and
+    /// reload the frame if it changed. Returns whether it changed. An
+    /// array in memory has nothing to refresh.
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] if another handle keeps the array locked
+    /// for more than 30 s or the array has gone; [`Error::InvalidFormat`]
+    /// or [`Error::Corrupt`] if what is on disk is not a sound array.
+    pub fn refresh(&mut self) -> Result<bool> {
+        self.exclusive(|_| Ok(())).map(|((), changed)| changed)
+    }
+
+    /// Run `f` on this handle while holding the array's lock, brought up to
+    /// date first as by [`Array::refresh`]: nobody else changes the array
+    /// meanwhile, so a write of part of a chunk (which reads the rest of
+    /// it) cannot lose another handle's write. This is how writers in
+    /// several processes share an array: each write through `exclusive`
+    /// sees every write committed before it. Returns `f`'s result and
+    /// whether the handle was reloaded.
+    ///
+    /// # Errors
+    /// As [`Array::refresh`], or `f`'s error.
+    pub fn exclusive<T>(&mut self, f: impl FnOnce(&mut Array) -> Result<T>) -> Result<(T, bool)> {
+        let (held, changed) = self.store.lock_fresh()?;
+        if changed {
+            self.geom = geometry_of(&self.store)?;
+        }
+        let result = f(self);
+        drop(held);
+        result.map(|v| (v, changed))
+    }
+}
