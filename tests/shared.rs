@@ -25,10 +25,10 @@ fn create(dir: &std::path::Path, contiguous: bool, checksums: bool) -> String {
     url
 }
 
-fn fill(arr: &mut Array, start: [i64; 2], stop: [i64; 2], v: i32) {
+fn fill(arr: &mut Array, start: [i64; 2], stop: [i64; 2], v: i32) -> caterva::Result<()> {
     let n = ((stop[0] - start[0]) * (stop[1] - start[1])) as usize;
     let buf: Vec<u8> = std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect();
-    arr.set_slice_buffer(&buf, &[stop[0] - start[0], stop[1] - start[1]], &start, &stop).unwrap();
+    arr.set_slice_buffer(&buf, &[stop[0] - start[0], stop[1] - start[1]], &start, &stop)
 }
 
 fn values(arr: &Array) -> Vec<i32> {
@@ -51,21 +51,21 @@ fn exclusive_writes_see_each_other() {
             let mut a = Array::open(&ctx(checksums), &url).unwrap();
             let mut b = Array::open(&ctx(checksums), &url).unwrap();
             // b writes; a, out of date, fails a plain write…
-            let ((), changed) = b.exclusive(|b| Ok(fill(b, [0, 0], [20, 10], 1))).unwrap();
+            let ((), changed) = b.exclusive(|b| fill(b, [0, 0], [20, 10], 1)).unwrap();
             assert!(!changed);
             // (refused as out of date, or failing to read the chunk it
             // would merge into, from where its view says it lies).
             assert!(a.set_slice_buffer(&[0u8; 4], &[1, 1], &[39, 29], &[40, 30]).is_err());
             // …but writes through exclusive, after reloading, keeping b's write.
-            let ((), changed) = a.exclusive(|a| Ok(fill(a, [20, 10], [40, 20], 2))).unwrap();
+            let ((), changed) = a.exclusive(|a| fill(a, [20, 10], [40, 20], 2)).unwrap();
             assert!(changed);
             // Halves of one chunk from each handle: read-modify-write of the
             // chunk under the lock loses neither.
-            b.exclusive(|b| Ok(fill(b, [0, 20], [10, 30], 3))).unwrap();
-            a.exclusive(|a| Ok(fill(a, [10, 20], [20, 30], 4))).unwrap();
+            b.exclusive(|b| fill(b, [0, 20], [10, 30], 3)).unwrap();
+            a.exclusive(|a| fill(a, [10, 20], [20, 30], 4)).unwrap();
             // A reader sees it all after a refresh, and nothing changes on a second one.
             let mut r = Array::open(&ctx(checksums), &url).unwrap();
-            b.exclusive(|b| Ok(fill(b, [39, 0], [40, 10], 5))).unwrap();
+            b.exclusive(|b| fill(b, [39, 0], [40, 10], 5)).unwrap();
             assert!(r.refresh().unwrap());
             assert!(!r.refresh().unwrap());
             let v = values(&r);
@@ -99,7 +99,7 @@ fn refresh_follows_a_resize_and_reports_a_removed_array() {
     b.resize(&[60, 30], None).unwrap();
     assert!(a.refresh().unwrap());
     assert_eq!(a.shape(), &[60, 30]);
-    a.exclusive(|a| Ok(fill(a, [40, 0], [60, 30], 7))).unwrap();
+    a.exclusive(|a| fill(a, [40, 0], [60, 30], 7)).unwrap();
     assert!(b.refresh().unwrap());
     assert_eq!(values(&b)[40 * 30..], vec![7; 600][..]);
     Array::remove(&url).unwrap();
