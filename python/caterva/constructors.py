@@ -99,7 +99,9 @@ def from_buffer(buffer, shape, itemsize=None, dtype=None, **kwargs):
 
 def asarray(ndarray, **kwargs):
     """A new array holding a NumPy array (or anything np.asarray takes), with its dtype."""
-    a = np.ascontiguousarray(np.asarray(ndarray))
+    a = np.asarray(ndarray)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored")
     data = a.reshape(-1).view(np.uint8)

@@ -10,8 +10,10 @@ impl Array {
     /// Bring this handle up to date with what other handles (in this
     /// process or others) wrote since it opened the array or last wrote:
     /// under the array's lock, roll back a write whose process died and
-    /// reload the frame if it changed. Returns whether it changed. An
-    /// array in memory has nothing to refresh.
+    /// reload the frame if its layout changed, emptying the block cache.
+    /// Returns whether it was reloaded (a chunk another handle rewrote in
+    /// place needs no reload to be seen). An array in memory has nothing to
+    /// refresh.
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if another handle keeps the array locked

@@ -22,7 +22,9 @@ impl Store {
     /// Take the array's lock (waiting for another handle's write, see
     /// [`lock::wait_for`]), roll back a write whose process died, and reload
     /// the frame if another handle changed it since this one last saw it.
-    /// Returns the held lock and whether the frame was reloaded. A store in
+    /// Returns the held lock and whether the frame was reloaded (a chunk
+    /// rewritten in place, where it was, needs no reload: the handle reads
+    /// it from there). The block cache is emptied either way. A store in
     /// memory has nothing to refresh.
     ///
     /// # Errors
@@ -38,14 +40,17 @@ impl Store {
         if std::fs::symlink_metadata(&url).is_err() {
             return Err(Error::storage(Some(&url), format!("'{url}' does not exist any more")));
         }
+        // A write in place (a chunk of the same size, in a frame without
+        // checksums) leaves the fingerprint as it was and this handle's view
+        // valid, but not the blocks it cached.
+        if let Some(c) = &self.cache {
+            c.clear();
+        }
         let now = self.fingerprint();
         if now.is_some() && now == self.seen {
             return Ok((held, false));
         }
         self.reload()?;
-        if let Some(c) = &self.cache {
-            c.clear();
-        }
         self.seen = self.fingerprint();
         self.placement = std::sync::OnceLock::new();
         Ok((held, true))
