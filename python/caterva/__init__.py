@@ -11,8 +11,10 @@ from importlib.metadata import PackageNotFoundError, version as _version
 
 from . import _caterva
 from ._caterva import CatervaError
+from . import dask
 from .constructors import asarray, copy, empty, from_buffer, from_cframe, full, open, remove, zeros
 from .ndarray import NDArray
+from .dask import to_caterva
 from .utils import Codec, Filter
 
 try:
@@ -24,5 +26,5 @@ blosc2_version = _caterva.blosc2_version()
 
 __all__ = [
     "CatervaError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
-    "from_cframe", "full", "open", "remove", "zeros", "blosc2_version", "__version__",
+    "from_cframe", "full", "open", "remove", "zeros", "to_caterva", "blosc2_version", "__version__",
 ]
