@@ -106,7 +106,7 @@ def test_to_caterva_multi_process_with_a_killed_worker(tmp_path, client):
     worker SIGKILLed mid-way: Dask reruns its tasks, the array stays
     readable and every item is checked."""
     shape = _big_shape()
-    chunks = (max(1, (8 * 2**20) // (8 * shape[1] * shape[2])), shape[1], shape[2])
+    chunks = (max(1, (2 * 2**20) // (8 * shape[1] * shape[2])), shape[1], shape[2])
     x = index_array(shape, chunks)
     url = str(tmp_path / "big.b2nd")
     pids = client.run(os.getpid)
@@ -119,8 +119,10 @@ def test_to_caterva_multi_process_with_a_killed_worker(tmp_path, client):
     deadline = time.time() + 120
     while time.time() < deadline and len(os.listdir(url)) < 4:
         time.sleep(0.01)
+    assert not future.done(), "the write finished before a worker could be killed"
     os.kill(victim, signal.SIGKILL)
     future.result(timeout=1200)
+    assert victim not in client.run(os.getpid).values()  # it died; its tasks ran elsewhere
     elapsed = time.perf_counter() - t0
     target.refresh()
     check_all(target, shape)
