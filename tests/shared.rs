@@ -113,3 +113,48 @@ fn refresh_follows_a_resize_and_reports_a_removed_array() {
     assert!(!m.refresh().unwrap());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn shared_slice_writes_compress_outside_the_lock() {
+    for contiguous in [false, true] {
+        let d = dir(&format!("sh-{contiguous}"));
+        let url = create(&d, contiguous, true);
+        let mut a = Array::open(&ctx(true), &url).unwrap();
+        let mut b = Array::open(&ctx(true), &url).unwrap();
+        let chunk = |v: i32, n: usize| -> Vec<u8> { std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect() };
+        // Whole chunks (the last row of chunks ends with the array) from two
+        // handles, each out of date when the other has written.
+        b.set_slice_shared(&chunk(1, 200), &[20, 10], &[0, 0], &[20, 10]).unwrap();
+        a.set_slice_shared(&chunk(2, 400), &[20, 20], &[20, 10], &[40, 30]).unwrap();
+        b.set_slice_shared(&chunk(3, 200), &[20, 10], &[20, 0], &[40, 10]).unwrap();
+        // A part of a chunk: built under the lock from the current chunk.
+        a.set_slice_shared(&chunk(4, 5), &[1, 5], &[0, 5], &[1, 10]).unwrap();
+        // A reshape by another handle between two writes: the write starts again on the new shape.
+        b.exclusive(|b| b.resize(&[60, 30], None)).unwrap();
+        a.set_slice_shared(&chunk(5, 200), &[20, 10], &[0, 10], &[20, 20]).unwrap();
+        assert_eq!(a.shape(), &[60, 30]);
+        let v = values(&Array::open(&ctx(true), &url).unwrap());
+        for i in 0..60 {
+            for j in 0..30 {
+                let want = match (i, j) {
+                    (0, 5..=9) => 4,
+                    (0..=19, 0..=9) => 1,
+                    (0..=19, 10..=19) => 5,
+                    (20..=39, 0..=9) => 3,
+                    (20..=39, 10..=29) => 2,
+                    _ => 0,
+                };
+                assert_eq!(v[i * 30 + j], want, "({i}, {j}) contiguous {contiguous}");
+            }
+        }
+        // Bad arguments are refused before anything is built or locked.
+        assert_eq!(
+            a.set_slice_shared(&chunk(1, 10), &[20, 10], &[0, 0], &[20, 10]).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert!(a.set_slice_shared(&chunk(1, 200), &[20, 10], &[50, 0], &[70, 10]).is_err());
+        assert!(!a.refresh().unwrap());
+        drop((a, b));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -184,6 +184,7 @@ class NDArray:
         self._mode = _mode
         self._dtype = np_dtype(_native.dtype, _native.itemsize)
         self._token = uuid.uuid4().hex
+        self._persisted = _native.info()["urlpath"] is not None
         self.kwargs = kwargs
 
     # -- attributes -----------------------------------------------------
@@ -339,11 +340,24 @@ class NDArray:
         if all(s[0] != "list" for s in sel):
             start = [s[1] for s in sel]
             stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
-            self._a.get_slice(start, stop, flat)
+            self._retrying(lambda: self._a.get_slice(start, stop, flat))
         else:
             lists = [[s[1]] if s[0] == "int" else (list(range(s[1], s[2])) if s[0] == "range" else s[1].tolist()) for s in sel]
-            self._a.get_orthogonal(lists, flat)
+            self._retrying(lambda: self._a.get_orthogonal(lists, flat))
         return buf
+
+    def _retrying(self, read, attempts=5):
+        """`read()`; for a persisted array, a read that fails is retried
+        after :meth:`refresh`: it may have met another process's write in
+        progress (reads take no lock; a chunk rewritten meanwhile fails its
+        checksum), and refreshing waits for that write to commit."""
+        for attempt in range(attempts):
+            try:
+                return read()
+            except (_caterva.CatervaError, OSError):
+                if not self._persisted or self._a.closed or attempt == attempts - 1:
+                    raise
+                self.refresh()
 
     def __getitem__(self, key):
         """Items selected by `key` as a NumPy array: integers, slices (any

@@ -10,10 +10,11 @@
 //!   several threads may read one array at once.
 //! - The array sits behind a read-write lock: reads share it, changes take
 //!   it alone; `close()` drops the array (its files stay).
-//! - Changes of a persisted array go through [`caterva::Array::exclusive`]:
-//!   under the array's lock file, after reloading what other handles (other
-//!   processes: Dask workers) committed. So handles in many processes write
-//!   one array safely.
+//! - Changes of a persisted array go through [`caterva::Array::exclusive`]
+//!   (slice writes through [`caterva::Array::set_slice_shared`], which
+//!   compresses whole chunks before taking the lock): under the array's lock
+//!   file, after reloading what other handles (other processes: Dask
+//!   workers) committed. So handles in many processes write one array safely.
 //! - Errors are Python exceptions carrying the library's message:
 //!   `ValueError` (bad arguments, indexes), `FileNotFoundError`/`OSError`
 //!   (storage, I/O), `caterva.CatervaError` (a `RuntimeError`: bad format,
@@ -289,8 +290,14 @@ impl PyArray {
     fn set_slice(&self, py: Python<'_>, start: Vec<i64>, stop: Vec<i64>, data: PyBuffer<u8>) -> PyRes<()> {
         let raw = Raw::of(&data)?;
         let shape: Vec<i64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
-        // SAFETY: `data` stays exported until this returns.
-        self.change(py, move |a| a.set_slice_buffer(unsafe { raw.slice() }, &shape, &start, &stop))?;
+        // Whole chunks are compressed before the array's lock is taken
+        // (`set_slice_shared`); other regions are built under it.
+        py.allow_threads(|| {
+            let mut g = self.write();
+            let a = g.as_mut().ok_or_else(closed)?;
+            // SAFETY: `data` stays exported until this returns.
+            a.set_slice_shared(unsafe { raw.slice() }, &shape, &start, &stop).map_err(to_py)
+        })?;
         drop(data);
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! [`Array::refresh`] and [`Array::exclusive`].
 
 use super::{geometry_of, Array};
+use crate::engine;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
@@ -41,5 +42,39 @@ impl Array {
         let result = f(self);
         drop(held);
         result.map(|v| (v, changed))
+    }
+
+    /// [`Array::set_slice_buffer`] as one of several handles writing the
+    /// array, as [`Array::exclusive`] does it, but with the compression
+    /// outside the lock when it can be: a region made of whole chunks
+    /// (those on the array's edge end where the array ends) is compressed
+    /// first, from `buffer` alone, and only applied under the lock, after
+    /// bringing the handle up to date. Other regions read the rest of their
+    /// chunks, so they are built under the lock. Writers of whole chunks
+    /// thus compress in parallel and take turns only to commit.
+    ///
+    /// # Errors
+    /// As [`Array::set_slice_buffer`] and [`Array::refresh`].
+    pub fn set_slice_shared(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
+        let region = self.geom.region(start, stop)?;
+        engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
+        let parts = engine::plan(&self.geom, &region)?;
+        if !parts.iter().all(|p| p.covers_chunk) {
+            return self.exclusive(|a| a.set_slice_buffer(buffer, buffershape, start, stop)).map(|((), _)| ());
+        }
+        let geom = self.geom.clone();
+        let built = engine::build_chunks(&self.ctx, None, &geom, &region, &parts, buffer, buffershape)?;
+        let (held, changed) = self.store.lock_fresh()?;
+        if changed {
+            self.geom = geometry_of(&self.store)?;
+        }
+        let result = if self.geom == geom {
+            self.store.write(|tx| tx.update_chunks(&built))
+        } else {
+            // Another handle reshaped the array meanwhile: start again on what it is now.
+            self.set_slice_buffer(buffer, buffershape, start, stop)
+        };
+        drop(held);
+        result
     }
 }
