@@ -106,7 +106,9 @@ def test_to_caterva_multi_process_with_a_killed_worker(tmp_path, client):
     worker SIGKILLed mid-way: Dask reruns its tasks, the array stays
     readable and every item is checked."""
     shape = _big_shape()
-    chunks = (max(1, (2 * 2**20) // (8 * shape[1] * shape[2])), shape[1], shape[2])
+    # About 64 chunks, 1 to 8 MiB each: enough tasks that the kill lands mid-way.
+    chunk_bytes = min(8 * 2**20, max(2**20, SIZE // 64))
+    chunks = (max(1, chunk_bytes // (8 * shape[1] * shape[2])), shape[1], shape[2])
     x = index_array(shape, chunks)
     url = str(tmp_path / "big.b2nd")
     pids = client.run(os.getpid)
@@ -126,7 +128,8 @@ def test_to_caterva_multi_process_with_a_killed_worker(tmp_path, client):
     elapsed = time.perf_counter() - t0
     target.refresh()
     check_all(target, shape)
-    print(f"\nto_caterva: {SIZE / 2**20:.0f} MiB {shape} from 2 worker processes (one killed): {elapsed:.1f} s")
+    print(f"\nto_caterva: {SIZE / 2**20:.0f} MiB {shape}, chunks {chunks}, from 2 worker processes "
+          f"(one killed): {elapsed:.1f} s")
     target.close()
     check_all(cat.open(url, mode="r"), shape)
 
