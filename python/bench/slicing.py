@@ -123,12 +123,14 @@ def child(a):
     small, planes = cases(a.shape, a.reps)
     out = {"version": lib.version()}
 
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
+
     def timed(keys):
         times = []
         for k in keys:
-            t = time.perf_counter()
+            t = clock()
             got = h[k]
-            times.append(time.perf_counter() - t)
+            times.append(clock() - t)
             if not np.array_equal(got, src[k]):
                 raise SystemExit(f"{a.lib}: wrong result for {k}")
         return float(np.median(times))
@@ -151,6 +153,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3, help="rounds, libraries alternating; the best round counts")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: the process's CPU time (all its threads), which others' load disturbs less")
     ap.add_argument("--lib")
     ap.add_argument("--dir")
     a = ap.parse_args()
@@ -168,7 +172,7 @@ def main():
                     print(f"{lib}: no venv, skipped", file=sys.stderr)
                     continue
                 r = subprocess.run([py, __file__, "--lib", lib, "--dir", d, "--shape", ",".join(map(str, a.shape)),
-                                    "--threads", str(a.threads), "--reps", str(a.reps)],
+                                    "--threads", str(a.threads), "--reps", str(a.reps), "--clock", a.clock],
                                    capture_output=True, text=True, check=True)
                 new = json.loads(r.stdout.strip().splitlines()[-1])
                 old = results.setdefault(lib, new)
@@ -178,7 +182,8 @@ def main():
     mib = np.prod(a.shape) * 8 / 2**20
     print(f"shape {a.shape} float64 ({mib:.0f} MiB), chunks 64^3, blocks 16^3, ZSTD 5 + shuffle, "
           f"{a.threads} threads, contiguous frame on disk; median of {a.reps} small reads, "
-          f"{max(3, a.reps // 100)} planes per axis, best of {a.rounds} rounds (libraries alternating); "
+          f"{max(3, a.reps // 100)} planes per axis, best of {a.rounds} rounds (libraries alternating), "
+          f"{a.clock} clock; "
           f"load average {os.getloadavg()[0]:.1f}")
     for lib, r in results.items():
         print(f"- {lib}: {r['version']}")
