@@ -21,6 +21,7 @@ mod integrity;
 mod io;
 mod meta;
 mod reshape;
+mod shared;
 
 pub use extras::copy_buffer;
 pub use info::{blosc2_version, ArrayInfo};

@@ -34,6 +34,7 @@ mod lock;
 mod offset;
 mod paths;
 pub(crate) mod reader;
+mod shared;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,30 @@
+"""caterva: compressed N-dimensional arrays (Caterva / Blosc2 frames) for
+Python, on the caterva-rs core.
+
+python-caterva's API (``empty``, ``zeros``, ``full``, ``from_buffer``,
+``asarray``, ``open``, ``copy``, ``from_cframe``, ``remove``, ``NDArray``,
+``Codec``, ``Filter``) on NumPy 2, with NumPy dtypes, orthogonal indexing,
+``append``/``insert``/``delete``, checksums, several processes writing one
+array, and Dask (``caterva.dask.to_caterva``)."""
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from . import _caterva
+from ._caterva import CatervaError
+from . import dask
+from .constructors import asarray, copy, empty, from_buffer, from_cframe, full, open, remove, zeros
+from .ndarray import NDArray
+from .dask import to_caterva
+from .utils import Codec, Filter
+
+try:
+    __version__ = _version("caterva")
+except PackageNotFoundError:  # pragma: no cover - running from the source tree
+    __version__ = "0.8.0"
+
+blosc2_version = _caterva.blosc2_version()
+
+__all__ = [
+    "CatervaError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
+    "from_cframe", "full", "open", "remove", "zeros", "to_caterva", "blosc2_version", "__version__",
+]

@@ -1,0 +1,141 @@
+"""The module-level constructors of python-caterva, with NumPy dtypes."""
+
+import os
+
+import numpy as np
+
+from . import _caterva
+from .ndarray import NDArray, dtype_str, np_dtype
+from .utils import native_kwargs
+
+_MODES = ("w-", "w")
+
+
+def _prepare(shape, itemsize, kwargs):
+    """Native keyword arguments, and the mode of the new array. A path that
+    exists is refused, as python-caterva did, unless ``mode='w'``."""
+    kwargs = dict(kwargs)
+    mode = kwargs.pop("mode", "w-")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES} for a new array, not {mode!r}")
+    kwargs.pop("memframe", None)
+    kw = native_kwargs(shape, itemsize, kwargs)
+    url = kw.get("urlpath")
+    if url is not None and mode == "w-" and os.path.lexists(url):
+        raise FileExistsError(f"Can not create the file {url}. It already exists!")
+    return kw, "a"
+
+
+def _itemsize_dtype(itemsize, dtype):
+    """(itemsize, dtype) from python-caterva's `itemsize` and/or our `dtype`;
+    an `itemsize` that is not an int is taken as a dtype. Without a dtype,
+    items are bytes (`S<itemsize>`), as python-caterva returned them."""
+    if itemsize is not None and not isinstance(itemsize, (int, np.integer)):
+        if dtype is not None:
+            raise TypeError("give the dtype once")
+        itemsize, dtype = None, itemsize
+    if dtype is not None:
+        d = np.dtype(dtype)
+        if itemsize is not None and int(itemsize) != d.itemsize:
+            raise ValueError(f"itemsize {itemsize} does not match dtype {d} ({d.itemsize} bytes)")
+        return d.itemsize, d
+    if itemsize is None:
+        raise TypeError("give an itemsize or a dtype")
+    itemsize = int(itemsize)
+    if not 1 <= itemsize <= 255:
+        raise ValueError(f"itemsize must be 1 to 255 bytes, not {itemsize}")
+    return itemsize, np.dtype(f"S{itemsize}")
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    return [int(s) for s in shape]
+
+
+def _make(kind, shape, itemsize, dtype, kwargs, data=None):
+    shape = _shape(shape)
+    kw, mode = _prepare(shape, itemsize, kwargs)
+    a = _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data)
+    return NDArray(a, _mode=mode, **kwargs)
+
+
+def empty(shape, itemsize=None, dtype=None, **kwargs):
+    """A new array (of zeros: arrays are never uninitialised).
+
+    Keyword arguments (all constructors): chunks, blocks, urlpath,
+    contiguous, meta (a dict of name: bytes), codec, clevel, filters,
+    filtersmeta, nthreads, usedict, checksums, and mode ('w-': refuse an
+    existing path, as python-caterva did; 'w': replace it)."""
+    itemsize, dtype = _itemsize_dtype(itemsize, dtype)
+    return _make("zeros", shape, itemsize, dtype, kwargs)
+
+
+def zeros(shape, itemsize=None, dtype=None, **kwargs):
+    """A new array of zeros."""
+    itemsize, dtype = _itemsize_dtype(itemsize, dtype)
+    return _make("zeros", shape, itemsize, dtype, kwargs)
+
+
+def full(shape, fill_value, dtype=None, **kwargs):
+    """A new array whose items are all `fill_value`: bytes of one item (as
+    python-caterva took it), or a value of `dtype`."""
+    if isinstance(fill_value, (bytes, bytearray, memoryview)) and dtype is None:
+        value = bytes(fill_value)
+        itemsize, dtype = _itemsize_dtype(len(value), None)
+    else:
+        d = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+        value = np.asarray(fill_value, dtype=d).tobytes()
+        itemsize, dtype = d.itemsize, d
+    return _make("full", shape, itemsize, dtype, kwargs, value)
+
+
+def from_buffer(buffer, shape, itemsize=None, dtype=None, **kwargs):
+    """A new array holding `buffer` (bytes-like, C order, of `shape`)."""
+    itemsize, dtype = _itemsize_dtype(itemsize, dtype)
+    data = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
+    return _make("buffer", shape, itemsize, dtype, kwargs, data)
+
+
+def asarray(ndarray, **kwargs):
+    """A new array holding a NumPy array (or anything np.asarray takes), with its dtype."""
+    a = np.asarray(ndarray)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
+    if a.dtype.hasobject:
+        raise TypeError("arrays of Python objects cannot be stored")
+    data = a.reshape(-1).view(np.uint8)
+    return _make("buffer", a.shape, a.dtype.itemsize, a.dtype, kwargs, data)
+
+
+def copy(array, **kwargs):
+    """A copy of `array` (see :meth:`NDArray.copy`)."""
+    return array.copy(**kwargs)
+
+
+def open(urlpath, mode="a", nthreads=1):
+    """Open a persisted array: a frame file or a sparse-frame directory,
+    written by this package, python-caterva, python-blosc2 or C. `mode`
+    'a' reads and writes, 'r' only reads (writes raise ValueError). Many
+    handles, in many processes, may have one array open: each write takes
+    the array's lock and first loads what others committed; a reader sees
+    others' writes after :meth:`NDArray.refresh`."""
+    if mode not in ("r", "a", "r+"):
+        raise ValueError(f"mode must be 'r' or 'a', not {mode!r}")
+    a = _caterva.open(os.fspath(urlpath), {"nthreads": int(nthreads)})
+    return NDArray(a, _mode="r" if mode == "r" else "a")
+
+
+def from_cframe(cframe, copy=True, **kwargs):
+    """An in-memory array from a contiguous frame (bytes, from :meth:`NDArray.to_cframe`)."""
+    nthreads = int(kwargs.pop("nthreads", 1))
+    if kwargs:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+    a = _caterva.from_cframe(memoryview(cframe).cast("B"), {"nthreads": nthreads})
+    return NDArray(a)
+
+
+def remove(urlpath):
+    """Remove a persisted array (a frame file or a sparse-frame directory);
+    a path that does not exist is not an error. Only arrays are removed."""
+    _caterva.remove(os.fspath(urlpath))

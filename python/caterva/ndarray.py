@@ -1,0 +1,578 @@
+"""NDArray: a caterva array as python-caterva's users know it, with NumPy
+dtypes and indexing, over the native array (caterva._caterva.Array)."""
+
+import ast
+import math
+import operator
+import uuid
+from collections.abc import Mapping, MutableMapping
+
+import numpy as np
+
+from . import _caterva
+from .utils import Codec, Filter
+
+_NOT_WRITABLE = "the array was opened read-only (mode='r')"
+
+
+def np_dtype(dtype, itemsize):
+    """The NumPy dtype a recorded dtype string means (bytes of `itemsize`
+    when there is none, as python-caterva returned)."""
+    if dtype is None:
+        return np.dtype(f"S{itemsize}")
+    try:
+        d = np.dtype(ast.literal_eval(dtype)) if dtype.lstrip("<>|=").startswith(("[", "(")) else np.dtype(dtype)
+    except (TypeError, ValueError, SyntaxError):
+        return np.dtype(f"S{itemsize}")
+    return d if d.itemsize == itemsize else np.dtype(f"S{itemsize}")
+
+
+def dtype_str(d):
+    """The string recorded in the b2nd metalayer for a NumPy dtype."""
+    d = np.dtype(d)
+    return str(d.descr) if d.fields is not None else d.str
+
+
+class Meta(Mapping):
+    """The fixed-size metalayers of an array, as python-caterva exposed them
+    (`arr.meta`): contents are bytes; updates keep their length."""
+
+    def __init__(self, ndarray):
+        self.arr = ndarray
+
+    def __contains__(self, key):
+        return self.arr._a.meta_exists(key)
+
+    def __getitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        return self.arr._a.meta_get(key)
+
+    def __setitem__(self, key, value):
+        self.arr._check_writable()
+        self.arr._a.meta_update(key, bytes(value))
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def keys(self):
+        return self.arr._a.meta_names()
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+
+class VLMeta(MutableMapping):
+    """The variable-length metalayers of an array (`arr.vlmeta`): contents
+    are bytes (a str is stored UTF-8 encoded). They cannot be deleted."""
+
+    def __init__(self, ndarray):
+        self.arr = ndarray
+
+    def __contains__(self, key):
+        return isinstance(key, str) and self.arr._a.vlmeta_exists(key)
+
+    def __getitem__(self, key):
+        if key not in self:
+            raise KeyError(key)
+        return self.arr._a.vlmeta_get(key)
+
+    def __setitem__(self, key, value):
+        self.arr._check_writable()
+        if isinstance(value, str):
+            value = value.encode()
+        self.arr._a.vlmeta_set(key, bytes(value))
+
+    def __delitem__(self, key):
+        raise TypeError("vlmetalayers cannot be deleted")
+
+    def __iter__(self):
+        return iter(self.arr._a.vlmeta_names())
+
+    def __len__(self):
+        return len(self.arr._a.vlmeta_names())
+
+
+def _selection(key, shape):
+    """Per-axis selections for `key` (NumPy basic indexing, plus 1-d integer
+    and boolean arrays applied per axis: orthogonal indexing).
+
+    Returns (sel, out) where sel[i] is ("int", i) / ("range", start, stop) /
+    ("list", indices) for array axis i, and out lists the result's axes:
+    an array axis number, or None for a new axis."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    ndim = len(shape)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(k is not None and k is not Ellipsis for k in key)
+    if used > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {used} were indexed")
+    items = []
+    for k in key:
+        if k is Ellipsis:
+            items += [slice(None)] * (ndim - used)
+        else:
+            items.append(k)
+    if not any(k is Ellipsis for k in key):
+        items += [slice(None)] * (ndim - used)
+    sel, out, axis = [], [], 0
+    for k in items:
+        if k is None:
+            out.append(None)
+            continue
+        n = shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            if step == 1:
+                sel.append(("range", start, max(start, stop)))
+            else:
+                sel.append(("list", np.arange(start, stop, step, dtype=np.int64)))
+            out.append(axis)
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("a boolean scalar is not a valid index here")
+        elif isinstance(k, (int, np.integer)) or (
+            isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
+        ):
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            sel.append(("int", i % n if n else i))
+        else:
+            a = np.asarray(k)
+            if a.dtype == bool:
+                if a.shape != (n,):
+                    raise IndexError(f"boolean index of shape {a.shape} does not match axis {axis} of length {n}")
+                a = np.nonzero(a)[0]
+            elif a.size == 0:
+                a = a.astype(np.int64)
+            elif a.dtype.kind not in "iu":
+                raise IndexError(f"only integers, slices, ellipsis, None and integer or boolean arrays are valid indices, not {a.dtype}")
+            if a.ndim != 1:
+                raise IndexError("index arrays must be 1-dimensional (they select along one axis each)")
+            a = a.astype(np.int64)
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+            sel.append(("list", np.where(a < 0, a + n, a)))
+            out.append(axis)
+        axis += 1
+    return sel, out
+
+
+def _lengths(sel):
+    return [1 if s[0] == "int" else (s[2] - s[1] if s[0] == "range" else len(s[1])) for s in sel]
+
+
+def _result_shape(sel, out):
+    lens = _lengths(sel)
+    return tuple(1 if o is None else lens[o] for o in out)
+
+
+class NDArray:
+    """A compressed N-dimensional array (python-caterva's NDArray).
+
+    Made by the module's constructors (`empty`, `zeros`, `full`,
+    `from_buffer`, `asarray`, `open`, `copy`, `from_cframe`), not directly."""
+
+    def __init__(self, _native=None, *, _mode="a", **kwargs):
+        if _native is None:
+            raise TypeError("make arrays with caterva.empty/zeros/full/from_buffer/asarray/open")
+        self._a = _native
+        self._mode = _mode
+        self._dtype = np_dtype(_native.dtype, _native.itemsize)
+        self._token = uuid.uuid4().hex
+        self._persisted = _native.info()["urlpath"] is not None
+        self.kwargs = kwargs
+
+    # -- attributes -----------------------------------------------------
+
+    @property
+    def shape(self):
+        """The shape."""
+        return tuple(self._a.shape)
+
+    @property
+    def chunks(self):
+        """The chunk shape."""
+        return tuple(self._a.chunks)
+
+    @property
+    def blocks(self):
+        """The block shape."""
+        return tuple(self._a.blocks)
+
+    @property
+    def itemsize(self):
+        """Bytes per item."""
+        return self._a.itemsize
+
+    @property
+    def dtype(self):
+        """The NumPy dtype (from the b2nd metalayer; bytes `S<itemsize>` without one)."""
+        return self._dtype
+
+    @property
+    def ndim(self):
+        """Number of dimensions."""
+        return len(self._a.shape)
+
+    @property
+    def size(self):
+        """The size in bytes of the items (python-caterva's meaning; `nitems` counts items)."""
+        return self.nitems * self.itemsize
+
+    @property
+    def nbytes(self):
+        """The size in bytes of the items."""
+        return self.size
+
+    @property
+    def nitems(self):
+        """Number of items."""
+        return math.prod(self.shape)
+
+    @property
+    def cbytes(self):
+        """Compressed size of the chunks."""
+        return self._a.info()["cbytes"]
+
+    @property
+    def cratio(self):
+        """Compression ratio: item bytes over compressed bytes."""
+        cbytes = self.cbytes
+        return self.size / cbytes if cbytes else math.inf
+
+    @property
+    def codec(self):
+        """The codec (a :class:`Codec`)."""
+        return Codec(self._a.info()["codec"])
+
+    @property
+    def clevel(self):
+        """The compression level."""
+        return self._a.info()["clevel"]
+
+    @property
+    def filters(self):
+        """The filter pipeline, six slots (:class:`Filter`)."""
+        return [Filter(f) for f in self._a.info()["filters"]]
+
+    @property
+    def filtersmeta(self):
+        """The filters' meta values."""
+        return self._a.info()["filtersmeta"]
+
+    @property
+    def nchunks(self):
+        """Number of chunks."""
+        return self._a.info()["nchunks"]
+
+    @property
+    def chunksize(self):
+        """Bytes in a chunk."""
+        return math.prod(self.chunks) * self.itemsize
+
+    @property
+    def blocksize(self):
+        """Bytes in a block."""
+        return math.prod(self.blocks) * self.itemsize
+
+    @property
+    def urlpath(self):
+        """Where the array is stored (None: in memory)."""
+        return self._a.info()["urlpath"]
+
+    @property
+    def contiguous(self):
+        """One frame rather than a directory of chunk files."""
+        return self._a.info()["contiguous"]
+
+    @property
+    def mode(self):
+        """'r' (read-only) or 'a' (read and write)."""
+        return self._mode
+
+    @property
+    def meta(self):
+        """The fixed-size metalayers (a mapping)."""
+        return Meta(self)
+
+    @property
+    def vlmeta(self):
+        """The variable-length metalayers (a mutable mapping)."""
+        return VLMeta(self)
+
+    @property
+    def checksums(self):
+        """Whether the array keeps per-chunk checksums."""
+        return self._a.has_checksums()
+
+    @property
+    def info(self):
+        """A report of how the array is stored (print it)."""
+        return _Info(self)
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self):
+        if self._a.closed:
+            return "<caterva.NDArray (closed)>"
+        return f"<caterva.NDArray shape={self.shape} dtype={self.dtype} chunks={self.chunks} blocks={self.blocks}>"
+
+    # -- reading and writing ----------------------------------------------
+
+    def _check_writable(self):
+        if self._mode == "r":
+            raise ValueError(_NOT_WRITABLE)
+
+    def _read(self, sel):
+        lens = _lengths(sel)
+        buf = np.empty(lens, dtype=self._dtype)
+        if buf.size == 0:
+            return buf
+        flat = buf.reshape(-1).view(np.uint8)
+        if all(s[0] != "list" for s in sel):
+            start = [s[1] for s in sel]
+            stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
+            self._retrying(lambda: self._a.get_slice(start, stop, flat))
+        else:
+            lists = [[s[1]] if s[0] == "int" else (list(range(s[1], s[2])) if s[0] == "range" else s[1].tolist()) for s in sel]
+            self._retrying(lambda: self._a.get_orthogonal(lists, flat))
+        return buf
+
+    def _retrying(self, read, attempts=5):
+        """`read()`; for a persisted array, a read that fails is retried
+        after :meth:`refresh`: it may have met another process's write in
+        progress (reads take no lock; a chunk rewritten meanwhile fails its
+        checksum), and refreshing waits for that write to commit."""
+        for attempt in range(attempts):
+            try:
+                return read()
+            except (_caterva.CatervaError, OSError):
+                if not self._persisted or self._a.closed or attempt == attempts - 1:
+                    raise
+                self.refresh()
+
+    def __getitem__(self, key):
+        """Items selected by `key` as a NumPy array: integers, slices (any
+        step), `...`, None, and 1-d integer or boolean arrays (each
+        selecting along its own axis: orthogonal indexing)."""
+        sel, out = _selection(key, self.shape)
+        buf = self._read(sel)
+        res = buf.reshape(_result_shape(sel, out))
+        if res.ndim == 0 and not any(o is None for o in out):
+            return res[()]
+        return res
+
+    def _coerce(self, value):
+        """`value` as items of this array's dtype: bytes of the same size are
+        taken as they are for arrays without a dtype (python-caterva's)."""
+        if isinstance(value, NDArray):
+            value = value[()]
+        v = np.asarray(value)
+        if v.dtype != self._dtype and self._dtype.kind in "SV" and v.dtype.itemsize == self.itemsize and v.dtype.kind not in "SU":
+            return np.ascontiguousarray(v).view(self._dtype)
+        return np.asarray(v, dtype=self._dtype)
+
+    def __setitem__(self, key, value):
+        """Write `value` (broadcast as NumPy does) to the items `key` selects."""
+        self._check_writable()
+        sel, out = _selection(key, self.shape)
+        v = self._coerce(value)
+        v = np.broadcast_to(v, _result_shape(sel, out))
+        lens = _lengths(sel)
+        if math.prod(lens) == 0:
+            return
+        v = np.ascontiguousarray(v.reshape(lens))
+        flat = v.reshape(-1).view(np.uint8)
+        if all(s[0] != "list" for s in sel):
+            start = [s[1] for s in sel]
+            stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
+            self._a.set_slice(start, stop, flat)
+        else:
+            lists = [[s[1]] if s[0] == "int" else (list(range(s[1], s[2])) if s[0] == "range" else s[1].tolist()) for s in sel]
+            self._a.set_orthogonal(lists, flat)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._read([("range", 0, n) for n in self.shape])
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def to_buffer(self, **kwargs):
+        """The whole array, C order, as bytes."""
+        return self._a.to_bytes()
+
+    def tobytes(self):
+        """The whole array, C order, as bytes."""
+        return self._a.to_bytes()
+
+    def to_cframe(self):
+        """The array as a contiguous frame (bytes), for :func:`caterva.from_cframe`."""
+        return self._a.to_cframe()
+
+    def copy(self, **kwargs):
+        """A copy, in memory or at `urlpath`, with these chunks and blocks
+        unless others are given (the constructors' keyword arguments)."""
+        from .constructors import _prepare
+
+        kwargs.setdefault("chunks", self.chunks)
+        kwargs.setdefault("blocks", self.blocks)
+        kw, mode = _prepare(self.shape, self.itemsize, kwargs)
+        return NDArray(self._a.copy(kw), _mode=mode, **kwargs)
+
+    def slice(self, key, **kwargs):
+        """A new array holding `self[key]`, integer indices kept as axes of
+        length 1 (python-caterva's `slice`)."""
+        from .constructors import _prepare, asarray
+
+        sel, _ = _selection(key, self.shape)
+        if all(s[0] != "list" for s in sel) and math.prod(_lengths(sel)):
+            start = [s[1] for s in sel]
+            stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
+            shape = [b - a for a, b in zip(start, stop)]
+            kwargs.setdefault("chunks", [min(c, s) for c, s in zip(self.chunks, shape)])
+            kwargs.setdefault("blocks", [min(b, s) for b, s in zip(self.blocks, shape)])
+            kw, mode = _prepare(shape, self.itemsize, kwargs)
+            return NDArray(self._a.get_slice_array(start, stop, kw), _mode=mode, **kwargs)
+        return asarray(self._read(sel), **kwargs)
+
+    # -- changing the shape ------------------------------------------------
+
+    def resize(self, newshape):
+        """Change the shape (new items are zeros)."""
+        self._check_writable()
+        self._a.resize([int(s) for s in newshape])
+
+    def squeeze(self):
+        """Remove the axes of length 1, in place."""
+        self._check_writable()
+        self._a.squeeze()
+
+    def _slabs(self, values, axis):
+        axis = operator.index(axis)
+        if not -self.ndim <= axis < self.ndim:
+            raise np.exceptions.AxisError(axis, self.ndim)
+        axis %= self.ndim
+        v = self._coerce(values)
+        shape = list(self.shape)
+        if v.ndim == self.ndim - 1:
+            v = np.expand_dims(v, axis)
+        if v.ndim != self.ndim or any(v.shape[i] != shape[i] for i in range(self.ndim) if i != axis):
+            shape[axis] = "n"
+            raise ValueError(f"values of shape {v.shape} are not slabs of shape {tuple(shape)}")
+        return np.ascontiguousarray(v).reshape(-1).view(np.uint8), axis
+
+    def append(self, values, axis=0):
+        """Append `values` (slabs of the array's shape along `axis`) at the end of `axis`."""
+        self._check_writable()
+        buf, axis = self._slabs(values, axis)
+        self._a.append(buf, axis)
+
+    def insert(self, index, values, axis=0):
+        """Insert `values` before `index` along `axis` (like numpy.insert)."""
+        self._check_writable()
+        buf, axis = self._slabs(values, axis)
+        n = self.shape[axis]
+        index = operator.index(index)
+        if index < 0:
+            index += n
+        self._a.insert(buf, axis, index)
+
+    def delete(self, index, axis=0):
+        """Delete the items `index` (an int, or a slice of step 1) selects along `axis`."""
+        self._check_writable()
+        axis = operator.index(axis)
+        if not -self.ndim <= axis < self.ndim:
+            raise np.exceptions.AxisError(axis, self.ndim)
+        axis %= self.ndim
+        n = self.shape[axis]
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step != 1:
+                raise ValueError("delete takes an int or a slice of step 1")
+            length = max(0, stop - start)
+        else:
+            start = operator.index(index)
+            if not -n <= start < n:
+                raise IndexError(f"index {start} is out of bounds for axis {axis} with size {n}")
+            start %= n
+            length = 1
+        if length:
+            self._a.delete(axis, start, length)
+
+    # -- integrity, sharing, lifetime ---------------------------------------
+
+    def enable_checksums(self):
+        """Start keeping per-chunk checksums."""
+        self._check_writable()
+        self._a.enable_checksums()
+
+    def verify(self):
+        """Check every chunk (and the checksum table): a list of (chunk, reason)."""
+        return self._a.verify()
+
+    def refresh(self):
+        """See what other handles (other processes) committed since this one
+        opened the array or last wrote; True if it changed."""
+        changed = self._a.refresh()
+        self._dtype = np_dtype(self._a.dtype, self._a.itemsize)
+        return changed
+
+    def save(self, urlpath):
+        """Write a copy to `urlpath`."""
+        self._a.save(str(urlpath))
+
+    def close(self):
+        """Let the array go (its files stay); later calls raise ValueError."""
+        self._a.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __reduce__(self):
+        url = None if self._a.closed else self.urlpath
+        if url is not None:
+            from .constructors import open as open_
+
+            return (open_, (url, self._mode))
+        from .constructors import from_cframe
+
+        return (from_cframe, (self.to_cframe(),))
+
+    def __dask_tokenize__(self):
+        return ("caterva.NDArray", self._token)
+
+
+class _Info:
+    def __init__(self, arr):
+        self.arr = arr
+
+    def items(self):
+        a = self.arr
+        return [
+            ("Type", type(a).__name__),
+            ("Itemsize", a.itemsize),
+            ("Dtype", a.dtype),
+            ("Shape", a.shape),
+            ("Chunks", a.chunks),
+            ("Blocks", a.blocks),
+            ("Comp. codec", a.codec.name),
+            ("Comp. level", a.clevel),
+            ("Comp. filters", f"[{', '.join(f.name for f in a.filters if f != Filter.NOFILTER)}]"),
+            ("Comp. ratio", f"{a.cratio:.2f}"),
+            ("Checksums", a.checksums),
+        ]
+
+    def __repr__(self):
+        items = self.items()
+        w = max(len(k) for k, _ in items)
+        return "".join(f"{k.ljust(w)} : {v}\n" for k, v in items)

@@ -1,0 +1,371 @@
+"""The package's API, value by value against NumPy."""
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import caterva as cat
+
+STORAGES = ["memory", "sparse", "contiguous"]
+
+
+def where(kind, tmp_path, name="a"):
+    if kind == "memory":
+        return {}
+    if kind == "sparse":
+        return {"urlpath": str(tmp_path / f"{name}.b2nd"), "contiguous": False}
+    return {"urlpath": str(tmp_path / f"{name}.b2frame"), "contiguous": True}
+
+
+@pytest.mark.parametrize("kind", STORAGES)
+@pytest.mark.parametrize("dtype", ["<f8", "<i4", "|u1", ">i8", "<c16", "|b1", "<U3", "<M8[s]"])
+def test_asarray_roundtrip_dtypes(tmp_path, kind, dtype):
+    rng = np.random.default_rng(1)
+    shape = (13, 7, 5)
+    if dtype == "<U3":
+        ref = rng.choice(np.array(["a", "bc", "def", ""], dtype=dtype), size=shape)
+    elif dtype == "<M8[s]":
+        ref = (rng.integers(0, 2**31, size=shape)).astype(dtype)
+    else:
+        ref = (rng.random(shape) * 100).astype(dtype)
+    a = cat.asarray(ref, chunks=(5, 4, 5), blocks=(2, 2, 3), **where(kind, tmp_path))
+    assert a.dtype == np.dtype(dtype)
+    assert a.shape == shape and a.ndim == 3 and a.itemsize == ref.itemsize
+    assert a.chunks == (5, 4, 5) and a.blocks == (2, 2, 3)
+    assert a.size == ref.nbytes and a.nitems == ref.size
+    np.testing.assert_array_equal(a[...], ref)
+    np.testing.assert_array_equal(np.asarray(a), ref)
+    assert a.to_buffer() == ref.tobytes() == a.tobytes()
+    if kind != "memory":
+        b = cat.open(a.urlpath)
+        assert b.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(b[:], ref)
+
+
+def test_python_caterva_style_bytes_items(tmp_path):
+    """python-caterva's arrays have an itemsize and no dtype: items are bytes."""
+    ref = np.arange(60, dtype=np.float64).reshape(6, 10)
+    url = str(tmp_path / "p.cat")
+    c = cat.from_buffer(bytes(ref), ref.shape, ref.itemsize, chunks=(3, 5), blocks=(2, 2), urlpath=url)
+    assert c.dtype == np.dtype("S8")
+    np.testing.assert_array_equal(np.asarray(c[1:3, 2:7]).view(np.float64), ref[1:3, 2:7])
+    np.testing.assert_array_equal(np.frombuffer(c.to_buffer(), dtype=np.float64).reshape(6, 10), ref)
+    # A NumPy array of the same item size is written as its bytes.
+    c[0] = np.full(10, 7.5)
+    np.testing.assert_array_equal(c[0].view(np.float64), np.full(10, 7.5))
+    with pytest.raises(FileExistsError):
+        cat.from_buffer(bytes(ref), ref.shape, 8, chunks=(3, 5), blocks=(2, 2), urlpath=url)
+    c.close()
+    cat.remove(url)
+    assert not (tmp_path / "p.cat").exists()
+    cat.remove(url)  # nothing there: not an error
+
+
+@pytest.mark.parametrize("kind", STORAGES)
+def test_constructors(tmp_path, kind):
+    z = cat.zeros((10, 12), 4, chunks=(4, 5), blocks=(2, 5), **where(kind, tmp_path, "z"))
+    assert z.dtype == np.dtype("S4")
+    assert bytes(z.to_buffer()) == bytes(480)
+    e = cat.empty((10, 12), dtype=np.int16, chunks=(4, 5), blocks=(2, 5), **where(kind, tmp_path, "e"))
+    np.testing.assert_array_equal(e[:], np.zeros((10, 12), np.int16))
+    f = cat.full((9, 4), b"\x01\x02", chunks=(4, 4), blocks=(2, 2), **where(kind, tmp_path, "f"))
+    assert f.itemsize == 2 and f[3, 3] == b"\x01\x02"
+    g = cat.full((9, 4), 2.5, dtype=np.float32, chunks=(4, 4), blocks=(2, 2), **where(kind, tmp_path, "g"))
+    np.testing.assert_array_equal(g[:], np.full((9, 4), 2.5, np.float32))
+    h = cat.empty((3, 3), np.float64, chunks=(2, 2), blocks=(1, 1))
+    assert h.dtype == np.float64
+    d = cat.asarray(np.arange(10.0))  # default partitions
+    assert d.chunks == (10,) and d[3] == 3.0
+    s = cat.asarray(np.float32(4.5))  # 0-d
+    assert s.shape == () and s[()] == np.float32(4.5) and np.asarray(s) == 4.5
+
+
+def test_compression_kwargs():
+    ref = np.arange(10_000, dtype=np.int64).reshape(100, 100)
+    for codec in cat.Codec:
+        a = cat.asarray(ref, chunks=(50, 50), blocks=(10, 25), codec=codec, clevel=7,
+                        filters=[cat.Filter.DELTA, cat.Filter.BITSHUFFLE], filtersmeta=[0, 0], nthreads=2)
+        assert a.codec == codec and a.clevel == 7
+        assert a.filters[-2:] == [cat.Filter.DELTA, cat.Filter.BITSHUFFLE]
+        assert a.cratio > 1
+        np.testing.assert_array_equal(a[:], ref)
+    u = cat.asarray(ref, chunks=(50, 50), blocks=(10, 25), codec=cat.Codec.ZSTD, usedict=True)
+    np.testing.assert_array_equal(u[:], ref)
+    with pytest.raises(ValueError, match="level"):
+        cat.asarray(ref, clevel=12)
+    with pytest.raises(TypeError, match="unexpected"):
+        cat.asarray(ref, chunkz=(2, 2))
+
+
+def _random_key(rng, shape):
+    key = []
+    for n in shape:
+        r = rng.integers(0, 6)
+        if r == 0:
+            key.append(int(rng.integers(-n, n)))
+        elif r == 1:
+            a, b = sorted(rng.integers(-n - 2, n + 3, size=2))
+            key.append(slice(int(a), int(b)))
+        elif r == 2:
+            a, b = rng.integers(-n - 2, n + 3, size=2)
+            step = int(rng.choice([-3, -2, -1, 2, 3, 5]))
+            key.append(slice(int(a), int(b), step))
+        elif r == 3:
+            key.append(slice(None))
+        elif r == 4:
+            key.append(rng.integers(-n, n, size=int(rng.integers(0, 5))))
+        else:
+            key.append(rng.random(n) < 0.4)
+    return key
+
+
+def _numpy_index(ref, key):
+    """NumPy's result for an orthogonal key (np.ix_ for the arrays)."""
+    out = ref
+    axis = 0
+    for k in key:
+        if isinstance(k, np.ndarray):
+            idx = np.nonzero(k)[0] if k.dtype == bool else k
+            out = np.take(out, idx, axis=axis)
+            axis += 1
+        elif isinstance(k, int):
+            out = np.take(out, k, axis=axis)
+        else:
+            out = out[(slice(None),) * axis + (k,)]
+            axis += 1
+    return out
+
+
+@pytest.mark.parametrize("kind", STORAGES)
+def test_random_slicing_against_numpy(tmp_path, kind):
+    rng = np.random.default_rng(42)
+    shape = (17, 11, 9)
+    ref = rng.integers(0, 1000, size=shape).astype(np.int32)
+    a = cat.asarray(ref, chunks=(6, 5, 4), blocks=(3, 2, 2), **where(kind, tmp_path))
+    for _ in range(300):
+        key = _random_key(rng, shape)
+        want = _numpy_index(ref, key)
+        got = a[tuple(key)]
+        assert np.shape(got) == want.shape, key
+        np.testing.assert_array_equal(got, want, err_msg=str(key))
+    # And writes: random keys, random values, mirrored into the NumPy array.
+    for _ in range(100):
+        key = _random_key(rng, shape)
+        view_shape = _numpy_index(ref, key).shape
+        vals = rng.integers(-500, 500, size=view_shape).astype(np.int32)
+        a[tuple(key)] = vals
+        # Mirror with np.ix_-style assignment.
+        idx = []
+        for n, k in zip(shape, key):
+            if isinstance(k, np.ndarray):
+                idx.append(np.nonzero(k)[0] if k.dtype == bool else k % n)
+            elif isinstance(k, int):
+                idx.append(np.array([k % n]))
+            else:
+                idx.append(np.arange(n)[k])
+        full_shape = tuple(len(i) for i in idx)
+        ref[np.ix_(*idx)] = vals.reshape(full_shape)
+    np.testing.assert_array_equal(a[:], ref)
+
+
+def test_basic_indexing_cases():
+    ref = np.arange(4 * 5 * 6, dtype=np.float64).reshape(4, 5, 6)
+    a = cat.asarray(ref, chunks=(3, 2, 4), blocks=(2, 2, 2))
+    for key in [0, -1, (1, 2), (1, 2, 3), (Ellipsis, 2), (None, 1), (slice(None), None, 2), (1, Ellipsis, None),
+                (), Ellipsis, (slice(3, 1),), (slice(None, None, -1), 0, slice(5, 0, -2)), np.int64(2),
+                (np.array(1), 2)]:
+        got = a[key]
+        want = ref[key]
+        assert np.shape(got) == np.shape(want), key
+        np.testing.assert_array_equal(got, want)
+    assert isinstance(a[1, 2, 3], np.float64)
+    for bad in [4, -5, (0, 5), (0, 0, 0, 0), (Ellipsis, Ellipsis), 1.5, (np.array([[1]]),), True, "x"]:
+        with pytest.raises(IndexError):
+            a[bad]
+    a[1:3, :, 0] = 99  # broadcast scalar
+    ref[1:3, :, 0] = 99
+    a[0] = np.arange(6)  # broadcast a row
+    ref[0] = np.arange(6)
+    a[..., ::-2] = -1
+    ref[..., ::-2] = -1
+    np.testing.assert_array_equal(a[:], ref)
+    with pytest.raises(ValueError):
+        a[0] = np.ones(7)
+    assert len(a) == 4
+    assert [x.shape for x in a] == [(5, 6)] * 4
+
+
+def test_reshapes():
+    ref = np.arange(30, dtype=np.int64).reshape(5, 6)
+    a = cat.asarray(ref, chunks=(2, 4), blocks=(2, 2))
+    a.append(np.full((2, 6), 7), axis=0)
+    ref = np.concatenate([ref, np.full((2, 6), 7)])
+    a.append(np.arange(7), axis=1)  # one slab, without its axis
+    ref = np.concatenate([ref, np.arange(7)[:, None]], axis=1)
+    np.testing.assert_array_equal(a[:], ref)
+    a.insert(1, np.full((1, 7), -3))
+    ref = np.insert(ref, 1, -3, axis=0)
+    a.insert(-1, np.full((8, 2), 5), axis=1)
+    ref = np.insert(ref, [6, 6], 5, axis=1)
+    np.testing.assert_array_equal(a[:], ref)
+    a.delete(0)
+    ref = np.delete(ref, 0, axis=0)
+    a.delete(slice(2, 5), axis=1)
+    ref = np.delete(ref, [2, 3, 4], axis=1)
+    np.testing.assert_array_equal(a[:], ref)
+    a.resize((9, 3))
+    grown = np.zeros((9, 3), np.int64)
+    grown[:7, :3] = ref[:7, :3]
+    np.testing.assert_array_equal(a[:], grown)
+    with pytest.raises(ValueError, match="slabs"):
+        a.append(np.ones((2, 4)), axis=0)
+    with pytest.raises(IndexError):
+        a.delete(9)
+    b = cat.asarray(np.arange(6.0).reshape(1, 6, 1), chunks=(1, 3, 1), blocks=(1, 2, 1))
+    b.squeeze()
+    assert b.shape == (6,)
+    np.testing.assert_array_equal(b[:], np.arange(6.0))
+
+
+def test_copy_slice_cframe(tmp_path):
+    ref = np.random.default_rng(3).random((20, 30))
+    a = cat.asarray(ref, chunks=(10, 10), blocks=(5, 5), meta={"m": b"1234"})
+    a.vlmeta["v"] = b"hello"
+    c = a.copy(chunks=(7, 9), blocks=(7, 3), urlpath=str(tmp_path / "c.b2nd"))
+    assert c.chunks == (7, 9) and c.meta["m"] == b"1234" and c.vlmeta["v"] == b"hello"
+    np.testing.assert_array_equal(c[:], ref)
+    d = cat.copy(a)
+    assert d.chunks == (10, 10)
+    np.testing.assert_array_equal(d[:], ref)
+    s = a.slice((slice(3, 15), 4))
+    assert s.shape == (12, 1)
+    np.testing.assert_array_equal(s[:, 0], ref[3:15, 4])
+    s2 = a.slice((slice(None, None, 2), [1, 5]))
+    np.testing.assert_array_equal(s2[:], ref[::2][:, [1, 5]])
+    f = cat.from_cframe(a.to_cframe())
+    np.testing.assert_array_equal(f[:], ref)
+    assert f.meta["m"] == b"1234"
+    with pytest.raises(cat.CatervaError):
+        cat.from_cframe(b"not a frame at all" * 10)
+    a.save(str(tmp_path / "s.b2frame"))
+    np.testing.assert_array_equal(cat.open(tmp_path / "s.b2frame")[:], ref)
+
+
+def test_meta_vlmeta_checksums(tmp_path):
+    url = str(tmp_path / "m.b2nd")
+    a = cat.zeros((10,), np.uint16, chunks=(5,), blocks=(5,), urlpath=url, meta={"abc": b"\x01\x02\x03"}, checksums=True)
+    assert "abc" in a.meta and a.meta["abc"] == b"\x01\x02\x03"
+    assert "caterva" in a.meta.keys() and len(a.meta) >= 3
+    a.meta["abc"] = b"xyz"
+    with pytest.raises(ValueError):
+        a.meta["abc"] = b"toolong"
+    with pytest.raises(KeyError):
+        a.meta["nope"]
+    a.vlmeta["k"] = "texte"
+    a.vlmeta["k"] = b"bytes"
+    assert dict(a.vlmeta) == {"k": b"bytes"}
+    assert a.checksums and a.verify() == []
+    b = cat.asarray(np.arange(10))
+    assert not b.checksums
+    b.enable_checksums()
+    assert b.checksums and b.verify() == []
+    a.close()
+    # Damage a chunk file: the read is refused, verify names the chunk.
+    a = cat.open(url)
+    a[:] = np.arange(10, dtype=np.uint16)
+    a.close()
+    chunk = tmp_path / "m.b2nd" / "00000001.chunk"
+    data = bytearray(chunk.read_bytes())
+    data[-1] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    a = cat.open(url)
+    with pytest.raises(cat.CatervaError, match="checksum"):
+        a[:]
+    assert [n for n, _ in a.verify()] == [1]
+
+
+def test_errors_and_lifetime(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        cat.open(tmp_path / "missing.b2nd")
+    with pytest.raises(ValueError):
+        cat.zeros((10, 10), 4, chunks=(20, 5), blocks=(30, 5))
+    with pytest.raises(ValueError, match="itemsize"):
+        cat.zeros((3,), 0)
+    (tmp_path / "junk").write_bytes(b"junk" * 100)
+    with pytest.raises(Exception) as e:
+        cat.open(tmp_path / "junk")
+    assert isinstance(e.value, (cat.CatervaError, OSError))
+    url = str(tmp_path / "l.b2frame")
+    with cat.asarray(np.arange(5), urlpath=url, contiguous=True) as a:
+        assert a[4] == 4
+    with pytest.raises(ValueError, match="closed"):
+        a[0]
+    a.close()  # twice: fine
+    assert "closed" in repr(a)
+    r = cat.open(url, mode="r")
+    with pytest.raises(ValueError, match="read-only"):
+        r[0] = 1
+    with pytest.raises(ValueError, match="read-only"):
+        r.append([1])
+    w = cat.open(url)
+    w[0] = 10
+    r.refresh()  # (before, it may read the old or the new item)
+    assert r[0] == 10
+    with pytest.raises(ValueError, match="mode"):
+        cat.open(url, mode="x")
+    # mode='w' replaces an array
+    b = cat.asarray(np.ones(3), urlpath=url, contiguous=True, mode="w")
+    assert b.shape == (3,)
+
+
+def test_pickle(tmp_path):
+    ref = np.arange(24).reshape(4, 6)
+    m = cat.asarray(ref, chunks=(2, 3), blocks=(1, 3))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(m))[:], ref)
+    p = cat.asarray(ref, chunks=(2, 3), blocks=(1, 3), urlpath=str(tmp_path / "p.b2nd"))
+    q = pickle.loads(pickle.dumps(p))
+    assert q.urlpath == p.urlpath
+    np.testing.assert_array_equal(q[:], ref)
+    r = pickle.loads(pickle.dumps(cat.open(p.urlpath, mode="r")))
+    assert r.mode == "r"
+
+
+def test_gil_is_released():
+    """Another thread runs Python code while a long read decompresses."""
+    ref = np.random.default_rng(0).random((400, 400, 40))
+    a = cat.asarray(ref, chunks=(100, 100, 40), blocks=(20, 20, 40), clevel=9, codec=cat.Codec.ZLIB)
+    ticks = []
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(1)
+
+    t = threading.Thread(target=count)
+    t.start()
+    try:
+        for _ in range(3):
+            before = len(ticks)
+            out = a[:]
+            assert len(ticks) - before > 10  # the counter ran during the read
+    finally:
+        stop.set()
+        t.join()
+    np.testing.assert_array_equal(out, ref)
+    # Several threads reading one array at once.
+    errors = []
+
+    def read(i):
+        try:
+            np.testing.assert_array_equal(a[i * 10:(i + 1) * 10], ref[i * 10:(i + 1) * 10])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=read, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors

@@ -1,0 +1,181 @@
+"""Files exchanged with python-caterva 0.7.3 (NumPy 1.x) and python-blosc2
+(NumPy 2), each run in its own virtual environment (.ci/setup makes them
+under target/interop/; CATERVA_INTEROP_CATERVA_PYTHON and
+CATERVA_INTEROP_BLOSC2_PYTHON override them). Every value is compared."""
+
+import os
+import pathlib
+import subprocess
+import textwrap
+
+import numpy as np
+import pytest
+
+import caterva as cat
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def peer_python(name, env):
+    p = os.environ.get(env) or str(ROOT / "target" / "interop" / name / "bin" / "python")
+    assert os.path.exists(p), f"{p} is missing: run .ci/setup"
+    return p
+
+
+def run_peer(name, env, code, *args):
+    r = subprocess.run([peer_python(name, env), "-c", textwrap.dedent(code), *map(str, args)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{name} peer failed:\n{r.stdout}\n{r.stderr}"
+    return r.stdout
+
+
+def old_caterva(code, *args):
+    return run_peer("caterva", "CATERVA_INTEROP_CATERVA_PYTHON", code, *args)
+
+
+def blosc2(code, *args):
+    return run_peer("blosc2", "CATERVA_INTEROP_BLOSC2_PYTHON", code, *args)
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+@pytest.mark.parametrize("checksums", [False, True])
+def test_python_caterva_reads_ours(tmp_path, contiguous, checksums):
+    ref = np.random.default_rng(5).random((23, 17, 9))
+    url = tmp_path / ("a.b2frame" if contiguous else "a.b2nd")
+    a = cat.asarray(ref, chunks=(10, 8, 9), blocks=(5, 4, 3), urlpath=str(url), contiguous=contiguous,
+                    checksums=checksums, meta={"user": b"\x93\x01\x02\x03"})
+    a.close()
+    np.save(tmp_path / "ref.npy", ref)
+    old_caterva("""
+        import sys, numpy as np, caterva as cat
+        assert np.__version__.startswith("1."), np.__version__
+        url, ref = sys.argv[1], np.load(sys.argv[2])
+        c = cat.open(url)
+        assert tuple(c.shape) == ref.shape and c.itemsize == 8, (c.shape, c.itemsize)
+        assert tuple(c.chunks) == (10, 8, 9) and tuple(c.blocks) == (5, 4, 3)
+        got = np.frombuffer(c.to_buffer(), dtype=np.float64).reshape(ref.shape)
+        assert (got == ref).all()
+        assert (np.asarray(c[3:9, 2, 1:8]).view(np.float64) == ref[3:9, 2, 1:8]).all()
+        assert c.meta["user"] == b"\\x93\\x01\\x02\\x03"
+    """, url, tmp_path / "ref.npy")
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_we_read_and_write_python_caterva_files(tmp_path, contiguous):
+    """A python-caterva script's file, read and changed here, read back there."""
+    url = tmp_path / ("o.b2frame" if contiguous else "o.b2nd")
+    old_caterva("""
+        import sys, numpy as np, caterva as cat
+        ref = np.arange(30 * 40, dtype=np.int32).reshape(30, 40)
+        cat.from_buffer(bytes(ref), ref.shape, ref.itemsize, chunks=(12, 15), blocks=(6, 5),
+                        urlpath=sys.argv[1], contiguous=sys.argv[2] == "1", meta={"m": b"abcd"})
+    """, url, int(contiguous))
+    ref = np.arange(30 * 40, dtype=np.int32).reshape(30, 40)
+    a = cat.open(url)
+    assert a.dtype == np.dtype("S4") and a.meta["m"] == b"abcd"
+    np.testing.assert_array_equal(np.asarray(a[:]).view(np.int32), ref)
+    np.testing.assert_array_equal(a[5:17, 3].view(np.int32), ref[5:17, 3])
+    a[0:12, 0:15] = np.full((12, 15), -1, dtype=np.int32)  # raw items of the same size
+    a.append(np.full((2, 40), 9, dtype=np.int32))
+    a.close()
+    old_caterva("""
+        import sys, numpy as np, caterva as cat
+        c = cat.open(sys.argv[1])
+        got = np.frombuffer(c.to_buffer(), dtype=np.int32).reshape(c.shape)
+        ref = np.arange(30 * 40, dtype=np.int32).reshape(30, 40)
+        ref[:12, :15] = -1
+        ref = np.concatenate([ref, np.full((2, 40), 9, np.int32)])
+        assert (got == ref).all()
+    """, url)
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+@pytest.mark.parametrize("dtype", ["<f4", "<i2", "<c8", "|b1"])
+def test_python_blosc2_reads_ours(tmp_path, contiguous, dtype):
+    ref = (np.random.default_rng(7).random((31, 20)) * 50).astype(dtype)
+    url = tmp_path / ("b.b2frame" if contiguous else "b.b2nd")
+    a = cat.asarray(ref, chunks=(16, 10), blocks=(8, 5), urlpath=str(url), contiguous=contiguous)
+    a.vlmeta["note"] = b"from caterva"
+    a.close()
+    np.save(tmp_path / "ref.npy", ref)
+    blosc2("""
+        import sys, numpy as np, blosc2
+        url, ref = sys.argv[1], np.load(sys.argv[2])
+        b = blosc2.open(url)
+        assert b.dtype == ref.dtype, (b.dtype, ref.dtype)
+        assert b.shape == ref.shape and b.chunks == (16, 10) and b.blocks == (8, 5)
+        assert (b[:] == ref).all()
+        assert (b[4:29:3, 7] == ref[4:29:3, 7]).all()
+    """, url, tmp_path / "ref.npy")
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_we_read_python_blosc2_files(tmp_path, contiguous):
+    url = tmp_path / ("c.b2frame" if contiguous else "c.b2nd")
+    blosc2("""
+        import sys, numpy as np, blosc2
+        ref = np.linspace(0, 1, 25 * 18 * 3, dtype=np.float64).reshape(25, 18, 3)
+        blosc2.asarray(ref, urlpath=sys.argv[1], mode="w", chunks=(10, 9, 3), blocks=(5, 3, 3),
+                       contiguous=sys.argv[2] == "1")
+    """, url, int(contiguous))
+    ref = np.linspace(0, 1, 25 * 18 * 3, dtype=np.float64).reshape(25, 18, 3)
+    a = cat.open(url)
+    assert a.dtype == np.float64 and a.chunks == (10, 9, 3)
+    np.testing.assert_array_equal(a[:], ref)
+    np.testing.assert_array_equal(a[::-3, [0, 17], 1], ref[::-3][:, [0, 17], 1])
+    a[20:, :, :] = 0.5
+    a.close()
+    blosc2("""
+        import sys, numpy as np, blosc2
+        ref = np.linspace(0, 1, 25 * 18 * 3, dtype=np.float64).reshape(25, 18, 3)
+        ref[20:] = 0.5
+        assert (blosc2.open(sys.argv[1])[:] == ref).all()
+    """, url)
+
+
+def test_user_script_of_python_caterva_runs_unchanged(tmp_path):
+    """python-caterva's README/examples style, run against this package."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import caterva as cat
+
+        shape = (100, 100)
+        chunks = (20, 20)
+        blocks = (10, 10)
+        dtype = np.dtype(np.float64)
+        urlpath = "ex_persistency.cat"
+        cat.remove(urlpath)
+
+        a = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+        c = cat.from_buffer(bytes(a), a.shape, a.itemsize, chunks=chunks, blocks=blocks,
+                            urlpath=urlpath, contiguous=False, codec=cat.Codec.LZ4, clevel=5,
+                            filters=[cat.Filter.SHUFFLE], nthreads=2)
+        c2 = cat.open(urlpath)
+        for i in range(shape[0]):
+            buffer = np.asarray(c2[i]).view(dtype)
+            np.testing.assert_almost_equal(buffer, a[i])
+        b = np.frombuffer(c2.to_buffer(), dtype=dtype).reshape(shape)
+        np.testing.assert_array_equal(a, b)
+        d = cat.copy(c2, chunks=(50, 50), blocks=(25, 25))
+        e = cat.empty(shape, itemsize=8, chunks=chunks, blocks=blocks)
+        e[0:50, :] = np.ones((50, 100))
+        z = cat.zeros(shape, 8, chunks=chunks, blocks=blocks)
+        f = cat.full(shape, fill_value=b"\\x00" * 7 + b"\\x01", chunks=chunks, blocks=blocks)
+        s = cat.asarray(a, chunks=chunks, blocks=blocks)
+        print(c2.info)
+        assert c2.cratio > 1 and c2.codec == cat.Codec.LZ4 and d.ndim == 2
+        c2.resize((150, 100))
+        assert c2.shape == (150, 100)
+        cat.remove(urlpath)
+        print("done")
+    """)
+    (tmp_path / "script.py").write_text(script)
+    import sys
+
+    r = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("done")
+    # The same script runs under the real python-caterva 0.7.3, so it is its users' code.
+    r = subprocess.run([peer_python("caterva", "CATERVA_INTEROP_CATERVA_PYTHON"), "script.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,80 @@
+//! Several handles, in several processes, writing one persisted array:
+//! [`Array::refresh`] and [`Array::exclusive`].
+
+use super::{geometry_of, Array};
+use crate::engine;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
+
+impl Array {
+    /// Bring this handle up to date with what other handles (in this
+    /// process or others) wrote since it opened the array or last wrote:
+    /// under the array's lock, roll back a write whose process died and
+    /// reload the frame if its layout changed, emptying the block cache.
+    /// Returns whether it was reloaded (a chunk another handle rewrote in
+    /// place needs no reload to be seen). An array in memory has nothing to
+    /// refresh.
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] if another handle keeps the array locked
+    /// for more than 30 s or the array has gone; [`Error::InvalidFormat`]
+    /// or [`Error::Corrupt`] if what is on disk is not a sound array.
+    pub fn refresh(&mut self) -> Result<bool> {
+        self.exclusive(|_| Ok(())).map(|((), changed)| changed)
+    }
+
+    /// Run `f` on this handle while holding the array's lock, brought up to
+    /// date first as by [`Array::refresh`]: nobody else changes the array
+    /// meanwhile, so a write of part of a chunk (which reads the rest of
+    /// it) cannot lose another handle's write. This is how writers in
+    /// several processes share an array: each write through `exclusive`
+    /// sees every write committed before it. Returns `f`'s result and
+    /// whether the handle was reloaded.
+    ///
+    /// # Errors
+    /// As [`Array::refresh`], or `f`'s error.
+    pub fn exclusive<T>(&mut self, f: impl FnOnce(&mut Array) -> Result<T>) -> Result<(T, bool)> {
+        let (held, changed) = self.store.lock_fresh()?;
+        if changed {
+            self.geom = geometry_of(&self.store)?;
+        }
+        let result = f(self);
+        drop(held);
+        result.map(|v| (v, changed))
+    }
+
+    /// [`Array::set_slice_buffer`] as one of several handles writing the
+    /// array, as [`Array::exclusive`] does it, but with the compression
+    /// outside the lock when it can be: a region made of whole chunks
+    /// (those on the array's edge end where the array ends) is compressed
+    /// first, from `buffer` alone, and only applied under the lock, after
+    /// bringing the handle up to date. Other regions read the rest of their
+    /// chunks, so they are built under the lock. Writers of whole chunks
+    /// thus compress in parallel and take turns only to commit.
+    ///
+    /// # Errors
+    /// As [`Array::set_slice_buffer`] and [`Array::refresh`].
+    pub fn set_slice_shared(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
+        let region = self.geom.region(start, stop)?;
+        engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
+        let parts = engine::plan(&self.geom, &region)?;
+        if !parts.iter().all(|p| p.covers_chunk) {
+            return self.exclusive(|a| a.set_slice_buffer(buffer, buffershape, start, stop)).map(|((), _)| ());
+        }
+        let geom = self.geom.clone();
+        let built = engine::build_chunks(&self.ctx, None, &geom, &region, &parts, buffer, buffershape)?;
+        let (held, changed) = self.store.lock_fresh()?;
+        if changed {
+            self.geom = geometry_of(&self.store)?;
+        }
+        let result = if self.geom == geom {
+            self.store.write(|tx| tx.update_chunks(&built))
+        } else {
+            // Another handle reshaped the array meanwhile: start again on what it is now.
+            self.set_slice_buffer(buffer, buffershape, start, stop)
+        };
+        drop(held);
+        result
+    }
+}
