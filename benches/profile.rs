@@ -12,7 +12,8 @@
 //! `items`, `from_buffer`, `append`, `set_plane`, `open`) and the length of
 //! axis 0 (default 300; the other axes are the 745 × 400). Prefixed
 //! with `file:` (`file:boxes`), a read runs on the array opened from that
-//! frame file, as the cross-library benchmark reads it, rather than in memory.
+//! frame file, as the cross-library benchmark reads it, rather than in memory;
+//! with `dir:` from a copy in a sparse frame (`dir:open` times opening it).
 
 // A bench target is a binary: nothing here is public API.
 #![allow(missing_docs)]
@@ -44,12 +45,22 @@ fn main() {
             arr
         }
     };
-    let (op, from_file) = match op.strip_prefix("file:") {
-        Some(op) => (op, true),
-        None => (op, false),
+    // `dir:OP`: the same, from a sparse frame (a directory, one file per chunk).
+    let (op, path) = if let Some(op) = op.strip_prefix("dir:") {
+        let dir = cache.with_extension("b2dir");
+        if !dir.exists() {
+            let st = StorageParams { contiguous: false, urlpath: Some(dir.to_str().unwrap().into()), ..storage.clone() };
+            drop(arr.copy(&ctx, &st).unwrap());
+        }
+        (op, Some(dir))
+    } else if let Some(op) = op.strip_prefix("file:") {
+        (op, Some(cache.clone()))
+    } else {
+        (op, (op == "open").then(|| cache.clone()))
     };
-    if from_file || op == "open" {
-        arr = Array::open(&ctx, cache.to_str().unwrap()).unwrap();
+    let path = path.map(|p| p.to_str().unwrap().to_owned());
+    if let Some(path) = &path {
+        arr = Array::open(&ctx, path).unwrap();
     }
     let mut out = vec![0u8; if op == "open" { 0 } else { n as usize * 8 }];
     let data = if matches!(op, "from_buffer" | "append" | "set_plane") { data() } else { Vec::new() };
@@ -57,7 +68,7 @@ fn main() {
     match op {
         "open" => {
             for _ in 0..1000 {
-                drop(Array::open(&ctx, cache.to_str().unwrap()).unwrap());
+                drop(Array::open(&ctx, path.as_deref().unwrap()).unwrap());
             }
         }
         "items" => {
