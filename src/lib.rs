@@ -30,6 +30,8 @@
 // The public API is the safe one: contexts, arrays, their parameters,
 // geometry and regions, codec ids, errors. Everything else is the crate's own.
 mod array;
+/// cbindgen:ignore
+pub mod blz;
 mod cache;
 pub mod codec;
 mod context;

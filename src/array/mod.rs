@@ -23,6 +23,7 @@ mod reshape;
 
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
+pub(crate) use meta::check_user_vlmeta;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
