@@ -2,11 +2,11 @@
 //! carray and ctable directories and Bloscpack files, read and written, and
 //! moved into caterva arrays and back.
 //!
-//! - [`bloscpack`]: the `blpk` file format (headers, metadata, offsets,
-//!   every checksum kind), a streaming [`bloscpack::Reader`] and a writer;
-//! - [`carray`]: bcolz's directory layout ([`carray::CArray`], [`carray::CTable`]);
-//! - [`import`](mod@import): streamed import into caterva arrays;
-//! - [`export`](mod@export): caterva arrays to carrays, ctables and Bloscpack files
+//! - [`bloscpack`](crate::blz::bloscpack): the `blpk` file format (headers, metadata, offsets,
+//!   every checksum kind), a streaming [`Reader`](crate::blz::bloscpack::Reader) and a writer;
+//! - [`carray`](crate::blz::carray): bcolz's directory layout ([`CArray`](crate::blz::carray::CArray), [`CTable`](crate::blz::carray::CTable));
+//! - [`import`](mod@crate::blz::import): streamed import into caterva arrays;
+//! - [`export`](mod@crate::blz::export): caterva arrays to carrays, ctables and Bloscpack files
 //!   that bcolz (bcolz-zipline) and bloscpack read.
 //!
 //! ```no_run
