@@ -406,3 +406,40 @@ pub fn import(ctx: &Context, path: &Path, storage: &StorageParams, progress: Pro
         )),
     }
 }
+
+/// The shape the array imported from `path` (a carray directory or a
+/// Bloscpack file) will have, read from its metadata alone.
+///
+/// # Errors
+/// As [`detect`], [`CArray::open`] and [`Reader::open`].
+pub fn source_shape(path: &Path) -> Result<Vec<i64>> {
+    match detect(path)? {
+        Kind::CArray => Ok(CArray::open(path)?.shape),
+        Kind::Bloscpack => Ok(bloscpack_layout(&Reader::open(path)?)?.0),
+        Kind::CTable => {
+            Err(Error::storage(Some(&path.display().to_string()), "a ctable has one array per column: give a column"))
+        }
+    }
+}
+
+/// Import column `column` of the bcolz ctable at `path` (see [`import_carray`]).
+///
+/// # Errors
+/// As [`import_carray`]; [`Error::InvalidArgument`] if the table has no such column.
+pub fn import_column(
+    ctx: &Context,
+    path: &Path,
+    column: &str,
+    storage: &StorageParams,
+    progress: Progress<'_>,
+) -> Result<Array> {
+    let t = CTable::open(path)?;
+    let Some((_, c)) = t.columns.iter().find(|(n, _)| n == column) else {
+        let names: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(Error::InvalidArgument(format!(
+            "ctable '{}' has no column '{column}' (it has {names:?})",
+            path.display()
+        )));
+    };
+    import_opened(ctx, c, storage, progress)
+}

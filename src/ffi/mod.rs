@@ -35,6 +35,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
+mod blz;
 mod handles;
 mod integrity;
 mod last_error;
