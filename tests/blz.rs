@@ -253,3 +253,43 @@ fn damaged_inputs_are_refused() {
     assert!(!dir.join("x.bcolz").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[path = "../fuzz/src/lib.rs"]
+#[allow(dead_code)]
+mod harness;
+
+/// The fuzz target `blz` (fuzz/src/lib.rs) on its seeds and on every
+/// truncation and many byte flips of them: always returns (.ci/fuzz runs
+/// the real fuzzer; this replays a fixed sample in every `cargo test`).
+#[test]
+fn fuzz_target_on_damaged_seeds() {
+    let seeds = common::manifest_dir().join("fuzz").join("seeds").join("blz");
+    let mut runs = 0;
+    for p in sorted(&seeds) {
+        let b = std::fs::read(&p).unwrap();
+        harness::blz(&b);
+        for cut in (0..b.len()).step_by(13) {
+            harness::blz(&b[..cut]);
+            runs += 1;
+        }
+        for at in (0..b.len()).step_by(9) {
+            let mut d = b.clone();
+            d[at] ^= 0x41 ^ (at as u8);
+            harness::blz(&d);
+            runs += 1;
+        }
+    }
+    assert!(runs > 500, "{runs} runs");
+    // Regression files the fuzzer found, once fixed.
+    for p in sorted_if(&common::manifest_dir().join("fuzz").join("regressions").join("blz")) {
+        harness::blz(&std::fs::read(&p).unwrap());
+    }
+}
+
+fn sorted_if(dir: &Path) -> Vec<PathBuf> {
+    if dir.is_dir() {
+        sorted(dir)
+    } else {
+        Vec::new()
+    }
+}

@@ -259,8 +259,13 @@ pub(crate) fn blosc_sizes(h: &[u8], what: &dyn Fn() -> String) -> Result<(usize,
     let u = |at: usize| u32::from_le_bytes(h[at..at + 4].try_into().unwrap_or([0; 4])) as usize;
     let (version, flags, typesize) = (h[0], h[2], h[3]);
     let (nbytes, blocksize, cbytes) = (u(4), u(8), u(12));
-    if version == 0 || version > 5 {
-        return Err(bad(format!("Blosc header version {version} is unknown")));
+    // Bloscpack and bcolz hold Blosc1 chunks: format 1 or 2 (c-blosc 1.x),
+    // never Blosc2's extended header (both shuffle bits set) or its special chunks.
+    if version == 0 || version > 2 {
+        return Err(bad(format!("Blosc header version {version} is not a Blosc1 chunk's (1 or 2)")));
+    }
+    if flags & 5 == 5 {
+        return Err(bad("Blosc header has both shuffle flags (a Blosc2 extended header)".into()));
     }
     if typesize == 0 {
         return Err(bad("Blosc header has item size 0".into()));
@@ -269,7 +274,7 @@ pub(crate) fn blosc_sizes(h: &[u8], what: &dyn Fn() -> String) -> Result<(usize,
         return Err(bad(format!("Blosc header sizes are impossible: {nbytes} bytes in {cbytes}")));
     }
     let memcpyed = flags & 2 != 0;
-    if memcpyed && flags & 5 != 5 && cbytes != nbytes + BLOSC_HEADER {
+    if memcpyed && cbytes != nbytes + BLOSC_HEADER {
         return Err(bad(format!("a copied Blosc chunk of {nbytes} bytes takes {cbytes}, not {}", nbytes + 16)));
     }
     if nbytes > 0 && !memcpyed && (blocksize == 0 || blocksize > nbytes.max(1) + 64) {

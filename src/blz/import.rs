@@ -119,8 +119,9 @@ fn fill(
     let row_nbytes = shape[1..].iter().map(|&d| d as usize).product::<usize>() * g.itemsize();
     let cl = i64::from(g.chunkshape()[0]);
     let slab_rows = (cl * ctx.nthreads().max(2) as i64).min(rows.max(1));
-    let mut slab = Vec::new();
-    engine::zeroed(&mut slab, slab_rows as usize * row_nbytes)?;
+    // Filled by appending, so that a header promising more than the data
+    // holds costs no more memory than the data.
+    let mut slab: Vec<u8> = Vec::new();
     let mut dctx = DCtx::new(ctx.nthreads())?;
     let (mut pending, mut at) = (Vec::new(), 0usize);
     let mut r0 = 0i64;
@@ -128,6 +129,9 @@ fn fill(
     while r0 < rows && row_nbytes > 0 {
         let r1 = (r0 + slab_rows).min(rows);
         let want = (r1 - r0) as usize * row_nbytes;
+        slab.clear();
+        // Address space only: pages are touched as rows arrive.
+        engine::reserve(&mut slab, want, || format!("a slab of {want} bytes of rows"))?;
         let mut filled = 0usize;
         while filled < want {
             if at == pending.len() {
@@ -141,7 +145,7 @@ fn fill(
                 continue;
             }
             let n = (want - filled).min(pending.len() - at);
-            slab[filled..filled + n].copy_from_slice(&pending[at..at + n]);
+            slab.extend_from_slice(&pending[at..at + n]);
             filled += n;
             at += n;
         }
