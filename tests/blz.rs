@@ -76,7 +76,7 @@ fn real_writers_import_and_export() {
             checksum: Checksum::ALL[i % 9],
             chunklen: if i % 2 == 0 { 0 } else { 33 },
         };
-        if let Some(name) = file.strip_suffix(".bcolz").filter(|n| *n != "table") {
+        if let Some(name) = file.strip_suffix(".bcolz").filter(|n| *n != "table" && *n != "rec") {
             let want = npy(&dir.join(format!("{name}.npy")));
             assert_eq!(blz::detect(&p).unwrap(), blz::Kind::CArray);
             // Every third into a file, the rest in memory.
@@ -137,6 +137,28 @@ fn real_writers_import_and_export() {
     assert_eq!(n, 5);
     let refs: Vec<(&str, &Array)> = cols.iter().map(|(n, a)| (n.as_str(), a)).collect();
     blz::export_ctable(&refs, &dir.join("table.out.ctable"), &ExportOptions::default(), &mut none).unwrap();
+    // A ctable as one array of records, which python-blosc2 reads as a structured array.
+    let rec = dir.join("rec.b2frame");
+    let st = StorageParams { urlpath: Some(rec.display().to_string()), contiguous: true, ..Default::default() };
+    let a = blz::import_ctable_records(&ctx, &dir.join("rec.bcolz"), &st, &mut none).unwrap();
+    assert_eq!(a.dtype().as_deref(), Some("[('a','<i4'),('b','<f8'),('c','|u1')]"));
+    assert_eq!(a.shape(), &[1234]);
+    let raw = std::fs::read(dir.join("rec.npy")).unwrap();
+    let hlen = u16::from_le_bytes([raw[8], raw[9]]) as usize;
+    assert!(a.to_vec().unwrap() == raw[10 + hlen..], "records differ");
+    assert_eq!(a.vlmeta_get("source").unwrap(), b"\xa4test");
+    let script = "import sys, blosc2, numpy as np\n\
+                  a = blosc2.open(sys.argv[1])[:]\n\
+                  w = np.load(sys.argv[2])\n\
+                  assert a.dtype == w.dtype and (a == w).all(), (a.dtype, w.dtype)\n\
+                  print('blosc2 reads the records')\n";
+    let out =
+        run(Command::new(python("blosc2")).arg("-c").arg(script).arg(&rec).arg(dir.join("rec.npy")), "blosc2 records");
+    assert!(out.contains("blosc2 reads the records"), "{out}");
+    // Five columns need a longer dtype than the `b2nd` metalayer holds.
+    let e =
+        blz::import_ctable_records(&ctx, &dir.join("table.bcolz"), &StorageParams::default(), &mut none).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     let out = peer("check", &dir);
     // Every carray, the ctable and every .blp file but the raw one.
     assert!(out.contains(&format!("checked {}", carrays + 1 + blps - 1)), "{out}");

@@ -20,8 +20,11 @@ pub struct ImportArgs {
     #[arg(value_name = "DST")]
     dst: String,
     /// Import only this column of a ctable, into DST
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "records")]
     column: Option<String>,
+    /// Import a ctable as one array of records (a structured dtype of its columns), into DST
+    #[arg(long)]
+    records: bool,
     /// Chunk shape (default: the source's chunk length and whole trailing axes)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     chunks: Option<Shape>,
@@ -138,6 +141,11 @@ pub fn import(a: &ImportArgs) -> Outcome {
                 .map_err(|e| failure("import", &a.src, &e))?;
             vec![(a.dst.clone(), arr)]
         }
+        (Kind::CTable, None) if a.records => {
+            let arr = blz::import_ctable_records(&ctx, src, &storage(a.dst.clone()), &mut progress)
+                .map_err(|e| failure("import", &a.src, &e))?;
+            vec![(a.dst.clone(), arr)]
+        }
         (Kind::CTable, None) => {
             std::fs::create_dir(&a.dst).map_err(|e| Failure::Open(format!("cannot create '{}': {e}", a.dst)))?;
             let ext = if a.sparse { "b2nd" } else { "b2frame" };
@@ -152,6 +160,7 @@ pub fn import(a: &ImportArgs) -> Outcome {
             }
         }
         (_, Some(_)) => return Err(Failure::Usage("--column applies to a ctable only".into())),
+        (_, None) if a.records => return Err(Failure::Usage("--records applies to a ctable only".into())),
         _ => {
             let arr = blz::import(&ctx, src, &storage(a.dst.clone()), &mut progress)
                 .map_err(|e| failure("import", &a.src, &e))?;

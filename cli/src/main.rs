@@ -118,8 +118,9 @@ enum Cmd {
         after_help = concat!(
             "The dtype goes into the 'b2nd' metalayer, the carray's attributes and its dflt\n\
              into vlmetalayers (msgpack, as python-blosc2 reads them). A ctable becomes one\n\
-             array per column in the new directory DST (DST/<column>.b2frame), or with\n\
-             --column the one column. Streamed: memory holds a few chunks.\n\n",
+             array per column in the new directory DST (DST/<column>.b2frame), with\n\
+             --column the one column, with --records one array of records (a structured\n\
+             dtype). Streamed: memory holds a few chunks.\n\n",
             exit_status!()
         )
     )]

@@ -73,6 +73,9 @@ fn import_export_info() {
     let dst = d("table.out.ctable");
     args.push(&dst);
     ok(&args);
+    // A ctable as records.
+    let out = ok(&["import", "--records", &d("rec.bcolz"), &d("rec.b2frame")]);
+    assert!(out.contains("[('a','<i4'),('b','<f8'),('c','|u1')]"), "{out}");
     let out = peer("check", &dir);
     assert!(out.contains("checked 3"), "{out}");
 

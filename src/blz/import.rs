@@ -118,7 +118,8 @@ fn fill(
     let rows = shape[0];
     let row_nbytes = shape[1..].iter().map(|&d| d as usize).product::<usize>() * g.itemsize();
     let cl = i64::from(g.chunkshape()[0]);
-    let slab_rows = (cl * ctx.nthreads().max(2) as i64).min(rows.max(1));
+    // One round of the engine's workers (`batch_len` chunk-rows), as `from_buffer` compresses.
+    let slab_rows = (cl * engine::batch_len(ctx) as i64).min(rows.max(1));
     // Filled by appending, so that a header promising more than the data
     // holds costs no more memory than the data.
     let mut slab: Vec<u8> = Vec::new();
@@ -446,4 +447,106 @@ pub fn import_column(
         )));
     };
     import_opened(ctx, c, storage, progress)
+}
+
+/// The rows of a ctable's columns interleaved into records (a structured
+/// item: the columns' items side by side, in column order).
+struct RecordSource<'a> {
+    columns: Vec<(CArraySource<'a>, Vec<u8>, usize, usize)>,
+    rows_per_call: usize,
+}
+
+impl Source for RecordSource<'_> {
+    fn next(&mut self, dctx: &mut DCtx, out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        let mut rows = usize::MAX;
+        for (src, buf, at, size) in &mut self.columns {
+            if *at == buf.len() {
+                *at = 0;
+                if !src.next(dctx, buf)? {
+                    buf.clear();
+                }
+            }
+            rows = rows.min((buf.len() - *at) / *size);
+        }
+        if rows == 0 || rows == usize::MAX {
+            return Ok(false);
+        }
+        let rows = rows.min(self.rows_per_call);
+        let record: usize = self.columns.iter().map(|c| c.3).sum();
+        engine::reserve(out, rows * record, || format!("{rows} records"))?;
+        for r in 0..rows {
+            for (_, buf, at, size) in &self.columns {
+                out.extend_from_slice(&buf[*at + r * size..*at + (r + 1) * size]);
+            }
+        }
+        for (_, _, at, size) in &mut self.columns {
+            *at += rows * *size;
+        }
+        Ok(true)
+    }
+}
+
+/// Import the bcolz ctable at `path` as one 1-d array of records: a
+/// structured dtype (`[('name', '<i8'), ...]`, NumPy's description) whose
+/// fields are the columns, packed in order. The table's attributes become
+/// vlmetalayers.
+///
+/// # Errors
+/// As [`import_carray`]; [`Error::InvalidArgument`] if a record would
+/// exceed 255 bytes or a column is n-dimensional.
+pub fn import_ctable_records(
+    ctx: &Context,
+    path: &Path,
+    storage: &StorageParams,
+    progress: Progress<'_>,
+) -> Result<Array> {
+    let t = CTable::open(path)?;
+    if t.columns.is_empty() {
+        return Err(Error::InvalidFormat(format!("ctable '{}' has no columns", path.display())));
+    }
+    let record: usize = t.columns.iter().map(|(_, c)| c.itemsize).sum();
+    if record > 255 {
+        return Err(Error::InvalidArgument(format!(
+            "ctable '{}': a record of its {} columns takes {record} bytes; caterva items take at most 255",
+            path.display(),
+            t.columns.len()
+        )));
+    }
+    // NumPy's description, compact (the `b2nd` metalayer holds 64 bytes of
+    // dtype): python-blosc2 reads it with `ast.literal_eval`. bcolz column
+    // names are Python identifiers.
+    if let Some((n, _)) = t.columns.iter().find(|(n, _)| !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+        return Err(Error::InvalidArgument(format!("column name '{n}' is not an identifier a dtype can name")));
+    }
+    let fields: Vec<String> = t.columns.iter().map(|(n, c)| format!("('{n}','{}')", c.dtype)).collect();
+    let dtype = format!("[{}]", fields.join(","));
+    let chunklen = t.columns[0].1.chunklen;
+    let shape = vec![t.len()];
+    let st = with_defaults(storage, &shape, record, chunklen);
+    let params = Params { itemsize: record, shape, dtype: Some(dtype) };
+    let mut vlmeta = Vec::new();
+    for (k, v) in &t.attrs {
+        if k.is_empty() || k.len() > 31 || k.contains('\0') {
+            return Err(Error::InvalidArgument(format!("attribute '{k}': a vlmetalayer name has 1 to 31 bytes")));
+        }
+        check_user_vlmeta(k)?;
+        vlmeta.push((k.clone(), msgpack::encode(v)));
+    }
+    let cp = ctx.config().cparams;
+    let what = format!("ctable '{}'", path.display());
+    let mut src = RecordSource {
+        columns: t
+            .columns
+            .iter()
+            .map(|(_, c)| (CArraySource { carray: c, next: 0 }, Vec::new(), 0, c.itemsize))
+            .collect(),
+        rows_per_call: chunklen.clamp(1, 1 << 20) as usize,
+    };
+    Array::create_streamed(ctx, &params, &st, |tx, g| {
+        for (k, v) in &vlmeta {
+            tx.vlmeta_put(k, v, false, &cp)?;
+        }
+        fill(ctx, tx, g, &mut src, &what, progress)
+    })
 }

@@ -27,6 +27,6 @@ pub mod msgpack;
 pub use bloscpack::Checksum;
 pub use export::{export_bloscpack, export_carray, export_ctable, ExportOptions};
 pub use import::{
-    default_partitions, detect, import, import_bloscpack, import_carray, import_column, import_ctable, source_shape,
-    Kind, Progress, DFLT_VLMETA,
+    default_partitions, detect, import, import_bloscpack, import_carray, import_column, import_ctable,
+    import_ctable_records, source_shape, Kind, Progress, DFLT_VLMETA,
 };

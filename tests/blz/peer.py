@@ -86,6 +86,15 @@ def write(d):
         json.dump(names, f)
     for name, col in zip(names, cols):
         np.save(os.path.join(d, f"table.{name}.npy"), col)
+    # a small ctable, to import as records (a structured dtype)
+    n = 1234
+    rec = np.zeros(n, dtype=[("a", "<i4"), ("b", "<f8"), ("c", "|u1")])
+    rec["a"], rec["b"], rec["c"] = data("i4", (n,), 6), data("f8", (n,), 7), data("u1", (n,), 8)
+    t = bcolz.ctable([rec["a"], rec["b"], rec["c"]], names=["a", "b", "c"],
+                     rootdir=os.path.join(d, "rec.bcolz"), mode="w", chunklen=100)
+    t.attrs["source"] = "test"
+    t.flush()
+    np.save(os.path.join(d, "rec.npy"), rec)
     # Bloscpack files: every checksum, with and without offsets, metadata or not
     for i, cs in enumerate(CHECKSUMS):
         for offsets in (True, False):
