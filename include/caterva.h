@@ -145,6 +145,51 @@
 #define CATERVA_ERR_INVALID_INDEX 5
 
 /**
+ * No checksum.
+ */
+#define CATERVA_BLZ_CHECKSUM_NONE 0
+
+/**
+ * Adler-32.
+ */
+#define CATERVA_BLZ_CHECKSUM_ADLER32 1
+
+/**
+ * CRC-32.
+ */
+#define CATERVA_BLZ_CHECKSUM_CRC32 2
+
+/**
+ * MD5.
+ */
+#define CATERVA_BLZ_CHECKSUM_MD5 3
+
+/**
+ * SHA-1.
+ */
+#define CATERVA_BLZ_CHECKSUM_SHA1 4
+
+/**
+ * SHA-224.
+ */
+#define CATERVA_BLZ_CHECKSUM_SHA224 5
+
+/**
+ * SHA-256.
+ */
+#define CATERVA_BLZ_CHECKSUM_SHA256 6
+
+/**
+ * SHA-384.
+ */
+#define CATERVA_BLZ_CHECKSUM_SHA384 7
+
+/**
+ * SHA-512.
+ */
+#define CATERVA_BLZ_CHECKSUM_SHA512 8
+
+/**
  * Longest dtype string `caterva_set_dtype` accepts.
  */
 #define CATERVA_DTYPE_MAXLEN 64
@@ -393,6 +438,38 @@ typedef struct caterva_array_t {
    */
   int64_t chunk_array_strides[CATERVA_MAX_DIM];
 } caterva_array_t;
+
+/**
+ * How `caterva_export_blz` compresses and writes (fill it with
+ * `caterva_blz_options_defaults`, then change what you need).
+ */
+typedef struct caterva_blz_options_t {
+  /**
+   * Codec: "blosclz", "lz4", "lz4hc", "zlib" or "zstd" (NULL: "blosclz").
+   */
+  const char *cname;
+  /**
+   * Compression level, 0..=9.
+   */
+  uint8_t clevel;
+  /**
+   * 0 no shuffle, 1 byte shuffle, 2 bit shuffle.
+   */
+  uint8_t shuffle;
+  /**
+   * Checksum after every chunk of a Bloscpack file, `CATERVA_BLZ_CHECKSUM_*`
+   * (bcolz carray chunk files have no room for one).
+   */
+  uint8_t checksum;
+  /**
+   * Write one Bloscpack file (`.blp`) instead of a bcolz carray directory.
+   */
+  bool bloscpack;
+  /**
+   * Rows per chunk (0: the array's chunk length along its first axis).
+   */
+  int64_t chunklen;
+} caterva_blz_options_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -838,6 +915,67 @@ int caterva_save_append(struct caterva_ctx_t *ctx,
                         struct caterva_array_t *array,
                         const char *urlpath,
                         int64_t *offset);
+
+/**
+ * Fill `options` with the defaults: bcolz's (blosclz, level 5, byte
+ * shuffle), the array's chunk length, a carray directory, and adler32 for
+ * Bloscpack files.
+ *
+ * # Safety
+ * `options` must be NULL or point to writable memory for the struct.
+ */
+int caterva_blz_options_defaults(struct caterva_blz_options_t *options);
+
+/**
+ * Import a bcolz carray directory or a Bloscpack file (`.blp`) into a new
+ * array with `storage` (all-zero chunk and block shapes take defaults from
+ * the source's chunks; `urlpath` NULL keeps it in memory). The dtype goes
+ * into the `b2nd` metalayer (`caterva_get_dtype`), the carray's attributes
+ * and `dflt` into msgpack vlmetalayers (`dflt` as `bcolz_dflt`). Streamed:
+ * memory holds a few chunks whatever the size. A damaged source gives an
+ * error (`CATERVA_ERR_INVALID_STORAGE` for something that is not BLZ,
+ * `CATERVA_ERR_BLOSC_FAILED` for damage, a failed checksum included) and
+ * leaves nothing at `urlpath`. A ctable needs `caterva_import_blz_column`.
+ *
+ * # Safety
+ * `path` must be a NUL-terminated string, `storage` as for `caterva_empty`.
+ */
+int caterva_import_blz(struct caterva_ctx_t *ctx,
+                       const char *path,
+                       struct caterva_storage_t *storage,
+                       struct caterva_array_t **array);
+
+/**
+ * Import column `column` of a bcolz ctable directory, as `caterva_import_blz`.
+ *
+ * # Safety
+ * `path` and `column` must be NUL-terminated strings, `storage` as for `caterva_empty`.
+ */
+int caterva_import_blz_column(struct caterva_ctx_t *ctx,
+                              const char *path,
+                              const char *column,
+                              struct caterva_storage_t *storage,
+                              struct caterva_array_t **array);
+
+/**
+ * Export `array` (1 to 8 dimensions, chunks cut along its first axis) to
+ * a bcolz carray directory at `path`, or with `options->bloscpack` to a
+ * Bloscpack file, that bcolz (bcolz-zipline) and bloscpack read back
+ * exactly. The dtype, the user vlmetalayers (as attributes) and a kept
+ * `dflt` go with it. `path` must not exist; the export is written beside
+ * it and renamed into place, so a failure leaves nothing. `options` NULL
+ * means the defaults (`caterva_blz_options_defaults`).
+ *
+ * Only reads the array.
+ *
+ * # Safety
+ * `path` must be a NUL-terminated string, `options` NULL or valid (its
+ * `cname` NULL or a NUL-terminated string).
+ */
+int caterva_export_blz(struct caterva_ctx_t *ctx,
+                       const struct caterva_array_t *array,
+                       const char *path,
+                       const struct caterva_blz_options_t *options);
 
 /**
  * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the

@@ -30,6 +30,12 @@
 // The public API is the safe one: contexts, arrays, their parameters,
 // geometry and regions, codec ids, errors. Everything else is the crate's own.
 mod array;
+/// BLZ/bcolz data (carrays, ctables, Bloscpack files) into caterva arrays and back.
+/// (Rust types only, which include/caterva.h leaves out: the line below tells cbindgen.)
+///
+/// cbindgen:ignore
+///
+pub mod blz;
 mod cache;
 pub mod codec;
 mod context;

@@ -31,6 +31,10 @@ enum Value {
 
 /// `caterva info`.
 pub fn run(a: &Args) -> Outcome {
+    // A bcolz carray or ctable directory, or a Bloscpack file.
+    if let Some(outcome) = crate::blz::info(&a.path, a.json) {
+        return outcome;
+    }
     let ctx = Context::new(Config::default()).map_err(|e| Failure::Failed(e.to_string()))?;
     let arr = crate::open(&ctx, &a.path)?;
     let fields = fields(&a.path, &arr);

@@ -6,6 +6,7 @@
 //! problems found in the data (or an operation that failed part-way), 2 a
 //! usage error or a file that cannot be opened.
 
+mod blz;
 mod concat;
 mod copy;
 mod info;
@@ -123,6 +124,29 @@ enum Cmd {
         )
     )]
     Concat(concat::Args),
+    /// Import a bcolz carray or ctable directory, or a Bloscpack (.blp) file
+    #[command(
+        help_template = COMMAND_HELP,
+        after_help = concat!(
+            "The dtype goes into the 'b2nd' metalayer, the carray's attributes and its dflt\n\
+             into vlmetalayers (msgpack, as python-blosc2 reads them). A ctable becomes one\n\
+             array per column in the new directory DST (DST/<column>.b2frame), with\n\
+             --column the one column, with --records one array of records (a structured\n\
+             dtype). Streamed: memory holds a few chunks.\n\n",
+            exit_status!()
+        )
+    )]
+    Import(blz::ImportArgs),
+    /// Export arrays to a bcolz carray or ctable directory, or a Bloscpack file
+    #[command(
+        help_template = COMMAND_HELP,
+        after_help = concat!(
+            "bcolz (bcolz-zipline) and bloscpack read what this writes back exactly. Several\n\
+             1-d arrays of equal length make a ctable.\n\n",
+            exit_status!()
+        )
+    )]
+    Export(blz::ExportArgs),
 }
 
 /// Options of every command that reads an array through a thread pool and
@@ -194,6 +218,8 @@ fn main() -> ExitCode {
         Cmd::Copy(a) => ("copy", copy::run(a)),
         Cmd::Verify(a) => ("verify", verify::run(a)),
         Cmd::Concat(a) => ("concat", concat::run(a)),
+        Cmd::Import(a) => ("import", blz::import(a)),
+        Cmd::Export(a) => ("export", blz::export(a)),
     };
     match outcome {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

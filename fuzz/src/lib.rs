@@ -18,11 +18,12 @@ pub const MAX_READ_BYTES: u64 = 1 << 24;
 pub type Target = fn(&[u8]);
 
 /// The fuzz targets, by name, with their functions.
-pub const TARGETS: [(&str, Target); 4] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("meta_decode", meta_decode),
     ("frame_check", frame_check),
     ("from_cframe", from_cframe),
     ("open_file", open_file),
+    ("blz", blz),
 ];
 
 /// The single-threaded context every input runs in. It lives for the
@@ -65,6 +66,46 @@ pub fn open_file(data: &[u8]) {
         read_everything(ctx, &arr);
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// Target `blz`: the BLZ readers. The input as a Bloscpack file, imported
+/// (and read back); then as the chunk file `data/__0.blp` of a bcolz carray
+/// whose metadata the first two bytes choose (dtype, chunk length, one
+/// chunk or a leftover), imported.
+pub fn blz(data: &[u8]) {
+    let ctx = context();
+    let base = std::env::temp_dir().join(format!("caterva-fuzz-blz-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    if std::fs::create_dir_all(base.join("c").join("data")).is_err()
+        || std::fs::create_dir(base.join("c").join("meta")).is_err()
+    {
+        return;
+    }
+    let blp = base.join("f.blp");
+    let mem = caterva::StorageParams::default();
+    if std::fs::write(&blp, data).is_ok() {
+        if let Ok(arr) = caterva::blz::import(ctx, &blp, &mem, &mut |_, _| {}) {
+            read_everything(ctx, &arr);
+        }
+    }
+    let (b0, b1) = (data.first().copied().unwrap_or(0), data.get(1).copied().unwrap_or(0));
+    let (dtype, itemsize) = [("int8", 1), ("int32", 4), ("float64", 8), ("|S3", 3)][usize::from(b0 % 4)];
+    let chunklen = 1 + i64::from(b1 % 64);
+    let len = if b0 & 4 != 0 { chunklen } else { chunklen / 2 };
+    let c = base.join("c");
+    let sizes = format!(r#"{{"shape": [{len}], "nbytes": {}, "cbytes": 0}}"#, len * itemsize);
+    let storage = format!(
+        r#"{{"dtype": "{dtype}", "cparams": {{"clevel": 5, "shuffle": 1, "cname": "lz4"}}, "chunklen": {chunklen}, "expectedlen": 1, "dflt": 0}}"#
+    );
+    let ok = std::fs::write(c.join("meta").join("sizes"), sizes).is_ok()
+        && std::fs::write(c.join("meta").join("storage"), storage).is_ok()
+        && std::fs::write(c.join("data").join("__0.blp"), data).is_ok();
+    if ok {
+        if let Ok(arr) = caterva::blz::import(ctx, &c, &mem, &mut |_, _| {}) {
+            read_everything(ctx, &arr);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// What reading an opened array gave: how many calls succeeded and failed.

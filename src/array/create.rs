@@ -114,6 +114,37 @@ impl Array {
         Ok(Array { geom: new.geom.clone(), store, ctx: ctx.clone() })
     }
 
+    /// A new array of `params` and `storage` whose chunks `fill` appends in
+    /// order, in the creating transaction (the BLZ import streams its
+    /// chunks in this way): nothing is left on disk if it fails.
+    ///
+    /// # Errors
+    /// As [`Array::empty`], and whatever `fill` returns.
+    pub(crate) fn create_streamed(
+        ctx: &Context,
+        params: &Params,
+        storage: &StorageParams,
+        fill: impl FnOnce(&mut Tx<'_>, &Geometry) -> Result<()>,
+    ) -> Result<Array> {
+        let geom = Geometry::new(params.itemsize, &params.shape, &storage.chunkshape, &storage.blockshape)?;
+        let dtype = match &params.dtype {
+            Some(d) => {
+                meta::check_dtype(d, geom.itemsize())?;
+                d.clone()
+            }
+            None => meta::default_dtype(geom.itemsize()),
+        };
+        let st = storage.storage();
+        let new = NewArray {
+            geom,
+            storage: &st,
+            metalayers: &storage.metalayers,
+            dtype: &dtype,
+            checksums: ctx.config().wants_checksums(),
+        };
+        Self::create_with(ctx, &new, fill)
+    }
+
     /// A new array whose contents are unspecified (Blosc2 uninit special chunks).
     ///
     /// # Errors

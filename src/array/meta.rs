@@ -146,7 +146,7 @@ fn reserved_why(name: &str) -> &'static str {
     }
 }
 
-fn check_user_vlmeta(name: &str) -> Result<()> {
+pub(crate) fn check_user_vlmeta(name: &str) -> Result<()> {
     if name == CHECKSUM_VLMETA {
         invalid!("vlmetalayer '{name}' holds the chunk checksums and is the library's to write");
     }

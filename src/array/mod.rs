@@ -26,6 +26,7 @@ mod shared;
 pub use extras::copy_buffer;
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
+pub(crate) use meta::check_user_vlmeta;
 
 use crate::context::Context;
 use crate::error::{Error, Result};

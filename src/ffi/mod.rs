@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 
 mod array;
 mod extras;
+mod blz;
 mod handles;
 mod integrity;
 mod last_error;

@@ -22,7 +22,9 @@
 //! per process (see [`crate::fork`]), and a child's first use of a
 //! super-chunk gives it contexts of its own ([`SChunk::renew_contexts`]).
 //! c-blosc2's global context and its mutex are only used by
-//! `blosc1_*`/`blosc2_compress`-style calls, which this module never makes.
+//! `blosc1_*`/`blosc2_compress`-style calls, which this module makes in one
+//! place only: [`compress_blosc1`], the BLZ export's compressor (one global
+//! thread, so no threads a forked child would lack).
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{self, NonNull};
@@ -1348,4 +1350,103 @@ pub(crate) unsafe fn free(p: *mut c_void) {
 pub(crate) fn blosc2_version() -> String {
     // SAFETY: returns a static C string.
     unsafe { CStr::from_ptr(b::blosc2_get_version_string() as *const c_char) }.to_string_lossy().into_owned()
+}
+
+/// The Blosc format version c-blosc 1.x writes and the newest it reads
+/// (`BLOSC_VERSION_FORMAT` of c-blosc 1.21). c-blosc 1.x refuses a chunk
+/// whose first byte is higher ("not a Blosc buffer").
+pub(crate) const BLOSC1_VERSION_FORMAT: u8 = 2;
+
+/// Compress `src` into a chunk that c-blosc 1.x (bcolz, python-blosc 1.x)
+/// decompresses: codec `cname` (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`),
+/// `shuffle` 0 (none), 1 (byte) or 2 (bit), items of `typesize` bytes.
+///
+/// c-blosc2 writes such a chunk only through `blosc1_compress` with the
+/// environment variable `BLOSC_BLOSC1_COMPAT` set: a 16-byte header without
+/// the Blosc2 extended header, block starts and streams as c-blosc 1.x lays
+/// them out (no run-length or special encodings, which need the extended
+/// header), and the Blosc2 format version (5) in its first byte. That byte
+/// is rewritten to [`BLOSC1_VERSION_FORMAT`], the version c-blosc 1.x
+/// accepts; nothing else differs (tests/blz.rs has bcolz-zipline read every
+/// codec and shuffle back). The variable is set once per process, before the
+/// first call, and kept; `blosc1_compress` runs under c-blosc2's global
+/// lock and ours (the compressor is global state).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an unknown codec; [`Error::Blosc`] if
+/// compression fails or the environment (`BLOSC_NOLOCK`) made c-blosc2
+/// write a Blosc2 header.
+pub(crate) fn compress_blosc1(cname: &str, clevel: u8, shuffle: u8, typesize: usize, src: &[u8]) -> Result<Vec<u8>> {
+    static COMPAT: Once = Once::new();
+    static GLOBAL: Mutex<()> = Mutex::new(());
+    init();
+    COMPAT.call_once(|| std::env::set_var("BLOSC_BLOSC1_COMPAT", "1"));
+    let name = CString::new(cname).map_err(|_| Error::InvalidArgument(format!("codec '{cname}'")))?;
+    let Ok(nbytes) = i32::try_from(src.len()) else {
+        return Err(Error::InvalidArgument(format!("a chunk of {} bytes is too large for Blosc", src.len())));
+    };
+    let cap = src.len() + MAX_OVERHEAD;
+    let mut out: Vec<u8> = Vec::with_capacity(cap);
+    let _guard = GLOBAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // c-blosc2 splits a block into one stream per byte of the item from 32
+    // items a block on, c-blosc 1.x from 128: chunks split in between do not
+    // decode there. Unsplit blocks (the flag c-blosc 1.x writes for zstd and
+    // zlib) decode in both.
+    // SAFETY: sets a global of c-blosc2's, under our lock.
+    unsafe { b::blosc1_set_splitmode(b::BLOSC_NEVER_SPLIT as i32) };
+    // SAFETY: name is a NUL-terminated string that c-blosc2 only reads.
+    if unsafe { b::blosc1_set_compressor(name.as_ptr()) } < 0 {
+        return Err(Error::InvalidArgument(format!("codec '{cname}' is not one c-blosc 1.x knows")));
+    }
+    // SAFETY: src is valid for nbytes bytes, out has cap writable bytes;
+    // c-blosc2 writes at most destsize bytes and returns how many.
+    let rc = unsafe {
+        b::blosc1_compress(
+            i32::from(clevel),
+            i32::from(shuffle),
+            typesize.clamp(1, 255),
+            src.len(),
+            src.as_ptr().cast(),
+            out.as_mut_ptr().cast(),
+            cap,
+        )
+    };
+    drop(_guard);
+    if rc <= 0 {
+        return Err(blosc_err("compression", i64::from(rc)));
+    }
+    // SAFETY: c-blosc2 initialised the first rc bytes.
+    unsafe { out.set_len(rc as usize) };
+    let flags = out.get(2).copied().unwrap_or(0);
+    let extended = flags & (b::BLOSC_DOSHUFFLE as u8 | b::BLOSC_DOBITSHUFFLE as u8)
+        == (b::BLOSC_DOSHUFFLE as u8 | b::BLOSC_DOBITSHUFFLE as u8);
+    if out.len() < b::BLOSC_MIN_HEADER_LENGTH as usize || extended || out[0] != b::BLOSC2_VERSION_FORMAT as u8 {
+        return Err(Error::blosc(
+            format!(
+                "compressing a Blosc1 chunk of {nbytes} bytes (c-blosc2 wrote a Blosc2 header: is BLOSC_NOLOCK set?)"
+            ),
+            None,
+        ));
+    }
+    // Bit-shuffle of a block whose item count is not a multiple of 8 changed
+    // in format 3: c-blosc 1.x would unshuffle such a chunk differently.
+    // Those chunks are made again with byte shuffle (same values, another filter).
+    let blocksize = u32::from_le_bytes([out[8], out[9], out[10], out[11]]) as usize;
+    let ts = usize::from(out[3]).max(1);
+    let bit = flags & b::BLOSC_DOBITSHUFFLE as u8 != 0 && flags & b::BLOSC_MEMCPYED as u8 == 0;
+    if bit && blocksize > 0 && ((blocksize / ts) % 8 != 0 || ((src.len() % blocksize) / ts) % 8 != 0) {
+        return compress_blosc1(cname, clevel, 1, typesize, src);
+    }
+    out[0] = BLOSC1_VERSION_FORMAT;
+    Ok(out)
+}
+
+/// Decompress the complete Blosc (1 or 2) chunk `src` into `dst`, which
+/// must be exactly its uncompressed size, with `nthreads` threads.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the header disagrees with `dst` or the
+/// buffer; [`Error::Blosc`] if it does not decompress.
+pub(crate) fn decompress_into(dctx: &mut DCtx, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    dctx.decompress(&Chunk::from_slice(src), dst, None)
 }

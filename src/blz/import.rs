@@ -1,0 +1,552 @@
+//! Import BLZ data into caterva arrays, streamed: rows flow from the
+//! source's chunks into a slab of a few target chunk-rows, which is
+//! compressed (in parallel, by the engine) and appended inside the creating
+//! transaction. Memory holds one decompressed source chunk, one slab and the
+//! compressed chunks of one batch, whatever the size of the data; a failure
+//! leaves nothing at the target path.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::bloscpack::Reader;
+use super::carray::{numpy_typestr, CArray, CTable};
+use super::msgpack;
+use crate::array::{check_user_vlmeta, Array, Params, StorageParams};
+use crate::context::Context;
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::geometry::Geometry;
+use crate::store::blosc::{self, DCtx};
+use crate::store::Tx;
+
+/// The vlmetalayer that keeps a carray's `dflt` (msgpack, as python-blosc2 reads it).
+pub const DFLT_VLMETA: &str = "bcolz_dflt";
+
+/// Largest block a default block shape is cut to, in bytes.
+const DEFAULT_BLOCK_NBYTES: usize = 256 << 10;
+
+/// Progress of a long import or export: `(done, total)` rows.
+pub type Progress<'a> = &'a mut dyn FnMut(i64, i64);
+
+/// A stream of decompressed bytes in the source's chunk order.
+trait Source {
+    /// Decompress the next chunk into `out` (resized to its size); `false`
+    /// once there are no more.
+    fn next(&mut self, dctx: &mut DCtx, out: &mut Vec<u8>) -> Result<bool>;
+}
+
+fn decompress(dctx: &mut DCtx, chunk: &[u8], out: &mut Vec<u8>, what: &dyn Fn() -> String) -> Result<()> {
+    let nbytes = u32::from_le_bytes(chunk[4..8].try_into().unwrap_or([0; 4])) as usize;
+    engine::zeroed(out, nbytes)?;
+    blosc::decompress_into(dctx, chunk, out).map_err(|e| match e {
+        Error::Blosc { op, code } => Error::Blosc { op: format!("{op} of {}", what()), code },
+        Error::InvalidFormat(m) => Error::InvalidFormat(format!("{}: {m}", what())),
+        e => e,
+    })
+}
+
+struct CArraySource<'a> {
+    carray: &'a CArray,
+    next: i64,
+}
+
+impl Source for CArraySource<'_> {
+    fn next(&mut self, dctx: &mut DCtx, out: &mut Vec<u8>) -> Result<bool> {
+        if self.next >= self.carray.nchunks() {
+            return Ok(false);
+        }
+        let n = self.next;
+        let chunk = self.carray.read_chunk(n)?;
+        decompress(dctx, &chunk, out, &|| format!("chunk {n} of carray '{}'", self.carray.path.display()))?;
+        self.next += 1;
+        Ok(true)
+    }
+}
+
+impl Source for Reader {
+    fn next(&mut self, dctx: &mut DCtx, out: &mut Vec<u8>) -> Result<bool> {
+        let n = self.chunks_read();
+        match self.next_chunk()? {
+            Some(chunk) => {
+                let path = self.path().display().to_string();
+                decompress(dctx, &chunk, out, &|| format!("chunk {n} of Bloscpack file '{path}'"))?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// Default chunk and block shapes for an array of `shape` read in chunks of
+/// `chunklen` rows: chunks of `chunklen` rows and whole trailing axes;
+/// blocks cut from them (halving the leading axes) to at most 256 KiB.
+#[must_use]
+pub fn default_partitions(shape: &[i64], itemsize: usize, chunklen: i64) -> (Vec<i32>, Vec<i32>) {
+    let mut chunk: Vec<i32> = shape.iter().map(|&d| d.clamp(1, i64::from(i32::MAX)) as i32).collect();
+    if let Some(c) = chunk.first_mut() {
+        *c = chunklen.clamp(1, i64::from(i32::MAX)) as i32;
+    }
+    // A chunk above 1 GiB cannot be compressed by Blosc: cut the leading axes.
+    let nbytes = |s: &[i32]| s.iter().map(|&d| d as usize).product::<usize>() * itemsize;
+    while nbytes(&chunk) > 1 << 30 {
+        match chunk.iter_mut().find(|d| **d > 1) {
+            Some(d) => *d = (*d + 1) / 2,
+            None => break,
+        }
+    }
+    let mut block = chunk.clone();
+    while nbytes(&block) > DEFAULT_BLOCK_NBYTES {
+        match block.iter_mut().find(|d| **d > 1) {
+            Some(d) => *d = (*d + 1) / 2,
+            None => break,
+        }
+    }
+    (chunk, block)
+}
+
+/// Stream `rows` rows of `row_nbytes` bytes from `src` into the chunks of `g`.
+fn fill(
+    ctx: &Context,
+    tx: &mut Tx<'_>,
+    g: &Geometry,
+    src: &mut dyn Source,
+    what: &str,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let shape = g.shape().to_vec();
+    let rows = shape[0];
+    let row_nbytes = shape[1..].iter().map(|&d| d as usize).product::<usize>() * g.itemsize();
+    let cl = i64::from(g.chunkshape()[0]);
+    // One round of the engine's workers (`batch_len` chunk-rows), as `from_buffer` compresses.
+    let slab_rows = (cl * engine::batch_len(ctx) as i64).min(rows.max(1));
+    // Filled by appending, so that a header promising more than the data
+    // holds costs no more memory than the data.
+    let mut slab: Vec<u8> = Vec::new();
+    let mut dctx = DCtx::new(ctx.nthreads())?;
+    let (mut pending, mut at) = (Vec::new(), 0usize);
+    let mut r0 = 0i64;
+    progress(0, rows);
+    while r0 < rows && row_nbytes > 0 {
+        let r1 = (r0 + slab_rows).min(rows);
+        let want = (r1 - r0) as usize * row_nbytes;
+        slab.clear();
+        // Address space only: pages are touched as rows arrive.
+        engine::reserve(&mut slab, want, || format!("a slab of {want} bytes of rows"))?;
+        let mut filled = 0usize;
+        while filled < want {
+            if at == pending.len() {
+                at = 0;
+                if !src.next(&mut dctx, &mut pending)? {
+                    return Err(Error::InvalidFormat(format!(
+                        "{what}: the data ends after {} of {rows} rows (the metadata promises more)",
+                        r0 + (filled / row_nbytes) as i64
+                    )));
+                }
+                continue;
+            }
+            let n = (want - filled).min(pending.len() - at);
+            slab.extend_from_slice(&pending[at..at + n]);
+            filled += n;
+            at += n;
+        }
+        let mut start = vec![0i64; shape.len()];
+        start[0] = r0;
+        let mut stop = shape.clone();
+        stop[0] = r1;
+        let region = g.region(&start, &stop)?;
+        let mut slab_shape = shape.clone();
+        slab_shape[0] = r1 - r0;
+        let parts = engine::plan(g, &region)?;
+        for group in parts.chunks(engine::batch_len(ctx)) {
+            for (n, chunk) in engine::build_chunks(ctx, None, g, &region, group, &slab[..want], &slab_shape)? {
+                if n != tx.nchunks() {
+                    return Err(Error::InvalidArgument(format!(
+                        "chunk shape {:?} does not cut rows in whole chunks",
+                        g.chunkshape()
+                    )));
+                }
+                tx.append_chunk(&chunk)?;
+            }
+        }
+        r0 = r1;
+        progress(r0, rows);
+    }
+    let extra = pending.len() - at;
+    if extra > 0 || (row_nbytes > 0 && src.next(&mut dctx, &mut pending)?) {
+        return Err(Error::InvalidFormat(format!(
+            "{what}: the data holds more than the {rows} rows its metadata gives"
+        )));
+    }
+    Ok(())
+}
+
+/// The storage with default partitions where the caller gave none.
+fn with_defaults(storage: &StorageParams, shape: &[i64], itemsize: usize, chunklen: i64) -> StorageParams {
+    let mut st = storage.clone();
+    if st.chunkshape.is_empty() || st.blockshape.is_empty() {
+        let (c, b) = default_partitions(shape, itemsize, chunklen);
+        if st.chunkshape.is_empty() {
+            st.chunkshape = c;
+        }
+        if st.blockshape.is_empty() {
+            st.blockshape = b.iter().zip(&st.chunkshape).map(|(&b, &c)| b.min(c)).collect();
+        }
+    }
+    st
+}
+
+/// The vlmetalayers of a carray: every attribute under its own name, and `dflt`.
+fn carray_vlmeta(c: &CArray) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for (k, v) in &c.attrs {
+        if k.is_empty() || k.len() > 31 || k.contains('\0') {
+            return Err(Error::InvalidArgument(format!(
+                "attribute '{k}' of '{}': a vlmetalayer name has 1 to 31 bytes",
+                c.path.display()
+            )));
+        }
+        check_user_vlmeta(k)?;
+        out.push((k.clone(), msgpack::encode(v)));
+    }
+    if !c.attrs.contains_key(DFLT_VLMETA) && !c.dflt.is_null() {
+        out.push((DFLT_VLMETA.to_owned(), msgpack::encode(&c.dflt)));
+    }
+    Ok(out)
+}
+
+/// Import the bcolz carray at `path` into a new array with `storage`
+/// (empty chunk or block shapes take defaults from the carray's chunks).
+/// The dtype goes into the `b2nd` metalayer, the attributes and `dflt`
+/// into vlmetalayers (msgpack).
+///
+/// # Errors
+/// As [`CArray::open`]; [`Error::InvalidFormat`], [`Error::Corrupt`] or
+/// [`Error::Blosc`] for damaged chunks; the errors of array creation.
+pub fn import_carray(ctx: &Context, path: &Path, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
+    let c = CArray::open(path)?;
+    import_opened(ctx, &c, storage, progress)
+}
+
+fn import_opened(ctx: &Context, c: &CArray, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
+    let st = with_defaults(storage, &c.shape, c.itemsize, c.chunklen);
+    let params = Params { itemsize: c.itemsize, shape: c.shape.clone(), dtype: Some(c.dtype.clone()) };
+    let vlmeta = carray_vlmeta(c)?;
+    let cp = ctx.config().cparams;
+    let what = format!("carray '{}'", c.path.display());
+    Array::create_streamed(ctx, &params, &st, |tx, g| {
+        for (k, v) in &vlmeta {
+            tx.vlmeta_put(k, v, false, &cp)?;
+        }
+        fill(ctx, tx, g, &mut CArraySource { carray: c, next: 0 }, &what, progress)
+    })
+}
+
+/// Import every column of the bcolz ctable at `path`, each into the
+/// storage `storage_for(name)` gives. Returns the columns in order.
+///
+/// # Errors
+/// As [`import_carray`]; a failure removes the columns already imported.
+pub fn import_ctable(
+    ctx: &Context,
+    path: &Path,
+    storage_for: &mut dyn FnMut(&str) -> StorageParams,
+    progress: Progress<'_>,
+) -> Result<Vec<(String, Array)>> {
+    let t = CTable::open(path)?;
+    let mut out: Vec<(String, Array)> = Vec::with_capacity(t.columns.len());
+    let total = t.len() * t.columns.len() as i64;
+    for (i, (name, c)) in t.columns.iter().enumerate() {
+        let st = storage_for(name);
+        let base = t.len() * i as i64;
+        match import_opened(ctx, c, &st, &mut |done, _| progress(base + done, total)) {
+            Ok(a) => out.push((name.clone(), a)),
+            Err(e) => {
+                for (_, a) in out.drain(..) {
+                    if let Some(p) = a.store().storage().urlpath {
+                        drop(a);
+                        let _ = Array::remove(&p);
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Import the Bloscpack file at `path`. A file packed from a NumPy array
+/// (`bloscpack.pack_ndarray_to_file`) keeps its dtype and shape; any other
+/// becomes a 1-d array of its typesize (bytes when not recorded).
+///
+/// # Errors
+/// As [`Reader::open`] and [`Reader::next_chunk`] (a checksum mismatch is
+/// [`Error::Corrupt`] naming the chunk); the errors of array creation.
+pub fn import_bloscpack(ctx: &Context, path: &Path, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
+    let mut r = Reader::open(path)?;
+    let (shape, itemsize, dtype) = bloscpack_layout(&r)?;
+    let h = r.header().clone();
+    let rows_per_chunk = if shape[1..].iter().product::<i64>() * itemsize as i64 > 0 {
+        (i64::from(h.chunk_size.max(1)) / (shape[1..].iter().product::<i64>() * itemsize as i64)).max(1)
+    } else {
+        1
+    };
+    let st = with_defaults(storage, &shape, itemsize, rows_per_chunk);
+    let params = Params { itemsize, shape, dtype };
+    let mut vlmeta = Vec::new();
+    if let Some(Value::Object(m)) = r.metadata() {
+        for (k, v) in m {
+            if !["dtype", "shape", "order", "container"].contains(&k.as_str()) && !k.is_empty() && k.len() <= 31 {
+                check_user_vlmeta(k)?;
+                vlmeta.push((k.clone(), msgpack::encode(v)));
+            }
+        }
+    }
+    let cp = ctx.config().cparams;
+    let what = format!("Bloscpack file '{}'", path.display());
+    Array::create_streamed(ctx, &params, &st, |tx, g| {
+        for (k, v) in &vlmeta {
+            tx.vlmeta_put(k, v, false, &cp)?;
+        }
+        fill(ctx, tx, g, &mut r, &what, progress)
+    })
+}
+
+/// Shape, item size and dtype of a Bloscpack file's data.
+fn bloscpack_layout(r: &Reader) -> Result<(Vec<i64>, usize, Option<String>)> {
+    let h = r.header();
+    let bad = |m: String| Error::InvalidFormat(format!("Bloscpack file '{}': {m}", r.path().display()));
+    if h.version == 1 || h.nchunks < 0 || (h.nchunks > 0 && (h.chunk_size < 0 || h.last_chunk < 0)) {
+        return Err(bad("the header does not record the chunk count and sizes".into()));
+    }
+    let total = if h.nchunks == 0 {
+        0
+    } else {
+        i64::from(h.chunk_size)
+            .checked_mul(h.nchunks - 1)
+            .and_then(|t| t.checked_add(i64::from(h.last_chunk)))
+            .ok_or_else(|| bad("sizes overflow".into()))?
+    };
+    let meta = r.metadata().filter(|m| m.get("container").and_then(Value::as_str) == Some("numpy"));
+    if let Some(m) = meta {
+        let dtype = match m.get("dtype") {
+            // bloscpack records `repr(dtype.str)`: "'<f8'".
+            Some(Value::String(s)) => s.trim_matches(['\'', '"']).to_owned(),
+            _ => return Err(bad("only NumPy metadata with a simple dtype string is supported".into())),
+        };
+        let (typestr, size) = numpy_typestr(&dtype)?;
+        let itemsize = size.ok_or_else(|| bad(format!("the item size of dtype '{dtype}' cannot be told")))?;
+        let shape: Vec<i64> = m
+            .get("shape")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<_>>>())
+            .filter(|s| s.len() <= crate::MAX_DIM && s.iter().all(|&d| d >= 0))
+            .ok_or_else(|| bad("\"shape\" in the metadata is not a list of lengths".into()))?;
+        let order = m.get("order").and_then(Value::as_str).unwrap_or("C");
+        if order != "C" && shape.iter().filter(|&&d| d > 1).count() > 1 {
+            return Err(bad(format!("order '{order}': only C-ordered arrays are imported")));
+        }
+        let n = shape.iter().try_fold(itemsize as i64, |a, &d| a.checked_mul(d));
+        if n != Some(total) {
+            return Err(bad(format!("shape {shape:?} of dtype '{dtype}' does not hold the file's {total} bytes")));
+        }
+        let shape = if shape.is_empty() { vec![1] } else { shape };
+        return Ok((shape, itemsize, Some(typestr)));
+    }
+    let itemsize = usize::from(h.typesize.max(1));
+    if total % itemsize as i64 != 0 {
+        return Err(bad(format!("{total} bytes are not a whole number of {itemsize}-byte items")));
+    }
+    Ok((vec![total / itemsize as i64], itemsize, None))
+}
+
+/// What a path holds: a carray, a ctable or a Bloscpack file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A bcolz carray directory.
+    CArray,
+    /// A bcolz ctable directory.
+    CTable,
+    /// A Bloscpack file.
+    Bloscpack,
+}
+
+/// Tell what `path` holds.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if it is none of them.
+pub fn detect(path: &Path) -> Result<Kind> {
+    if path.is_dir() {
+        if path.join("__rootdirs__").is_file() {
+            return Ok(Kind::CTable);
+        }
+        if path.join("meta").join("storage").is_file() {
+            return Ok(Kind::CArray);
+        }
+    } else if path.is_file() {
+        let mut head = [0u8; 4];
+        let ok = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head)).is_ok();
+        if ok && &head == super::bloscpack::MAGIC {
+            return Ok(Kind::Bloscpack);
+        }
+    }
+    Err(Error::storage(
+        Some(&path.display().to_string()),
+        "neither a bcolz carray or ctable directory nor a Bloscpack file",
+    ))
+}
+
+/// Import a carray directory or a Bloscpack file (see [`detect`]).
+///
+/// # Errors
+/// [`Error::InvalidStorage`] for a ctable (use [`import_ctable`]) or
+/// anything else; as [`import_carray`] and [`import_bloscpack`].
+pub fn import(ctx: &Context, path: &Path, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
+    match detect(path)? {
+        Kind::CArray => import_carray(ctx, path, storage, progress),
+        Kind::Bloscpack => import_bloscpack(ctx, path, storage, progress),
+        Kind::CTable => Err(Error::storage(
+            Some(&path.display().to_string()),
+            "a ctable has one array per column: import it with import_ctable (or a column's directory)",
+        )),
+    }
+}
+
+/// The shape the array imported from `path` (a carray directory or a
+/// Bloscpack file) will have, read from its metadata alone.
+///
+/// # Errors
+/// As [`detect`], [`CArray::open`] and [`Reader::open`].
+pub fn source_shape(path: &Path) -> Result<Vec<i64>> {
+    match detect(path)? {
+        Kind::CArray => Ok(CArray::open(path)?.shape),
+        Kind::Bloscpack => Ok(bloscpack_layout(&Reader::open(path)?)?.0),
+        Kind::CTable => {
+            Err(Error::storage(Some(&path.display().to_string()), "a ctable has one array per column: give a column"))
+        }
+    }
+}
+
+/// Import column `column` of the bcolz ctable at `path` (see [`import_carray`]).
+///
+/// # Errors
+/// As [`import_carray`]; [`Error::InvalidArgument`] if the table has no such column.
+pub fn import_column(
+    ctx: &Context,
+    path: &Path,
+    column: &str,
+    storage: &StorageParams,
+    progress: Progress<'_>,
+) -> Result<Array> {
+    let t = CTable::open(path)?;
+    let Some((_, c)) = t.columns.iter().find(|(n, _)| n == column) else {
+        let names: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(Error::InvalidArgument(format!(
+            "ctable '{}' has no column '{column}' (it has {names:?})",
+            path.display()
+        )));
+    };
+    import_opened(ctx, c, storage, progress)
+}
+
+/// The rows of a ctable's columns interleaved into records (a structured
+/// item: the columns' items side by side, in column order).
+struct RecordSource<'a> {
+    columns: Vec<(CArraySource<'a>, Vec<u8>, usize, usize)>,
+    rows_per_call: usize,
+}
+
+impl Source for RecordSource<'_> {
+    fn next(&mut self, dctx: &mut DCtx, out: &mut Vec<u8>) -> Result<bool> {
+        out.clear();
+        let mut rows = usize::MAX;
+        for (src, buf, at, size) in &mut self.columns {
+            if *at == buf.len() {
+                *at = 0;
+                if !src.next(dctx, buf)? {
+                    buf.clear();
+                }
+            }
+            rows = rows.min((buf.len() - *at) / *size);
+        }
+        if rows == 0 || rows == usize::MAX {
+            return Ok(false);
+        }
+        let rows = rows.min(self.rows_per_call);
+        let record: usize = self.columns.iter().map(|c| c.3).sum();
+        engine::reserve(out, rows * record, || format!("{rows} records"))?;
+        for r in 0..rows {
+            for (_, buf, at, size) in &self.columns {
+                out.extend_from_slice(&buf[*at + r * size..*at + (r + 1) * size]);
+            }
+        }
+        for (_, _, at, size) in &mut self.columns {
+            *at += rows * *size;
+        }
+        Ok(true)
+    }
+}
+
+/// Import the bcolz ctable at `path` as one 1-d array of records: a
+/// structured dtype (`[('name', '<i8'), ...]`, NumPy's description) whose
+/// fields are the columns, packed in order. The table's attributes become
+/// vlmetalayers.
+///
+/// # Errors
+/// As [`import_carray`]; [`Error::InvalidArgument`] if a record would
+/// exceed 255 bytes or a column is n-dimensional.
+pub fn import_ctable_records(
+    ctx: &Context,
+    path: &Path,
+    storage: &StorageParams,
+    progress: Progress<'_>,
+) -> Result<Array> {
+    let t = CTable::open(path)?;
+    if t.columns.is_empty() {
+        return Err(Error::InvalidFormat(format!("ctable '{}' has no columns", path.display())));
+    }
+    let record: usize = t.columns.iter().map(|(_, c)| c.itemsize).sum();
+    if record > 255 {
+        return Err(Error::InvalidArgument(format!(
+            "ctable '{}': a record of its {} columns takes {record} bytes; caterva items take at most 255",
+            path.display(),
+            t.columns.len()
+        )));
+    }
+    // NumPy's description, compact (the `b2nd` metalayer holds 64 bytes of
+    // dtype): python-blosc2 reads it with `ast.literal_eval`. bcolz column
+    // names are Python identifiers.
+    if let Some((n, _)) = t.columns.iter().find(|(n, _)| !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
+        return Err(Error::InvalidArgument(format!("column name '{n}' is not an identifier a dtype can name")));
+    }
+    let fields: Vec<String> = t.columns.iter().map(|(n, c)| format!("('{n}','{}')", c.dtype)).collect();
+    let dtype = format!("[{}]", fields.join(","));
+    let chunklen = t.columns[0].1.chunklen;
+    let shape = vec![t.len()];
+    let st = with_defaults(storage, &shape, record, chunklen);
+    let params = Params { itemsize: record, shape, dtype: Some(dtype) };
+    let mut vlmeta = Vec::new();
+    for (k, v) in &t.attrs {
+        if k.is_empty() || k.len() > 31 || k.contains('\0') {
+            return Err(Error::InvalidArgument(format!("attribute '{k}': a vlmetalayer name has 1 to 31 bytes")));
+        }
+        check_user_vlmeta(k)?;
+        vlmeta.push((k.clone(), msgpack::encode(v)));
+    }
+    let cp = ctx.config().cparams;
+    let what = format!("ctable '{}'", path.display());
+    let mut src = RecordSource {
+        columns: t
+            .columns
+            .iter()
+            .map(|(_, c)| (CArraySource { carray: c, next: 0 }, Vec::new(), 0, c.itemsize))
+            .collect(),
+        rows_per_call: chunklen.clamp(1, 1 << 20) as usize,
+    };
+    Array::create_streamed(ctx, &params, &st, |tx, g| {
+        for (k, v) in &vlmeta {
+            tx.vlmeta_put(k, v, false, &cp)?;
+        }
+        fill(ctx, tx, g, &mut src, &what, progress)
+    })
+}
