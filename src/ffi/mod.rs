@@ -39,6 +39,7 @@ mod handles;
 mod integrity;
 mod last_error;
 mod meta;
+mod partition;
 mod reshape;
 mod slots;
 mod types;
