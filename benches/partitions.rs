@@ -2,7 +2,7 @@
 //! behind the README's "Choosing chunks and blocks" and the defaults of
 //! `caterva::propose_partitions`.
 //!
-//! `cargo bench --bench partitions` (about two minutes on 2 cores; add
+//! `cargo bench --bench partitions` (about four minutes on 2 cores; add
 //! `-- --quick` for a smoke run of seconds, `-- --threads N` for another
 //! thread count). For the two datasets of the C benchmark and
 //! `bench/compare` (int64 0..n; a float64 smooth field with noisy low bits)
