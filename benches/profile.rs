@@ -49,7 +49,8 @@ fn main() {
     let (op, path) = if let Some(op) = op.strip_prefix("dir:") {
         let dir = cache.with_extension("b2dir");
         if !dir.exists() {
-            let st = StorageParams { contiguous: false, urlpath: Some(dir.to_str().unwrap().into()), ..storage.clone() };
+            let st =
+                StorageParams { contiguous: false, urlpath: Some(dir.to_str().unwrap().into()), ..storage.clone() };
             drop(arr.copy(&ctx, &st).unwrap());
         }
         (op, Some(dir))

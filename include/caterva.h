@@ -195,6 +195,30 @@
 #define CATERVA_DTYPE_MAXLEN 64
 
 /**
+ * Access pattern for `caterva_propose_partitions`: a mix of whole reads,
+ * slices and boxes (near-cubic chunks of about 2 MiB, blocks of about 64 KiB).
+ */
+#define CATERVA_ACCESS_BALANCED 0
+
+/**
+ * Access pattern: many small reads (single items, small boxes) at random
+ * places (chunks of about 1 MiB, near-cubic blocks of about 16 KiB).
+ */
+#define CATERVA_ACCESS_SMALL_READS 1
+
+/**
+ * Access pattern: whole-array or large contiguous reads and writes
+ * (chunks of about 16 MiB, blocks of about 512 KiB spanning the last axes).
+ */
+#define CATERVA_ACCESS_SCANS 2
+
+/**
+ * Access pattern: planes at a fixed index along one axis (the `axis`
+ * argument): blocks one item thin along it, wide across it.
+ */
+#define CATERVA_ACCESS_PLANES 3
+
+/**
  * Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
  */
 typedef struct caterva_config_t {
@@ -1216,6 +1240,38 @@ int caterva_set_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, 
  * `dtype` must point to writable memory.
  */
 int caterva_get_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, char **dtype);
+
+/**
+ * Propose a chunk shape and a block shape for an array of `params`
+ * (itemsize, ndim, shape) read mostly as `access` says
+ * (`CATERVA_ACCESS_*`; `axis` is the planes' axis for
+ * `CATERVA_ACCESS_PLANES`, ignored otherwise), and write them into
+ * `storage->chunkshape` and `storage->blockshape` (the first `ndim`
+ * entries; nothing else in `storage` changes). `chunk_bytes` and
+ * `block_bytes` override the pattern's target sizes (uncompressed bytes;
+ * 0 keeps the pattern's), and `nthreads` is the number of threads that will
+ * read the array (0: the machine's CPUs): an array smaller than `nthreads`
+ * chunks gets smaller chunks. The shapes are valid for `params` (an axis of
+ * length 0 gets a real chunk length, so the array can grow along it), and
+ * evened out to need little padding.
+ *
+ * Returns `CATERVA_ERR_INVALID_ARGUMENT` for an itemsize of 0, an ndim
+ * outside 0..=8, a negative length, an unknown `access`, an `axis` that is
+ * not an axis of the array, a negative size or thread count, or an array
+ * too large for any partition; `CATERVA_ERR_NULL_POINTER` when `params`
+ * or `storage` is NULL. `storage` is written only on success.
+ *
+ * # Safety
+ * `params` must be NULL or point to a valid `caterva_params_t`; `storage`
+ * NULL or to a writable `caterva_storage_t`.
+ */
+int caterva_propose_partitions(const struct caterva_params_t *params,
+                               int access,
+                               int axis,
+                               int64_t chunk_bytes,
+                               int64_t block_bytes,
+                               int nthreads,
+                               struct caterva_storage_t *storage);
 
 /**
  * Change the shape to `new_shape` (`ndim` entries). Where an axis grows, the

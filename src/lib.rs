@@ -45,6 +45,7 @@ mod ffi;
 mod fork;
 mod geometry;
 mod meta;
+mod partition;
 mod reshape;
 mod store;
 #[cfg(feature = "testing")]
@@ -57,4 +58,5 @@ pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM};
 pub use meta::check_dtype;
+pub use partition::{propose_partitions, Access, PartitionHints, Partitions};
 pub use store::blosc::CParams;

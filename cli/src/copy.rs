@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use caterva::{codec, ArrayInfo, CParams, ErrorKind, StorageParams};
+use caterva::{codec, propose_partitions, Access, Array, ArrayInfo, CParams, ErrorKind, PartitionHints, StorageParams};
 
 use crate::info::codec_text;
 use crate::{progress, Failure, Outcome, RunOpts};
@@ -23,6 +23,17 @@ pub struct Args {
     /// Block shape (default: the source's, cut to the chunks)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     blocks: Option<Shape>,
+    /// Choose chunks and blocks for how the copy will be read: balanced,
+    /// small-reads, scans or planes:AXIS (see the README's "Choosing chunks
+    /// and blocks")
+    #[arg(long, value_name = "PATTERN", value_parser = parse_access, conflicts_with_all = ["chunks", "blocks"])]
+    access: Option<Access>,
+    /// With --access: uncompressed bytes per chunk to aim for (K, M, G suffixes)
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, requires = "access")]
+    chunk_size: Option<usize>,
+    /// With --access: uncompressed bytes per block to aim for (K, M, G suffixes)
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, requires = "access")]
+    block_size: Option<usize>,
     /// Codec: zstd, lz4, lz4hc, blosclz or zlib
     #[arg(long, value_name = "NAME", value_parser = parse_codec)]
     codec: Option<u8>,
@@ -60,6 +71,28 @@ fn parse_shape(s: &str) -> Result<Shape, String> {
         .map(Shape)
 }
 
+fn parse_access(name: &str) -> Result<Access, String> {
+    Access::by_name(name)
+        .ok_or_else(|| format!("unknown access pattern '{name}' (balanced, small-reads, scans, planes:AXIS)"))
+}
+
+/// Parse a byte count: digits with an optional K, M or G (powers of 1024).
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("'{s}' is not a size in bytes (such as 65536, 64K or 4M)"))
+}
+
 fn parse_codec(name: &str) -> Result<u8, String> {
     codec::by_name(name).ok_or_else(|| {
         let names: Vec<&str> = codec::ALL.iter().map(|(_, n)| *n).collect();
@@ -76,7 +109,12 @@ pub fn run(a: &Args) -> Outcome {
     let reader = crate::context(&a.run, CParams::default(), false)?;
     let arr = crate::open(&reader, &a.src)?;
     let info = arr.info();
-    let storage = storage(a, arr.ndim(), &info)?;
+    let mut storage = storage(a, arr.ndim(), &info)?;
+    if let Some(access) = a.access {
+        let threads = a.run.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+        let p = propose(&arr, access, a.chunk_size, a.block_size, threads)?;
+        (storage.chunkshape, storage.blockshape) = (p.chunkshape, p.blockshape);
+    }
     check_destination(a)?;
     let ctx = crate::context(&a.run, cparams(a, &info), a.checksums)?;
     let copy = progress::spinner("copy", a.run.wanted(), || arr.copy(&ctx, &storage)).map_err(|e| {
@@ -129,6 +167,19 @@ fn storage(a: &Args, ndim: usize, info: &ArrayInfo) -> Result<StorageParams, Fai
     Ok(StorageParams { chunkshape, blockshape, contiguous, urlpath: Some(a.dst.clone()), metalayers: Vec::new() })
 }
 
+/// The partitions `--access` proposes for the copy of `arr`.
+fn propose(
+    arr: &Array,
+    access: Access,
+    chunk_bytes: Option<usize>,
+    block_bytes: Option<usize>,
+    threads: usize,
+) -> Result<caterva::Partitions, Failure> {
+    let hints = PartitionHints { access, chunk_bytes, block_bytes, threads: Some(threads) };
+    propose_partitions(arr.itemsize(), arr.shape(), &hints)
+        .map_err(|e| Failure::Usage(format!("--access: {}", e.message())))
+}
+
 /// The source's compression parameters with `--codec` and `--clevel` applied.
 fn cparams(a: &Args, info: &ArrayInfo) -> CParams {
     let mut cp = info.cparams;
@@ -176,6 +227,14 @@ mod tests {
         assert_eq!(parse_codec("lz4hc"), Ok(codec::LZ4HC));
         assert!(parse_codec("snappy").unwrap_err().contains("unknown codec 'snappy' (blosclz, lz4"));
         assert_eq!(parse_clevel("9"), Ok(9));
+        assert_eq!(parse_access("planes:1"), Ok(Access::Planes { axis: 1 }));
+        assert!(parse_access("rows").unwrap_err().contains("unknown access pattern 'rows'"));
+        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
+        assert_eq!(parse_bytes("3m"), Ok(3 << 20));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        for bad in ["0", "x", "4T", "", "99999999999999999999G"] {
+            assert!(parse_bytes(bad).unwrap_err().contains("is not a size in bytes"), "{bad}");
+        }
         assert!(parse_clevel("10").unwrap_err().contains("not a level from 0 to 9"));
     }
 }

@@ -35,12 +35,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
-mod extras;
 mod blz;
+mod extras;
 mod handles;
 mod integrity;
 mod last_error;
 mod meta;
+mod partition;
 mod reshape;
 mod slots;
 mod types;

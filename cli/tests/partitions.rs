@@ -1,0 +1,106 @@
+//! `caterva copy --access PATTERN [--chunk-size B] [--block-size B]`: the
+//! copy gets the partitions `caterva::propose_partitions` proposes, holds
+//! the same items, and bad patterns or sizes are usage errors that write
+//! nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use caterva::{propose_partitions, Access, Array, Config, Context, Params, PartitionHints, StorageParams};
+
+fn caterva(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
+    let text = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8");
+    (out.status.code().expect("exited"), text(out.stdout), text(out.stderr))
+}
+
+fn ctx() -> Context {
+    Context::new(Config { nthreads: 2, ..Config::default() }).unwrap()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-partitions-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A {40, 60, 50} array of int64 0..n in a frame file, in small chunks.
+fn source(d: &Path) -> (String, Vec<u8>) {
+    let path = d.join("src.b2frame").to_str().unwrap().to_owned();
+    let shape = vec![40i64, 60, 50];
+    let data: Vec<u8> = (0..shape.iter().product::<i64>()).flat_map(i64::to_le_bytes).collect();
+    let storage = StorageParams {
+        chunkshape: vec![10, 10, 10],
+        blockshape: vec![5, 5, 5],
+        urlpath: Some(path.clone()),
+        contiguous: true,
+        ..Default::default()
+    };
+    Array::from_buffer(&ctx(), &Params { itemsize: 8, shape, dtype: None }, &storage, &data).unwrap();
+    (path, data)
+}
+
+/// Options, and the pattern and sizes they ask for.
+type Case = (&'static [&'static str], Access, Option<usize>, Option<usize>);
+
+#[test]
+fn copy_with_an_access_pattern_takes_the_proposed_partitions() {
+    let d = dir("ok");
+    let (src, data) = source(&d);
+    let cases: &[Case] = &[
+        (&["--access", "balanced"], Access::Balanced, None, None),
+        (&["--access", "scans"], Access::Scans, None, None),
+        (&["--access", "small-reads", "--block-size", "2K"], Access::SmallReads, None, Some(2048)),
+        (
+            &["--access", "planes:1", "--chunk-size", "64K", "--block-size", "4096"],
+            Access::Planes { axis: 1 },
+            Some(65536),
+            Some(4096),
+        ),
+    ];
+    for (i, (opts, access, chunk_bytes, block_bytes)) in cases.iter().enumerate() {
+        let dst = d.join(format!("dst{i}.b2frame"));
+        let dst = dst.to_str().unwrap();
+        let args = [&["copy", &src, dst, "-j", "2"], *opts].concat();
+        let (code, out, err) = caterva(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let hints =
+            PartitionHints { access: *access, chunk_bytes: *chunk_bytes, block_bytes: *block_bytes, threads: Some(2) };
+        let want = propose_partitions(8, &[40, 60, 50], &hints).unwrap();
+        let arr = Array::open(&ctx(), dst).unwrap();
+        let info = arr.info();
+        assert_eq!((&info.chunkshape, &info.blockshape), (&want.chunkshape, &want.blockshape), "{args:?}");
+        assert!(out.contains(&format!("chunks {:?}, blocks {:?}", want.chunkshape, want.blockshape)), "{out}");
+        assert!(arr.to_vec().unwrap() == data, "{args:?}: the items differ");
+        if let Access::Planes { axis } = access {
+            assert_eq!(info.blockshape[*axis], 1);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_patterns_and_sizes_are_usage_errors() {
+    let d = dir("bad");
+    let (src, _) = source(&d);
+    let dst = d.join("never.b2frame");
+    let dst = dst.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--access", "rows"], "unknown access pattern 'rows'"),
+        (&["--access", "planes:3"], "--access: the planes' axis 3 is not an axis of a 3-dim array"),
+        (&["--access", "planes:-1"], "unknown access pattern 'planes:-1'"),
+        (&["--access", "scans", "--chunks", "4,4,4"], "cannot be used with"),
+        (&["--chunk-size", "1M"], "--access <PATTERN>"),
+        (&["--access", "scans", "--block-size", "0"], "'0' is not a size in bytes"),
+        (&["--access", "scans", "--chunk-size", "12X"], "'12X' is not a size in bytes"),
+    ];
+    for (opts, want) in cases {
+        let args = [&["copy", &src, dst], *opts].concat();
+        let (code, _, err) = caterva(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: '{want}' not in\n{err}");
+        assert!(!Path::new(dst).exists(), "{args:?}: a refused copy wrote nothing");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
