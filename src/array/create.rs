@@ -60,22 +60,7 @@ impl Array {
             }
             _ => {}
         }
-        let dtype = match &params.dtype {
-            Some(d) => {
-                meta::check_dtype(d, geom.itemsize())?;
-                d.clone()
-            }
-            None => meta::default_dtype(geom.itemsize()),
-        };
-        let st = storage.storage();
-        let new = NewArray {
-            geom,
-            storage: &st,
-            metalayers: &storage.metalayers,
-            dtype: &dtype,
-            checksums: ctx.config().wants_checksums(),
-        };
-        Self::create_with(ctx, &new, |tx, g| fill_chunks(ctx, tx, g, fill))
+        Self::create_streamed(ctx, params, storage, |tx, g| fill_chunks(ctx, tx, g, fill))
     }
 
     /// Create a store for `new` with the geometry metalayers and the user
@@ -314,12 +299,29 @@ impl Array {
             kept: kept_axes(d.keep),
             buffer: None,
         };
+        self.build_mapped(ctx, d.geom, d.storage, d.metalayers, &m, &vl)
+    }
+
+    /// A new array of `geom` at `storage`, with this array's dtype, the
+    /// metalayers `metalayers` and the vlmetalayers `vl`, whose chunks `m`
+    /// maps from this array (and its buffer). Compressed chunks are copied
+    /// as they are where the encodings agree and a chunk is an old one.
+    /// Checksums are kept when the context asks for them or this array has them.
+    pub(super) fn build_mapped(
+        &self,
+        ctx: &Context,
+        geom: Geometry,
+        storage: &Storage,
+        metalayers: &[Metalayer],
+        m: &Mapping<'_>,
+        vl: &[(String, Vec<u8>)],
+    ) -> Result<Array> {
         let reuse = ctx.compression().same_encoding(&self.store.cparams());
         let dtype = self.dtype().unwrap_or_else(|| meta::default_dtype(self.itemsize()));
         let new = NewArray {
-            geom: d.geom,
-            storage: d.storage,
-            metalayers: d.metalayers,
+            geom,
+            storage,
+            metalayers,
             dtype: &dtype,
             checksums: ctx.config().wants_checksums() || self.store.has_checksums(),
         };
@@ -327,14 +329,14 @@ impl Array {
         Array::create_with(ctx, &new, |tx, g| {
             let parts = engine::plan(g, &g.full_region())?;
             for group in parts.chunks(engine::batch_len(ctx)) {
-                for b in reshape::build(ctx, g, &m, group, reuse)? {
+                for b in reshape::build(ctx, g, m, group, reuse)? {
                     match b {
                         Built::Data(bytes) => tx.append_chunk(&bytes)?,
                         Built::Reuse(k) => tx.append_chunk(self.store.chunk(k)?.bytes())?,
                     }
                 }
             }
-            for (name, content) in &vl {
+            for (name, content) in vl {
                 tx.vlmeta_put(name, content, false, &cparams)?;
             }
             Ok(())

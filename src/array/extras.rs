@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::error::{invalid, Result};
 use crate::geometry::{c_strides, checked_product, Geometry, MAX_DIM};
 use crate::meta;
-use crate::reshape::{self, AxisMap, Built, Mapping, Source};
+use crate::reshape::{self, AxisMap, Mapping, Source};
 use crate::store::blosc::{self, Special, Storage};
 use crate::store::{overlap, overlap_error, write_beside, Overlap, Store};
 
@@ -132,17 +132,9 @@ impl Array {
         };
         let value: Vec<u8> =
             if big { bits.to_be_bytes()[8 - size..].to_vec() } else { bits.to_le_bytes()[..size].to_vec() };
-        let geom = Geometry::new(params.itemsize, &params.shape, &storage.chunkshape, &storage.blockshape)?;
         let special = size != 2 && big == cfg!(target_endian = "big");
-        let st = storage.storage();
-        let new = NewArray {
-            geom,
-            storage: &st,
-            metalayers: &storage.metalayers,
-            dtype: &dtype,
-            checksums: ctx.config().wants_checksums(),
-        };
-        Self::create_with(ctx, &new, |tx, g| {
+        let params = Params { dtype: Some(dtype), ..params.clone() };
+        Self::create_streamed(ctx, &params, storage, |tx, g| {
             if special {
                 tx.fill_special(g.nchunks(), g.chunk_nbytes(), Special::Nan)
             } else {
@@ -205,31 +197,7 @@ impl Array {
             }
         }
         let vl = self.vlmetalayers()?;
-        let reuse = ctx.compression().same_encoding(&self.store.cparams());
-        let dtype = self.dtype().unwrap_or_else(|| meta::default_dtype(self.itemsize()));
-        let new = NewArray {
-            geom,
-            storage: &st,
-            metalayers: &metas,
-            dtype: &dtype,
-            checksums: ctx.config().wants_checksums() || self.store.has_checksums(),
-        };
-        let cparams = ctx.config().cparams;
-        Array::create_with(ctx, &new, |tx, g| {
-            let parts = engine::plan(g, &g.full_region())?;
-            for group in parts.chunks(engine::batch_len(ctx)) {
-                for b in reshape::build(ctx, g, &m, group, reuse)? {
-                    match b {
-                        Built::Data(bytes) => tx.append_chunk(&bytes)?,
-                        Built::Reuse(k) => tx.append_chunk(self.store.chunk(k)?.bytes())?,
-                    }
-                }
-            }
-            for (name, content) in &vl {
-                tx.vlmeta_put(name, content, false, &cparams)?;
-            }
-            Ok(())
-        })
+        self.build_mapped(ctx, geom, &st, &metas, &m, &vl)
     }
 
     /// Concatenate in place: append `other`'s items at the end of `axis`
