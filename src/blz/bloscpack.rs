@@ -146,6 +146,23 @@ pub struct Header {
 }
 
 impl Header {
+    /// The header of a bcolz chunk file (version 1) of `nchunks` chunks:
+    /// no offsets, metadata or checksums; sizes are the chunks' own.
+    #[must_use]
+    pub fn v1(nchunks: i64) -> Header {
+        Header {
+            version: 1,
+            offsets: false,
+            metadata: false,
+            checksum: Checksum::None,
+            typesize: 0,
+            chunk_size: -1,
+            last_chunk: -1,
+            nchunks,
+            max_app_chunks: 0,
+        }
+    }
+
     /// Bytes of the header on disk.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -177,17 +194,7 @@ impl Header {
         let i64_at = |at: usize| i64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
         let i32_at = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]));
         let h = match version {
-            1 => Header {
-                version,
-                offsets: false,
-                metadata: false,
-                checksum: Checksum::None,
-                typesize: 0,
-                chunk_size: -1,
-                last_chunk: -1,
-                nchunks: i64_at(8),
-                max_app_chunks: 0,
-            },
+            1 => Header::v1(i64_at(8)),
             2 | 3 => {
                 if b.len() < V3_HEADER {
                     return Err(bad(format!("header of {} bytes, a version {version} header has 32", b.len())));
@@ -316,17 +323,7 @@ impl Reader {
             file: BufReader::with_capacity(1 << 16, f),
             len,
             pos: 0,
-            header: Header {
-                version: 1,
-                offsets: false,
-                metadata: false,
-                checksum: Checksum::None,
-                typesize: 0,
-                chunk_size: -1,
-                last_chunk: -1,
-                nchunks: 0,
-                max_app_chunks: 0,
-            },
+            header: Header::v1(0),
             metadata: None,
             offsets: Vec::new(),
             next: 0,

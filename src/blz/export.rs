@@ -148,18 +148,7 @@ fn write_carray(array: &Array, dir: &Path, opts: &ExportOptions, progress: Progr
         rows(array, r0, r1, &mut buf)?;
         let chunk = compress_blosc1(&opts.cname, opts.clevel, opts.shuffle, typesize, &buf)?;
         cbytes += chunk.len() as i64;
-        let mut file = Header {
-            version: 1,
-            offsets: false,
-            metadata: false,
-            checksum: Checksum::None,
-            typesize: 0,
-            chunk_size: -1,
-            last_chunk: -1,
-            nchunks: 1,
-            max_app_chunks: 0,
-        }
-        .encode();
+        let mut file = Header::v1(1).encode();
         file.extend_from_slice(&chunk);
         write_file(&data.join(format!("__{n}.blp")), &file)?;
         progress(r1, len);
