@@ -716,6 +716,67 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
                              struct caterva_array_t *array);
 
 /**
+ * Fill `options` with the defaults: bcolz's (blosclz, level 5, byte
+ * shuffle), the array's chunk length, a carray directory, and adler32 for
+ * Bloscpack files.
+ *
+ * # Safety
+ * `options` must be NULL or point to writable memory for the struct.
+ */
+int caterva_blz_options_defaults(struct caterva_blz_options_t *options);
+
+/**
+ * Import a bcolz carray directory or a Bloscpack file (`.blp`) into a new
+ * array with `storage` (all-zero chunk and block shapes take defaults from
+ * the source's chunks; `urlpath` NULL keeps it in memory). The dtype goes
+ * into the `b2nd` metalayer (`caterva_get_dtype`), the carray's attributes
+ * and `dflt` into msgpack vlmetalayers (`dflt` as `bcolz_dflt`). Streamed:
+ * memory holds a few chunks whatever the size. A damaged source gives an
+ * error (`CATERVA_ERR_INVALID_STORAGE` for something that is not BLZ,
+ * `CATERVA_ERR_BLOSC_FAILED` for damage, a failed checksum included) and
+ * leaves nothing at `urlpath`. A ctable needs `caterva_import_blz_column`.
+ *
+ * # Safety
+ * `path` must be a NUL-terminated string, `storage` as for `caterva_empty`.
+ */
+int caterva_import_blz(struct caterva_ctx_t *ctx,
+                       const char *path,
+                       struct caterva_storage_t *storage,
+                       struct caterva_array_t **array);
+
+/**
+ * Import column `column` of a bcolz ctable directory, as `caterva_import_blz`.
+ *
+ * # Safety
+ * `path` and `column` must be NUL-terminated strings, `storage` as for `caterva_empty`.
+ */
+int caterva_import_blz_column(struct caterva_ctx_t *ctx,
+                              const char *path,
+                              const char *column,
+                              struct caterva_storage_t *storage,
+                              struct caterva_array_t **array);
+
+/**
+ * Export `array` (1 to 8 dimensions, chunks cut along its first axis) to
+ * a bcolz carray directory at `path`, or with `options->bloscpack` to a
+ * Bloscpack file, that bcolz (bcolz-zipline) and bloscpack read back
+ * exactly. The dtype, the user vlmetalayers (as attributes) and a kept
+ * `dflt` go with it. `path` must not exist; the export is written beside
+ * it and renamed into place, so a failure leaves nothing. `options` NULL
+ * means the defaults (`caterva_blz_options_defaults`).
+ *
+ * Only reads the array.
+ *
+ * # Safety
+ * `path` must be a NUL-terminated string, `options` NULL or valid (its
+ * `cname` NULL or a NUL-terminated string).
+ */
+int caterva_export_blz(struct caterva_ctx_t *ctx,
+                       const struct caterva_array_t *array,
+                       const char *path,
+                       const struct caterva_blz_options_t *options);
+
+/**
  * The chunks that the region `start..stop` (`ndim` entries each) touches:
  * `*chunks_idx` receives their numbers in C order of the chunk grid and
  * `*nchunks` how many there are (as `b2nd_get_slice_nchunks` lists them),
@@ -939,67 +1000,6 @@ int caterva_save_append(struct caterva_ctx_t *ctx,
                         struct caterva_array_t *array,
                         const char *urlpath,
                         int64_t *offset);
-
-/**
- * Fill `options` with the defaults: bcolz's (blosclz, level 5, byte
- * shuffle), the array's chunk length, a carray directory, and adler32 for
- * Bloscpack files.
- *
- * # Safety
- * `options` must be NULL or point to writable memory for the struct.
- */
-int caterva_blz_options_defaults(struct caterva_blz_options_t *options);
-
-/**
- * Import a bcolz carray directory or a Bloscpack file (`.blp`) into a new
- * array with `storage` (all-zero chunk and block shapes take defaults from
- * the source's chunks; `urlpath` NULL keeps it in memory). The dtype goes
- * into the `b2nd` metalayer (`caterva_get_dtype`), the carray's attributes
- * and `dflt` into msgpack vlmetalayers (`dflt` as `bcolz_dflt`). Streamed:
- * memory holds a few chunks whatever the size. A damaged source gives an
- * error (`CATERVA_ERR_INVALID_STORAGE` for something that is not BLZ,
- * `CATERVA_ERR_BLOSC_FAILED` for damage, a failed checksum included) and
- * leaves nothing at `urlpath`. A ctable needs `caterva_import_blz_column`.
- *
- * # Safety
- * `path` must be a NUL-terminated string, `storage` as for `caterva_empty`.
- */
-int caterva_import_blz(struct caterva_ctx_t *ctx,
-                       const char *path,
-                       struct caterva_storage_t *storage,
-                       struct caterva_array_t **array);
-
-/**
- * Import column `column` of a bcolz ctable directory, as `caterva_import_blz`.
- *
- * # Safety
- * `path` and `column` must be NUL-terminated strings, `storage` as for `caterva_empty`.
- */
-int caterva_import_blz_column(struct caterva_ctx_t *ctx,
-                              const char *path,
-                              const char *column,
-                              struct caterva_storage_t *storage,
-                              struct caterva_array_t **array);
-
-/**
- * Export `array` (1 to 8 dimensions, chunks cut along its first axis) to
- * a bcolz carray directory at `path`, or with `options->bloscpack` to a
- * Bloscpack file, that bcolz (bcolz-zipline) and bloscpack read back
- * exactly. The dtype, the user vlmetalayers (as attributes) and a kept
- * `dflt` go with it. `path` must not exist; the export is written beside
- * it and renamed into place, so a failure leaves nothing. `options` NULL
- * means the defaults (`caterva_blz_options_defaults`).
- *
- * Only reads the array.
- *
- * # Safety
- * `path` must be a NUL-terminated string, `options` NULL or valid (its
- * `cname` NULL or a NUL-terminated string).
- */
-int caterva_export_blz(struct caterva_ctx_t *ctx,
-                       const struct caterva_array_t *array,
-                       const char *path,
-                       const struct caterva_blz_options_t *options);
 
 /**
  * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the
