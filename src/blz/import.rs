@@ -131,8 +131,6 @@ fn fill(
         let r1 = (r0 + slab_rows).min(rows);
         let want = (r1 - r0) as usize * row_nbytes;
         slab.clear();
-        // Address space only: pages are touched as rows arrive.
-        engine::reserve(&mut slab, want, || format!("a slab of {want} bytes of rows"))?;
         let mut filled = 0usize;
         while filled < want {
             if at == pending.len() {
@@ -146,6 +144,12 @@ fn fill(
                 continue;
             }
             let n = (want - filled).min(pending.len() - at);
+            if slab.capacity() - slab.len() < n {
+                // Grown as rows arrive (doubling, up to the slab): a header
+                // promising more rows than the data holds costs no memory.
+                let grow = n.max(slab.len()).min(want - slab.len());
+                engine::reserve(&mut slab, grow, || format!("a slab of {want} bytes of rows"))?;
+            }
             slab.extend_from_slice(&pending[at..at + n]);
             filled += n;
             at += n;
