@@ -3,7 +3,8 @@
 //! touched blocks), and builds compressed chunks in parallel for writes.
 //!
 //! One copy routine serves both directions: it walks the rows a block shares
-//! with the region and moves each contiguous run with one `memcpy`.
+//! with the region and moves each contiguous run with one `memcpy` (one load
+//! and store for the short rows of a plane across the last axis).
 
 use rayon::prelude::*;
 
@@ -93,32 +94,65 @@ fn debug_assert_distinct(chunks: impl Iterator<Item = i64>) {
     }
 }
 
-/// Visit the rows that `block` shares with the region starting at `rstart`:
-/// `f(chunk_offset, user_offset, row_items)`, offsets in items, the chunk
-/// one in block layout and the user one through `ustrides`.
-fn for_each_row(
+/// `rows` rows of `row_items` items that a block shares with a region, the
+/// first at `coff` in the chunk (block layout) and `uoff` in the user view,
+/// the next ones `cstep` and `ustep` items further (offsets in items).
+struct Run {
+    coff: usize,
+    uoff: i64,
+    row_items: usize,
+    rows: usize,
+    cstep: usize,
+    ustep: i64,
+}
+
+/// Visit the rows that `block` shares with the region starting at `rstart`,
+/// a [`Run`] per row of the two innermost axes: the offsets in the chunk are
+/// in block layout, the ones in the user view through `ustrides`. Rows that
+/// are contiguous in both come as one row.
+fn for_each_run(
     geom: &Geometry,
     rstart: &[i64; MAX_DIM],
     part: &ChunkPart,
     block: &BlockPart,
     ustrides: &[i64; MAX_DIM],
-    mut f: impl FnMut(usize, i64, usize),
+    mut f: impl FnMut(Run),
 ) {
     let n = geom.dims();
     let bshape = geom.blockshape_full();
-    let bshape64: Vec<i64> = bshape[..n].iter().map(|&b| i64::from(b)).collect();
-    let bstrides = c_strides(&bshape64);
+    let mut bstrides = [1i64; MAX_DIM];
+    for i in (0..n - 1).rev() {
+        bstrides[i] = bstrides[i + 1] * i64::from(bshape[i + 1]);
+    }
     let base = block.nblock * geom.block_nitems();
     let last = n - 1;
     let row_items = (block.stop[last] - block.start[last]) as usize;
-    for_each_index(&block.start[..last], &block.stop[..last], |idx| {
+    // The outer axes are walked one index at a time; the one before the
+    // last is the run's axis.
+    let outer = last.saturating_sub(1);
+    let (rows, cstep, ustep) = if last > 0 {
+        ((block.stop[outer] - block.start[outer]) as usize, bstrides[outer] as usize, ustrides[outer])
+    } else {
+        (1, 0, 0)
+    };
+    if rows == 0 || row_items == 0 {
+        return;
+    }
+    let merged = rows > 1 && cstep == row_items && ustep == row_items as i64;
+    for_each_index(&block.start[..outer], &block.stop[..outer], |idx| {
         let mut coff = base + block.start[last] * bstrides[last];
         let mut uoff = (part.origin[last] + block.origin[last] + block.start[last] - rstart[last]) * ustrides[last];
-        for i in 0..last {
-            coff += idx[i] * bstrides[i];
-            uoff += (part.origin[i] + block.origin[i] + idx[i] - rstart[i]) * ustrides[i];
+        let first = idx.iter().copied().chain((last > 0).then_some(block.start[outer]));
+        for (i, x) in first.enumerate() {
+            coff += x * bstrides[i];
+            uoff += (part.origin[i] + block.origin[i] + x - rstart[i]) * ustrides[i];
         }
-        f(coff as usize, uoff, row_items);
+        let coff = coff as usize;
+        if merged {
+            f(Run { coff, uoff, row_items: row_items * rows, rows: 1, cstep, ustep });
+        } else {
+            f(Run { coff, uoff, row_items, rows, cstep, ustep });
+        }
     });
 }
 
@@ -138,20 +172,57 @@ unsafe fn copy_block(
     dir: Dir,
 ) {
     let item = geom.itemsize();
-    for_each_row(geom, region.start(), part, block, &user.strides, |coff, uoff, row_items| {
-        let row_bytes = row_items * item;
-        let c = &mut chunk[coff * item..coff * item + row_bytes];
-        let u = user.at(uoff, item, row_bytes);
-        // SAFETY: u holds row_bytes bytes (checked by `at`) of a row of the
-        // region inside the user box, which the caller owns exclusively for
-        // this part; c is a distinct buffer.
+    for_each_run(geom, region.start(), part, block, &user.strides, |r| {
+        let row_bytes = r.row_items * item;
+        let last = r.rows - 1;
+        let c = &mut chunk[r.coff * item..(r.coff + last * r.cstep) * item + row_bytes];
+        // The run's user bytes, checked once: the rows lie between its first
+        // and its last row (user strides are not negative).
+        let span = usize::try_from(last as i64 * r.ustep).expect("engine bug: negative user stride") * item + row_bytes;
+        let u = user.at(r.uoff, item, span);
+        let (cstep, ustep) = (r.cstep * item, r.ustep as usize * item);
+        // SAFETY: every row lies in `c` (sliced above) and in the `span`
+        // bytes from `u` (checked by `at`), which belong to this part's items
+        // of the user box, owned exclusively by the caller; c is a distinct
+        // buffer. Constant sizes let the common one-item rows (a plane across
+        // the last axis) compile to a load and a store.
         unsafe {
-            match dir {
-                Dir::Read => std::ptr::copy_nonoverlapping(c.as_ptr(), u, row_bytes),
-                Dir::Write => std::ptr::copy_nonoverlapping(u.cast_const(), c.as_mut_ptr(), row_bytes),
+            match row_bytes {
+                1 => copy_rows::<1>(c.as_mut_ptr(), u, r.rows, cstep, ustep, dir),
+                2 => copy_rows::<2>(c.as_mut_ptr(), u, r.rows, cstep, ustep, dir),
+                4 => copy_rows::<4>(c.as_mut_ptr(), u, r.rows, cstep, ustep, dir),
+                8 => copy_rows::<8>(c.as_mut_ptr(), u, r.rows, cstep, ustep, dir),
+                16 => copy_rows::<16>(c.as_mut_ptr(), u, r.rows, cstep, ustep, dir),
+                _ => {
+                    for i in 0..r.rows {
+                        let (c, u) = (c.as_mut_ptr().add(i * cstep), u.add(i * ustep));
+                        match dir {
+                            Dir::Read => std::ptr::copy_nonoverlapping(c.cast_const(), u, row_bytes),
+                            Dir::Write => std::ptr::copy_nonoverlapping(u.cast_const(), c, row_bytes),
+                        }
+                    }
+                }
             }
         }
     });
+}
+
+/// Copy `rows` rows of `B` bytes, `cstep` and `ustep` bytes apart.
+///
+/// # Safety
+/// Every row must lie inside the buffers behind `c` and `u`, which must not overlap.
+#[inline(always)]
+unsafe fn copy_rows<const B: usize>(c: *mut u8, u: *mut u8, rows: usize, cstep: usize, ustep: usize, dir: Dir) {
+    for i in 0..rows {
+        // SAFETY: as the caller promises.
+        unsafe {
+            let (c, u) = (c.add(i * cstep), u.add(i * ustep));
+            match dir {
+                Dir::Read => std::ptr::copy_nonoverlapping(c.cast_const(), u, B),
+                Dir::Write => std::ptr::copy_nonoverlapping(u.cast_const(), c, B),
+            }
+        }
+    }
 }
 
 /// Zero the chunk-local box `[lo, hi)` of `chunk` (block layout), padding included.
@@ -160,8 +231,11 @@ pub(crate) fn clear_box(geom: &Geometry, chunk: &mut [u8], lo: &[i64; MAX_DIM], 
     let item = geom.itemsize();
     let zero = [0i64; MAX_DIM];
     geom.for_each_block_in(&part, |b| {
-        for_each_row(geom, &zero, &part, &b, &zero, |coff, _, row_items| {
-            chunk[coff * item..(coff + row_items) * item].fill(0);
+        for_each_run(geom, &zero, &part, &b, &zero, |r| {
+            for i in 0..r.rows {
+                let at = (r.coff + i * r.cstep) * item;
+                chunk[at..at + r.row_items * item].fill(0);
+            }
         });
     });
 }
@@ -179,9 +253,10 @@ pub(crate) struct Worker {
 /// A worker's Blosc2 contexts, made on first use and kept while they fit.
 #[derive(Default)]
 pub(crate) struct Codecs {
-    /// Decompression contexts: single-threaded, and with the context's threads.
-    dctx: [Option<(usize, DCtx)>; 2],
-    cctx: Option<(CctxKey, CCtx)>,
+    /// Decompression contexts by thread count, most recently used first.
+    dctx: Vec<(usize, DCtx)>,
+    /// Compression contexts, likewise.
+    cctx: Vec<(CctxKey, CCtx)>,
     /// Compressed bytes read from a file ([`Store::chunk_for`]), kept
     /// between reads so that a read allocates and zero-fills nothing.
     compressed: Vec<u8>,
@@ -277,22 +352,29 @@ impl Drop for Lease<'_> {
     }
 }
 
-/// The decompression context for `nthreads` among a worker's `slots`.
-fn dctx_in(slots: &mut [Option<(usize, DCtx)>; 2], nthreads: usize) -> Result<&mut DCtx> {
-    let slot = &mut slots[usize::from(nthreads > 1)];
-    if slot.as_ref().stale_for(nthreads) {
-        *slot = Some((nthreads, DCtx::new(nthreads)?));
+/// How many Blosc2 contexts of each kind a worker keeps. A context with
+/// threads keeps them (idle) while it lives, and a job's [`Split`] picks one
+/// of a few thread counts, so a handful covers the jobs that alternate.
+const KEPT_CONTEXTS: usize = 3;
+
+/// The context for `key` among `kept` (most recently used first), made by
+/// `make` when missing; the least recently used one goes when too many.
+fn kept<K: PartialEq + Copy, V>(kept: &mut Vec<(K, V)>, key: K, make: impl FnOnce() -> Result<V>) -> Result<&mut V> {
+    match kept.iter().position(|(k, _)| *k == key) {
+        Some(i) => kept[..=i].rotate_right(1),
+        None => {
+            kept.insert(0, (key, make()?));
+            kept.truncate(KEPT_CONTEXTS);
+        }
     }
-    Ok(&mut slot.as_mut().expect("just set").1)
+    Ok(&mut kept[0].1)
 }
 
 impl Codecs {
     fn cctx(&mut self, comp: &Compression, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
-        let key = CctxKey::new(comp, geom, nthreads);
-        if self.cctx.as_ref().stale_for(key) {
-            self.cctx = Some((key, CCtx::new(comp, geom.itemsize(), geom.block_nbytes(), nthreads)?));
-        }
-        Ok(&mut self.cctx.as_mut().expect("just set").1)
+        kept(&mut self.cctx, CctxKey::new(comp, geom, nthreads), || {
+            CCtx::new(comp, geom.itemsize(), geom.block_nbytes(), nthreads)
+        })
     }
 
     /// Compress `chunk` (a whole chunk of `geom`, block layout).
@@ -333,7 +415,7 @@ impl Codecs {
         // Maskout selects Blosc blocks; it matches geometric blocks only when
         // the chunk was written with our block size.
         let mask = mask.filter(|_| info.blocksize == geom.block_nbytes() && info.nbytes == nbytes);
-        dctx_in(dctx, nthreads)?.decompress(&chunk, scratch, mask)
+        kept(dctx, nthreads, || DCtx::new(nthreads))?.decompress(&chunk, scratch, mask)
     }
 
     /// Read one chunk's part of `region` into `user` through `scratch`,
@@ -420,25 +502,91 @@ fn block_range(geom: &Geometry, i: usize) -> std::ops::Range<usize> {
     (i * b).min(geom.chunk_nbytes())..((i + 1) * b).min(geom.chunk_nbytes())
 }
 
-/// Whether a cached `(key, value)` slot must be rebuilt for `key`.
-trait Mismatch<K> {
-    fn stale_for(self, key: K) -> bool;
+/// How a job of chunk tasks shares the context's threads: `lanes` tasks run
+/// at once, each (de)compressing with `blosc` threads inside its chunk.
+///
+/// Chunk-level lanes cost no synchronisation, Blosc's threads share one
+/// chunk's blocks; a job of few chunks needs both (zarrs splits its outer
+/// and inner concurrency the same way). The 20 chunks of a plane on 16
+/// threads take two rounds of chunks one thread each (the second round
+/// leaves 12 threads idle), but five rounds of 4 chunks with 4 threads each
+/// take 5/8 of that time; a 16³ box in 2 chunks of 4 blocks each is done in
+/// one block's time with 4 threads per chunk, in four blocks' with one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    /// Tasks that run at once.
+    pub(crate) lanes: usize,
+    /// Blosc2 threads inside each task.
+    pub(crate) blosc: usize,
 }
 
-impl<K: PartialEq, V> Mismatch<K> for Option<&(K, V)> {
-    fn stale_for(self, key: K) -> bool {
-        self.map_or(true, |(k, _)| *k != key)
+impl Split {
+    /// The split of `nthreads` threads for `ntasks` tasks of about `blocks`
+    /// blocks each that finishes first if every block costs the same:
+    /// rounds of tasks × blocks per thread inside a task. Blosc's threads
+    /// must win by 10% to be used (waking them and waiting for the slowest
+    /// has a cost: 120 chunks on 16 threads stay one thread each, though
+    /// the last of 8 rounds is half empty), and they come in
+    /// powers of two or all the threads, so a worker keeps few contexts.
+    pub(crate) fn new(nthreads: usize, ntasks: usize, blocks: usize) -> Split {
+        let (n, tasks, blocks) = (nthreads.max(1), ntasks.max(1), blocks.max(1));
+        let lanes = |t: usize| (n / t).max(1);
+        let cost = |t: usize| tasks.div_ceil(lanes(t)) * blocks.div_ceil(t);
+        let candidates = std::iter::successors(Some(2usize), |t| t.checked_mul(2)).take_while(|&t| t < n).chain([n]);
+        let mut best = 1;
+        for t in candidates {
+            if cost(t) * 10 < cost(best) * 9 {
+                best = t;
+            }
+        }
+        Split { lanes: lanes(best).min(tasks), blosc: best }
+    }
+
+    /// The split of `ctx`'s threads for `ntasks` tasks of `blocks` blocks.
+    pub(crate) fn of(ctx: &Context, ntasks: usize, blocks: usize) -> Split {
+        Split::new(ctx.nthreads(), ntasks, blocks)
     }
 }
 
-/// Split the thread budget: chunk-level workers when there are several
-/// chunks, blosc's own threads inside a single chunk otherwise.
-pub(crate) fn blosc_threads(ctx: &Context, nparts: usize) -> usize {
-    if nparts > 1 {
-        1
-    } else {
-        ctx.nthreads()
+/// Run `work` on every task, `split.lanes` at a time, each lane on a worker
+/// of `ctx`'s pool pulling the next task until none is left or one failed
+/// (a slow task holds up no other lane). The results come in task order.
+/// One lane runs on the calling thread, with no hand-off to the pool.
+///
+/// # Errors
+/// The first error of a task (the others stop taking tasks).
+pub(crate) fn run_tasks<T: Sync, R: Send>(
+    ctx: &Context,
+    tasks: &[T],
+    split: Split,
+    work: impl Fn(&mut Worker, &T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    if split.lanes <= 1 || tasks.len() <= 1 {
+        let mut w = Lease::new(ctx);
+        return tasks.iter().map(|t| work(&mut w, t)).collect();
     }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let lane = || -> Result<Vec<(usize, R)>> {
+        let mut w = Lease::new(ctx);
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(task) = tasks.get(i) else { return Ok(done) };
+            match work(&mut w, task) {
+                Ok(r) => done.push((i, r)),
+                Err(e) => {
+                    next.store(tasks.len(), std::sync::atomic::Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+    };
+    let lanes: Vec<Vec<(usize, R)>> = ctx.run(|| (0..split.lanes).into_par_iter().map(|_| lane()).collect())?;
+    let mut out: Vec<Option<R>> = std::iter::repeat_with(|| None).take(tasks.len()).collect();
+    for (i, r) in lanes.into_iter().flatten() {
+        out[i] = Some(r);
+    }
+    Ok(out.into_iter().map(|r| r.expect("every task ran: none failed")).collect())
 }
 
 /// How many chunk tasks one round of a long job hands the workers: a few
@@ -525,29 +673,22 @@ pub(crate) fn read_region(
     check_user_buffer(geom, region, dst_shape, dst.len())?;
     let parts = plan(geom, region)?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
-    if let [part] = &parts[..] {
-        // One chunk: read on the calling thread, with no hand-off to the
-        // pool (tens of microseconds); Blosc's own threads share the blocks
-        // when there are several.
-        let mut blocks = 0;
-        geom.for_each_block_in(part, |_| blocks += 1);
-        let nthreads = if blocks > 1 { ctx.nthreads() } else { 1 };
-        let mut w = Lease::new(ctx);
-        let Worker { codecs, bufs } = &mut *w;
-        // SAFETY: `dst` is borrowed mutably for the whole call and this is
-        // the only part, so nobody else touches it.
-        return unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, nthreads) };
-    }
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
-    let nthreads = blosc_threads(ctx, parts.len());
-    let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<()> {
-        let Worker { codecs, bufs } = &mut **w;
+    let blocks = parts.iter().map(|p| geom.nblocks_in(p)).max().unwrap_or(0);
+    let split = Split::of(ctx, parts.len(), usize::try_from(blocks).unwrap_or(usize::MAX));
+    let work = |w: &mut Worker, part: &ChunkPart| -> Result<()> {
+        let Worker { codecs, bufs } = w;
         // SAFETY: this part's items belong to this chunk alone, so no two
         // workers write the same bytes; `dst` is borrowed mutably for the
         // whole call, so nobody else touches it.
-        unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, nthreads) }
+        unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, split.blosc) }
     };
-    ctx.run(|| parts.par_iter().try_for_each_init(|| Lease::new(ctx), work))
+    run_tasks(ctx, &parts, split, work).map(drop)
+}
+
+/// The split of `ctx`'s threads for compressing `ntasks` whole chunks of `geom`.
+pub(crate) fn write_split(ctx: &Context, geom: &Geometry, ntasks: usize) -> Split {
+    Split::of(ctx, ntasks, usize::try_from(geom.nblocks()).unwrap_or(usize::MAX))
 }
 
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
@@ -567,9 +708,10 @@ pub(crate) fn build_chunks(
     // The copy routine takes a *mut for both directions; in Write direction
     // it only reads through it.
     let user = UserBuf::new(src, geom, src_shape);
-    let nthreads = blosc_threads(ctx, parts.len());
-    let work = |w: &mut Lease<'_>, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
-        let Worker { codecs, bufs } = &mut **w;
+    let split = write_split(ctx, geom, parts.len());
+    let nthreads = split.blosc;
+    let work = |w: &mut Worker, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
+        let Worker { codecs, bufs } = w;
         let scratch = &mut bufs.scratch;
         match sc {
             Some(sc) if !part.covers_chunk => codecs.load(scratch, sc, geom, part.nchunk, None, nthreads)?,
@@ -582,7 +724,7 @@ pub(crate) fn build_chunks(
         });
         Ok((part.nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
     };
-    ctx.run(|| parts.par_iter().map_init(|| Lease::new(ctx), work).collect())
+    run_tasks(ctx, parts, split, work)
 }
 
 /// One axis of an orthogonal selection: `(index, position in the caller's
@@ -592,6 +734,9 @@ struct AxisSel {
     /// `(chunk coordinate, range of entries)`, in chunk order.
     chunks: Vec<(i64, std::ops::Range<usize>)>,
 }
+
+/// One chunk's share of a selection (see [`Selection::chunk_plan`]).
+type ChunkPlan = (i64, Vec<bool>, Vec<Vec<(i64, i64)>>);
 
 /// A validated orthogonal selection: one list of indices per axis, unsorted
 /// and possibly with repeats; it selects their outer product.
@@ -686,8 +831,7 @@ impl Selection {
     /// per axis the `(chunk offset contribution, user position)` of each
     /// selected index. A chunk offset (block layout) is the sum of the
     /// per-axis contributions.
-    #[allow(clippy::type_complexity)]
-    fn chunk_plan(&self, geom: &Geometry, job: &[usize; MAX_DIM]) -> (i64, Vec<bool>, Vec<Vec<(i64, i64)>>) {
+    fn chunk_plan(&self, geom: &Geometry, job: &[usize; MAX_DIM]) -> ChunkPlan {
         let n = self.axes.len();
         let chunkshape = geom.chunkshape_full();
         let blockshape = geom.blockshape_full();
@@ -758,14 +902,16 @@ pub(crate) fn read_selection(
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     let jobs = sel.jobs();
     debug_assert_distinct(jobs.iter().map(|j| sel.chunk_of(geom, j)));
-    let nthreads = blosc_threads(ctx, jobs.len());
+    let plans: Vec<_> = jobs.iter().map(|job| sel.chunk_plan(geom, job)).collect();
+    let blocks = plans.iter().map(|(_, mask, _)| mask.iter().filter(|skip| !**skip).count()).max();
+    let split = Split::of(ctx, plans.len(), blocks.unwrap_or(0));
+    let nthreads = split.blosc;
     let item = geom.itemsize();
-    let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<()> {
-        let (nchunk, mask, contrib) = sel.chunk_plan(geom, job);
-        let Worker { codecs, bufs } = &mut **w;
-        codecs.load(&mut bufs.scratch, sc, geom, nchunk, Some(&mask), nthreads)?;
+    let work = |w: &mut Worker, (nchunk, mask, contrib): &ChunkPlan| -> Result<()> {
+        let Worker { codecs, bufs } = w;
+        codecs.load(&mut bufs.scratch, sc, geom, *nchunk, Some(mask), nthreads)?;
         let scratch = &bufs.scratch;
-        for_each_selected(&contrib, &user.strides(), |coff, uoff| {
+        for_each_selected(contrib, &user.strides(), |coff, uoff| {
             let src = &scratch[coff * item..(coff + 1) * item];
             // SAFETY: `at` checked the item lies in the user buffer; positions
             // of different chunks are different (each position holds one
@@ -775,7 +921,7 @@ pub(crate) fn read_selection(
         });
         Ok(())
     };
-    ctx.run(|| jobs.par_iter().try_for_each_init(|| Lease::new(ctx), work))
+    run_tasks(ctx, &plans, split, work).map(drop)
 }
 
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
@@ -794,11 +940,12 @@ pub(crate) fn build_selection(
     }
     let user = UserBuf::new(src, geom, src_shape);
     let jobs = sel.jobs();
-    let nthreads = blosc_threads(ctx, jobs.len());
+    let split = write_split(ctx, geom, jobs.len());
+    let nthreads = split.blosc;
     let item = geom.itemsize();
-    let work = |w: &mut Lease<'_>, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
+    let work = |w: &mut Worker, job: &[usize; MAX_DIM]| -> Result<(i64, Vec<u8>)> {
         let (nchunk, _, contrib) = sel.chunk_plan(geom, job);
-        let Worker { codecs, bufs } = &mut **w;
+        let Worker { codecs, bufs } = w;
         let scratch = &mut bufs.scratch;
         codecs.load(scratch, sc, geom, nchunk, None, nthreads)?;
         for_each_selected(&contrib, &user.strides(), |coff, uoff| {
@@ -809,7 +956,7 @@ pub(crate) fn build_selection(
         });
         Ok((nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
     };
-    ctx.run(|| jobs.par_iter().map_init(|| Lease::new(ctx), work).collect())
+    run_tasks(ctx, &jobs, split, work)
 }
 
 #[cfg(test)]
@@ -999,6 +1146,70 @@ mod tests {
         assert!(matches!(Selection::new(&g, &[&[7], &[0], &[0]], false), Err(Error::InvalidIndex(_))));
         assert!(matches!(Selection::new(&g, &[&[0], &[-1], &[0]], false), Err(Error::InvalidIndex(_))));
         assert!(matches!(Selection::new(&g, &[&[0], &[0]], false), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn splits_give_blosc_threads_only_where_chunks_are_too_few() {
+        let s = |n, tasks, blocks| {
+            let s = Split::new(n, tasks, blocks);
+            (s.lanes, s.blosc)
+        };
+        // As many chunks as threads, or more: one thread per chunk.
+        assert_eq!(s(16, 120, 128), (16, 1));
+        assert_eq!(s(2, 2, 128), (2, 1));
+        // A plane's 20 chunks on 16 threads: 4 lanes of 4 threads.
+        assert_eq!(s(16, 20, 128), (4, 4));
+        // One chunk: its blocks share the threads, no more threads than blocks.
+        assert_eq!(s(16, 1, 8), (1, 8));
+        assert_eq!(s(16, 1, 128), (1, 16));
+        assert_eq!(s(6, 1, 128), (1, 6));
+        // A one-block read runs on one thread; so does everything on one thread.
+        assert_eq!(s(16, 1, 1), (1, 1));
+        assert_eq!(s(1, 20, 128), (1, 1));
+        // A 16³ box across 2 chunks of 4 blocks: 2 lanes of 4 threads.
+        assert_eq!(s(16, 2, 4), (2, 4));
+        // Nothing to do, or a zero budget, still gives a usable split.
+        assert_eq!(s(0, 0, 0), (1, 1));
+        for n in 1..=64 {
+            for tasks in [1, 2, 3, 5, 20, 120] {
+                for blocks in [1, 4, 32, 128] {
+                    let (lanes, blosc) = s(n, tasks, blocks);
+                    assert!(lanes >= 1 && blosc >= 1 && lanes <= tasks, "{n} {tasks} {blocks}");
+                    assert!(lanes * blosc <= n.max(1), "{n} threads oversubscribed: {lanes} × {blosc}");
+                    assert!(blosc == n || blosc.is_power_of_two());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tasks_run_in_lanes_and_come_back_in_order() {
+        let ctx = Context::new(crate::Config { nthreads: 4, ..crate::Config::default() }).unwrap();
+        let tasks: Vec<usize> = (0..100).collect();
+        for lanes in [1, 2, 4] {
+            let split = Split { lanes, blosc: 1 };
+            let threads = std::sync::Mutex::new(std::collections::HashSet::new());
+            let out = run_tasks(&ctx, &tasks, split, |_, &t| {
+                threads.lock().unwrap().insert(std::thread::current().id());
+                Ok(t * 2)
+            })
+            .unwrap();
+            assert_eq!(out, tasks.iter().map(|t| t * 2).collect::<Vec<_>>());
+            assert!(threads.lock().unwrap().len() <= lanes);
+        }
+        // A failing task stops the job with its error; later tasks are not all run.
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let err = run_tasks(&ctx, &tasks, Split { lanes: 2, blosc: 1 }, |_, &t| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if t == 10 {
+                Err(Error::InvalidArgument("task 10".into()))
+            } else {
+                Ok(t)
+            }
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("task 10"), "{err}");
+        assert!(ran.load(std::sync::atomic::Ordering::Relaxed) < tasks.len());
     }
 
     #[test]

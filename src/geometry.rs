@@ -331,6 +331,17 @@ impl Geometry {
         self.block_grid().iter().product()
     }
 
+    /// The number of blocks that `part` touches in its chunk.
+    #[must_use]
+    pub fn nblocks_in(&self, part: &ChunkPart) -> i64 {
+        (0..self.dims())
+            .map(|i| {
+                let b = i64::from(self.blockshape[i]);
+                div_ceil(part.stop[i], b) - part.start[i] / b
+            })
+            .product()
+    }
+
     /// The region covering the whole array.
     #[must_use]
     pub fn full_region(&self) -> Region {

@@ -14,10 +14,8 @@
 //! - otherwise built item by item: old regions read block-wise, buffer rows
 //!   copied, the rest zeros.
 
-use rayon::prelude::*;
-
 use crate::context::Context;
-use crate::engine::{self, Buffers, Lease, UserBuf, Worker};
+use crate::engine::{self, Buffers, UserBuf, Worker};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
 use crate::store::blosc::repeat_chunk;
@@ -329,11 +327,12 @@ pub(crate) fn build(
             }
         }
     }
-    let nthreads = engine::blosc_threads(ctx, todo.len());
-    let work = |w: &mut Lease<'_>, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
+    let split = engine::write_split(ctx, new_geom, todo.len());
+    let nthreads = split.blosc;
+    let work = |w: &mut Worker, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
         let compressed = match plan {
             Plan::Patch(k, clear) => {
-                let Worker { codecs, bufs } = &mut **w;
+                let Worker { codecs, bufs } = w;
                 codecs.load(&mut bufs.scratch, m.old, m.old_geom, *k, None, nthreads)?;
                 for (lo, hi) in clear {
                     engine::clear_box(new_geom, &mut bufs.scratch, lo, hi);
@@ -342,15 +341,13 @@ pub(crate) fn build(
             }
             _ => {
                 assemble(w, new_geom, m, &parts[*i])?;
-                let Worker { codecs, bufs } = &mut **w;
+                let Worker { codecs, bufs } = w;
                 codecs.compress(comp, new_geom, &bufs.out, nthreads)
             }
         };
         Ok((*i, compressed?))
     };
-    let built: Vec<(usize, Vec<u8>)> =
-        ctx.run(|| todo.par_iter().map_init(|| Lease::new(ctx), work).collect::<Result<_>>())?;
-    for (i, bytes) in built {
+    for (i, bytes) in engine::run_tasks(ctx, &todo, split, work)? {
         out[i] = Some(Built::Data(bytes));
     }
     Ok(out.into_iter().map(|b| b.expect("every chunk planned or built")).collect())

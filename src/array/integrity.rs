@@ -15,10 +15,8 @@
 //! scratch buffer. Chunks are checked in parallel on the array's context pool, in
 //! batches, so that progress is reported from the calling thread.
 
-use rayon::prelude::*;
-
 use crate::array::Array;
-use crate::engine::{self, Lease, Worker};
+use crate::engine::{self, Worker};
 use crate::error::{Error, Result};
 
 /// A chunk that failed a check, or (`nchunk == -1`) the array's checksum
@@ -99,18 +97,12 @@ impl Array {
         let mut done = 0;
         while done < total {
             let end = (done + batch).min(total);
-            let nthreads = engine::blosc_threads(ctx, (end - done) as usize);
-            let found: Vec<ChunkProblem> = ctx.run(|| {
-                Ok((done..end)
-                    .into_par_iter()
-                    .map_init(
-                        || Lease::new(ctx),
-                        |w, n| self.check_chunk(w, n, nthreads).err().map(|error| ChunkProblem { nchunk: n, error }),
-                    )
-                    .flatten()
-                    .collect())
+            let chunks: Vec<i64> = (done..end).collect();
+            let split = engine::write_split(ctx, self.geometry(), chunks.len());
+            let found = engine::run_tasks(ctx, &chunks, split, |w, &n| {
+                Ok(self.check_chunk(w, n, split.blosc).err().map(|error| ChunkProblem { nchunk: n, error }))
             })?;
-            problems.extend(found);
+            problems.extend(found.into_iter().flatten());
             done = end;
             progress(done, total);
         }
