@@ -260,6 +260,8 @@ pub(crate) struct Codecs {
     /// Compressed bytes read from a file ([`Store::chunk_for`]), kept
     /// between reads so that a read allocates and zero-fills nothing.
     compressed: Vec<u8>,
+    /// The same for the chunks of a read done a block per task ([`read_blocks`]).
+    fetched: Vec<Vec<u8>>,
 }
 
 /// A worker's scratch buffers.
@@ -271,6 +273,8 @@ pub(crate) struct Buffers {
     pub(crate) out: Vec<u8>,
     /// A C-order staging box.
     pub(crate) stage: Vec<u8>,
+    /// One decompressed block.
+    block: Vec<u8>,
 }
 
 /// What a compression context was made for; another array (item size,
@@ -676,6 +680,15 @@ pub(crate) fn read_region(
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
     let blocks = parts.iter().map(|p| geom.nblocks_in(p)).max().unwrap_or(0);
     let split = Split::of(ctx, parts.len(), usize::try_from(blocks).unwrap_or(usize::MAX));
+    // Too few chunks for the threads: a task per block (Blosc's own threads
+    // only where a chunk cannot be read by blocks).
+    if split.blosc > 1 {
+        // SAFETY: `dst` is borrowed mutably for the whole call, so nobody
+        // else touches it.
+        if unsafe { read_blocks(ctx, sc, geom, region, &parts, user) }? {
+            return Ok(());
+        }
+    }
     let work = |w: &mut Worker, part: &ChunkPart| -> Result<()> {
         let Worker { codecs, bufs } = w;
         // SAFETY: this part's items belong to this chunk alone, so no two
@@ -684,6 +697,146 @@ pub(crate) fn read_region(
         unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, split.blosc) }
     };
     run_tasks(ctx, &parts, split, work).map(drop)
+}
+
+/// Read `region`, whose chunk parts are `parts`, with a task per block:
+/// for reads of fewer chunks than threads, which chunk-level tasks would
+/// leave idle threads to (a 16³ box touches 8 blocks of one or two chunks).
+/// Each chunk is fetched once (from a file, only the blocks the region
+/// needs), then the workers decompress one block each and copy its part.
+/// Returns `Ok(false)`, having written nothing, if a chunk cannot be read
+/// a block at a time ([`DCtx::decompress_block`]): read it by chunks then.
+///
+/// # Safety
+/// Nobody else may touch the region's items in `user` during the call.
+unsafe fn read_blocks(
+    ctx: &Context,
+    sc: &Store,
+    geom: &Geometry,
+    region: &Region,
+    parts: &[ChunkPart],
+    user: UserBuf,
+) -> Result<bool> {
+    let cache = sc.block_cache();
+    let nblocks = usize::try_from(geom.nblocks()).unwrap_or(usize::MAX);
+    let mut tasks: Vec<(usize, BlockPart)> = Vec::new();
+    let mut skip: Vec<Vec<bool>> = Vec::with_capacity(parts.len());
+    let mut hits = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let mut mask = vec![true; nblocks];
+        geom.for_each_block_in(part, |b| match cache.and_then(|c| c.get(part.nchunk, b.nblock as u32)) {
+            Some(bytes) => hits.push((i, b, bytes)),
+            None => {
+                mask[b.nblock as usize] = false;
+                tasks.push((i, b));
+            }
+        });
+        skip.push(mask);
+    }
+    // The chunks are fetched on the calling thread, into its worker's
+    // buffers (taken out while they are borrowed, and put back).
+    let mut lease = Lease::new(ctx);
+    let mut fetched = std::mem::take(&mut lease.codecs.fetched);
+    if fetched.len() < parts.len() {
+        fetched.resize_with(parts.len(), Vec::new);
+    }
+    // SAFETY: forwarded from the caller.
+    let done = unsafe { read_fetched(ctx, sc, geom, region, parts, user, &tasks, &skip, &mut fetched) };
+    lease.codecs.fetched = fetched;
+    if done? {
+        for (i, b, bytes) in hits {
+            let block = &mut lease.bufs.block;
+            block.clear();
+            block.extend_from_slice(&bytes);
+            // SAFETY: forwarded from the caller.
+            unsafe { copy_lone_block(geom, region, &parts[i], &b, block, user) };
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// [`read_blocks`] once the cache has been looked in: fetch the chunks of
+/// `tasks` (with the blocks `skip` does not skip) into `fetched`, then
+/// decompress and copy a block per task.
+///
+/// # Safety
+/// As [`read_blocks`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn read_fetched(
+    ctx: &Context,
+    sc: &Store,
+    geom: &Geometry,
+    region: &Region,
+    parts: &[ChunkPart],
+    user: UserBuf,
+    tasks: &[(usize, BlockPart)],
+    skip: &[Vec<bool>],
+    fetched: &mut [Vec<u8>],
+) -> Result<bool> {
+    let cache = sc.block_cache();
+    let want = |mask| Want { nbytes: geom.chunk_nbytes(), blocksize: geom.block_nbytes(), skip: Some(mask) };
+    let mut chunks = Vec::with_capacity(parts.len());
+    for ((part, mask), buf) in parts.iter().zip(skip).zip(fetched.iter_mut()) {
+        if mask.contains(&false) {
+            let chunk = sc.chunk_for(part.nchunk, &want(mask), buf)?;
+            let nbytes = if chunk.bytes().is_empty() { geom.chunk_nbytes() } else { chunk.info()?.nbytes };
+            if nbytes != geom.chunk_nbytes() {
+                return Err(Error::InvalidFormat(format!(
+                    "chunk holds {nbytes} bytes, the array geometry expects {}",
+                    geom.chunk_nbytes()
+                )));
+            }
+            if !chunk.by_blocks(geom.block_nbytes())? {
+                return Ok(false);
+            }
+            chunks.push(Some(chunk));
+        } else {
+            chunks.push(None);
+        }
+    }
+    let work = |w: &mut Worker, (i, b): &(usize, BlockPart)| -> Result<()> {
+        let Worker { codecs, bufs } = w;
+        if bufs.block.len() != geom.block_nbytes() {
+            zeroed(&mut bufs.block, geom.block_nbytes())?;
+        }
+        let chunk = chunks[*i].as_ref().expect("fetched: the chunk has blocks to read");
+        if chunk.bytes().is_empty() {
+            // Never initialised (sparse super-chunk): reads as zeros.
+            bufs.block.fill(0);
+        } else {
+            kept(&mut codecs.dctx, 1, || DCtx::new(1))?.decompress_block(chunk, b.nblock as usize, &mut bufs.block)?;
+        }
+        if let Some(c) = cache {
+            c.put(parts[*i].nchunk, b.nblock as u32, &bufs.block);
+        }
+        // SAFETY: tasks are distinct blocks of distinct chunks, so each
+        // writes items of the region no other writes; the caller owns them.
+        unsafe { copy_lone_block(geom, region, &parts[*i], b, &mut bufs.block, user) };
+        Ok(())
+    };
+    let split = Split { lanes: ctx.nthreads().min(tasks.len()), blosc: 1 };
+    run_tasks(ctx, tasks, split, work)?;
+    Ok(true)
+}
+
+/// Copy the items that block `b` of `part` shares with `region` from
+/// `block`, which holds that block alone, into `user`.
+///
+/// # Safety
+/// As [`copy_block`].
+unsafe fn copy_lone_block(
+    geom: &Geometry,
+    region: &Region,
+    part: &ChunkPart,
+    b: &BlockPart,
+    block: &mut [u8],
+    user: UserBuf,
+) {
+    // Alone in the buffer, the block's rows are offsets from 0.
+    let local = BlockPart { nblock: 0, ..b.clone() };
+    // SAFETY: forwarded from the caller.
+    unsafe { copy_block(geom, region, part, &local, block, user, Dir::Read) };
 }
 
 /// The split of `ctx`'s threads for compressing `ntasks` whole chunks of `geom`.

@@ -214,7 +214,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     let sstrides = c_strides(&box_shape);
     let nitems: i64 = box_shape.iter().product();
     let Worker { codecs, bufs } = w;
-    let Buffers { scratch, out, stage } = bufs;
+    let Buffers { scratch, out, stage, .. } = bufs;
     engine::zeroed(stage, nitems as usize * item)?;
     let pieces: Vec<Vec<(i64, i64, Source)>> = (0..n).map(|i| m.axes[i].pieces(lo[i], hi[i])).collect();
     let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();

@@ -401,6 +401,78 @@ impl DCtx {
     }
 }
 
+impl Chunk<'_> {
+    /// Whether [`DCtx::decompress_block`] can read this chunk's blocks of
+    /// `blocksize` bytes one at a time: not when its blocks have another
+    /// size, or it has a dictionary (c-blosc2 only loads one for whole
+    /// chunks). A special chunk (zeros, NaNs, a repeated value) reads any
+    /// items; an empty one (never written) has no blocks to read.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] if the header is damaged.
+    pub(crate) fn by_blocks(&self, blocksize: usize) -> Result<bool> {
+        let bytes = self.bytes();
+        if bytes.is_empty() {
+            return Ok(true);
+        }
+        let info = self.info()?;
+        let typesize = usize::from(bytes[3]).max(1);
+        // An extended (Blosc2) header sets both shuffle bits in `flags`;
+        // its own flags (byte 31) say whether a dictionary follows.
+        let extended = bytes[2] & 0x05 == 0x05;
+        let flags2 = if extended { bytes.get(31).copied().unwrap_or(0) } else { 0 };
+        let dict = flags2 & b::BLOSC2_USEDICT as u8 != 0;
+        let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
+        Ok((info.blocksize == blocksize || special) && blocksize > 0 && blocksize % typesize == 0 && !dict)
+    }
+}
+
+impl DCtx {
+    /// Decompress block `nblock` of `chunk` into `dst` (one block long),
+    /// reading only that block (`blosc2_getitem_ctx` decodes a whole,
+    /// aligned block straight into `dst`). The chunk must pass
+    /// [`Chunk::by_blocks`] for `dst.len()`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] if the chunk header is damaged, the chunk
+    /// cannot be read by blocks or the block is not in it; [`Error::Blosc`]
+    /// if it does not decompress.
+    pub(crate) fn decompress_block(&mut self, chunk: &Chunk<'_>, nblock: usize, dst: &mut [u8]) -> Result<()> {
+        if !chunk.by_blocks(dst.len())? || chunk.bytes().is_empty() {
+            return Err(Error::InvalidFormat(format!("chunk cannot be read in blocks of {} bytes", dst.len())));
+        }
+        let bytes = chunk.bytes();
+        let info = chunk.info()?;
+        let typesize = usize::from(bytes[3]).max(1);
+        let start = nblock.checked_mul(dst.len()).filter(|&s| s + dst.len() <= info.nbytes);
+        let (Some(start), Ok(srcsize), Ok(dstsize)) = (start, i32::try_from(bytes.len()), i32::try_from(dst.len()))
+        else {
+            return Err(Error::InvalidFormat(format!("block {nblock} is not in a chunk of {} bytes", info.nbytes)));
+        };
+        let (first, n) = ((start / typesize) as i32, (dst.len() / typesize) as i32);
+        // SAFETY: bytes is a complete chunk (its header says so: `info`),
+        // dst has dstsize writable bytes and blosc2 writes at most that.
+        let rc = unsafe {
+            b::blosc2_getitem_ctx(
+                self.0.as_ptr(),
+                bytes.as_ptr().cast(),
+                srcsize,
+                first,
+                n,
+                dst.as_mut_ptr().cast(),
+                dstsize,
+            )
+        };
+        if rc < 0 {
+            return Err(blosc_err("decompressing a block", i64::from(rc)));
+        }
+        if rc != dstsize {
+            return Err(Error::InvalidFormat(format!("block {nblock} decompressed to {rc} bytes, not {dstsize}")));
+        }
+        Ok(())
+    }
+}
+
 impl Drop for DCtx {
     fn drop(&mut self) {
         // SAFETY: we own the context.
@@ -492,6 +564,9 @@ pub(crate) struct Chunk<'a> {
 // SAFETY: the chunk bytes are immutable while borrowed (the super-chunk can
 // only change through &mut), and owned ones are freed by whoever drops it.
 unsafe impl Send for Chunk<'_> {}
+// SAFETY: shared access only reads the bytes (see `bytes`); only the owner's
+// drop frees them.
+unsafe impl Sync for Chunk<'_> {}
 
 impl<'a> Chunk<'a> {
     /// A chunk of bytes read from a file into the caller's buffer.
