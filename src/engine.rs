@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::geometry::{c_strides, for_each_index, BlockPart, ChunkPart, Geometry, Region, MAX_DIM};
-use crate::store::blosc::{CCtx, Compression, DCtx};
+use crate::store::blosc::{self, CCtx, Compression, DCtx};
 use crate::store::{Store, Want};
 
 /// Which way [`copy_block`] moves bytes.
@@ -409,11 +409,22 @@ impl Codecs {
         }
         let want = Want { nbytes, blocksize: geom.block_nbytes(), skip: mask };
         let Codecs { dctx, compressed, .. } = self;
-        let chunk = sc.chunk_for(n, &want, compressed)?;
+        let mut chunk = sc.chunk_for(n, &want, compressed)?;
         if chunk.bytes().is_empty() {
             // Never initialised (sparse super-chunk): reads as zeros.
             scratch.fill(0);
             return Ok(());
+        }
+        // DELTA decodes every block against the first, so the first must be
+        // decoded too: with it masked out, c-blosc2 2.15 decodes against
+        // garbage on one thread and waits for it forever on several.
+        let with_first;
+        let mut mask = mask;
+        if let Some(m) = mask.filter(|m| m.first() == Some(&true) && chunk.has_delta()) {
+            drop(chunk);
+            with_first = std::iter::once(false).chain(m[1..].iter().copied()).collect::<Vec<bool>>();
+            mask = Some(&with_first);
+            chunk = sc.chunk_for(n, &Want { skip: mask, ..want }, compressed)?;
         }
         let info = chunk.info()?;
         // Maskout selects Blosc blocks; it matches geometric blocks only when
@@ -865,6 +876,11 @@ pub(crate) fn build_chunks(
     let nthreads = split.blosc;
     let work = |w: &mut Worker, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
         let Worker { codecs, bufs } = w;
+        if let Some(sc) = sc.filter(|_| !part.covers_chunk) {
+            if let Some(c) = patch_blocks(codecs, &mut bufs.block, sc, ctx.compression(), geom, region, part, user)? {
+                return Ok((part.nchunk, c));
+            }
+        }
         let scratch = &mut bufs.scratch;
         match sc {
             Some(sc) if !part.covers_chunk => codecs.load(scratch, sc, geom, part.nchunk, None, nthreads)?,
@@ -878,6 +894,57 @@ pub(crate) fn build_chunks(
         Ok((part.nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
     };
     run_tasks(ctx, parts, split, work)
+}
+
+/// Chunk `part.nchunk` of `sc` with the items of `part` written from
+/// `user`, recompressing only the blocks the region touches and keeping
+/// the others' compressed streams ([`blosc::splice`]): a plane across a
+/// chunk of 4 block layers recompresses a quarter of it. `Ok(None)` when
+/// the chunk cannot be patched so (see [`blosc::block_spans`]) or every
+/// block is touched: the caller rebuilds the whole chunk then.
+///
+/// # Errors
+/// As reading, decompressing and compressing a chunk.
+#[allow(clippy::too_many_arguments)]
+fn patch_blocks(
+    codecs: &mut Codecs,
+    block: &mut Vec<u8>,
+    sc: &Store,
+    comp: &Compression,
+    geom: &Geometry,
+    region: &Region,
+    part: &ChunkPart,
+    user: UserBuf,
+) -> Result<Option<Vec<u8>>> {
+    let chunk = sc.chunk(part.nchunk)?;
+    let Some(spans) = blosc::block_spans(chunk.bytes(), geom.chunk_nbytes(), geom.block_nbytes())? else {
+        return Ok(None);
+    };
+    let mut touched = Vec::new();
+    geom.for_each_block_in(part, |b| touched.push(b));
+    if touched.len() >= spans.len() {
+        return Ok(None);
+    }
+    let bshape = geom.blockshape_full();
+    let mut new: Vec<Option<Vec<u8>>> = vec![None; spans.len()];
+    for b in touched {
+        if block.len() != geom.block_nbytes() {
+            zeroed(block, geom.block_nbytes())?;
+        }
+        let whole = (0..geom.dims()).all(|i| b.start[i] == 0 && b.stop[i] == i64::from(bshape[i]));
+        if whole {
+            // Every item is overwritten: nothing to decompress.
+            block.fill(0);
+        } else {
+            kept(&mut codecs.dctx, 1, || DCtx::new(1))?.decompress_block(&chunk, b.nblock as usize, block)?;
+        }
+        let local = BlockPart { nblock: 0, ..b.clone() };
+        // SAFETY: Dir::Write only reads the user buffer (every address
+        // checked by `at`), which the caller lends for the call.
+        unsafe { copy_block(geom, region, part, &local, block, user, Dir::Write) };
+        new[b.nblock as usize] = Some(codecs.compress(comp, geom, block, 1)?);
+    }
+    Ok(blosc::splice(chunk.bytes(), &spans, &new))
 }
 
 /// One axis of an orthogonal selection: `(index, position in the caller's

@@ -404,8 +404,8 @@ impl DCtx {
 impl Chunk<'_> {
     /// Whether [`DCtx::decompress_block`] can read this chunk's blocks of
     /// `blocksize` bytes one at a time: not when its blocks have another
-    /// size, or it has a dictionary (c-blosc2 only loads one for whole
-    /// chunks). A special chunk (zeros, NaNs, a repeated value) reads any
+    /// size, it has a dictionary (c-blosc2 only loads one for whole
+    /// chunks) or the DELTA filter. A special chunk (zeros, NaNs, a repeated value) reads any
     /// items; an empty one (never written) has no blocks to read.
     ///
     /// # Errors
@@ -423,7 +423,19 @@ impl Chunk<'_> {
         let flags2 = if extended { bytes.get(31).copied().unwrap_or(0) } else { 0 };
         let dict = flags2 & b::BLOSC2_USEDICT as u8 != 0;
         let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
-        Ok((info.blocksize == blocksize || special) && blocksize > 0 && blocksize % typesize == 0 && !dict)
+        // DELTA encodes every block against the first, which a lone block
+        // read does not decode.
+        Ok((info.blocksize == blocksize || special)
+            && blocksize > 0
+            && blocksize % typesize == 0
+            && !dict
+            && !self.has_delta())
+    }
+
+    /// Whether the chunk was written with the DELTA filter, which encodes
+    /// every block against the first.
+    pub(crate) fn has_delta(&self) -> bool {
+        has_delta(self.bytes())
     }
 }
 
@@ -600,6 +612,86 @@ impl Drop for Chunk<'_> {
             unsafe { libc::free(self.data.cast_mut().cast()) }
         }
     }
+}
+
+/// Whether the chunk `bytes` has the DELTA filter (in its filter pipeline
+/// with an extended header, as a flag in a Blosc1 one).
+fn has_delta(bytes: &[u8]) -> bool {
+    match bytes.get(2) {
+        Some(f) if f & 0x05 == 0x05 => bytes.get(16..22).is_some_and(|fs| fs.contains(&(b::BLOSC_DELTA as u8))),
+        Some(f) => f & 0x08 != 0,
+        None => false,
+    }
+}
+
+/// Where each block's compressed stream lies in `old`, a chunk of `nbytes`
+/// bytes in blocks of `blocksize`, if its blocks can be replaced one at a
+/// time ([`splice`]): a plain chunk (extended header; not a copy, special,
+/// lazy or with a dictionary) without the DELTA filter, which encodes every
+/// block against the first. `Ok(None)` otherwise.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the header or a block start is damaged.
+pub(crate) fn block_spans(old: &[u8], nbytes: usize, blocksize: usize) -> Result<Option<Vec<(usize, usize)>>> {
+    let hlen = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+    if old.len() < hlen || blocksize == 0 {
+        return Ok(None);
+    }
+    let info = chunk_info(old)?;
+    let (flags, flags2) = (old[2], old[31]);
+    let extended = flags & 0x05 == 0x05;
+    let plain = extended && flags & b::BLOSC_MEMCPYED as u8 == 0 && flags2 & 0x7f == 0;
+    if !plain || has_delta(old) || info.nbytes != nbytes || info.blocksize != blocksize || nbytes % blocksize != 0 {
+        return Ok(None);
+    }
+    let n = nbytes / blocksize;
+    let (first, end) = (hlen + 4 * n, info.cbytes);
+    if end < first {
+        return Err(Error::InvalidFormat("chunk is shorter than its block starts".into()));
+    }
+    let starts: Vec<usize> = (0..n)
+        .map(|i| u32::from_le_bytes(old[hlen + 4 * i..hlen + 4 * i + 4].try_into().expect("4 bytes")) as usize)
+        .collect();
+    if let Some(bad) = starts.iter().find(|&&s| s < first || s >= end) {
+        return Err(Error::InvalidFormat(format!("chunk has a block start ({bad}) outside it")));
+    }
+    let mut sorted = starts.clone();
+    sorted.sort_unstable();
+    Ok(Some(
+        starts.iter().map(|&s| (s, sorted.get(sorted.partition_point(|&x| x <= s)).copied().unwrap_or(end))).collect(),
+    ))
+}
+
+/// `old` with some blocks replaced: `new[i]`, when given, is block `i`
+/// compressed alone (a one-block chunk made with the same parameters),
+/// and the other blocks keep their streams (`spans`, from [`block_spans`]).
+/// Blosc2 compresses each block on its own, so a block's stream does not
+/// depend on its neighbours. `None` if a new block was encoded otherwise
+/// than `old` (its header differs: it did not compress and was copied,
+/// another codec or filter): the caller compresses the whole chunk then.
+pub(crate) fn splice(old: &[u8], spans: &[(usize, usize)], new: &[Option<Vec<u8>>]) -> Option<Vec<u8>> {
+    let hlen = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+    let same = |c: &[u8]| c.len() >= hlen + 4 && c[..4] == old[..4] && c[16..hlen] == old[16..hlen];
+    fn stream(c: &[u8], hlen: usize) -> Option<&[u8]> {
+        let start = u32::from_le_bytes(c[hlen..hlen + 4].try_into().expect("4 bytes")) as usize;
+        let end = chunk_info(c).ok()?.cbytes;
+        c.get(start..end).filter(|_| start >= hlen + 4)
+    }
+    let first = hlen + 4 * spans.len();
+    let mut out = Vec::with_capacity(old.len());
+    out.extend_from_slice(&old[..first]);
+    for (i, &(s, e)) in spans.iter().enumerate() {
+        let at = u32::try_from(out.len()).ok()?;
+        out[hlen + 4 * i..hlen + 4 * i + 4].copy_from_slice(&at.to_le_bytes());
+        match new.get(i).and_then(Option::as_deref) {
+            Some(c) if same(c) => out.extend_from_slice(stream(c, hlen)?),
+            Some(_) => return None,
+            None => out.extend_from_slice(&old[s..e]),
+        }
+    }
+    let cbytes = i32::try_from(out.len()).ok()?;
+    out[12..16].copy_from_slice(&cbytes.to_le_bytes());
+    Some(out)
 }
 
 /// Decode the sizes in a chunk header, checking them against the buffer.
