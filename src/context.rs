@@ -187,13 +187,19 @@ impl Context {
         self.inner.workers.get(crate::engine::WorkerPool::default)
     }
 
-    /// Run `f` (which may use rayon's parallel iterators) on this context's
-    /// pool; in a forked child, on a pool of its own, started by the first call.
+    /// Run `f` on the calling thread with a scope whose spawned jobs run on
+    /// this context's pool (in a forked child, on a pool of its own, started
+    /// by the first call): the caller works beside the pool instead of
+    /// handing all the work over and waiting.
     ///
     /// # Errors
-    /// Those of `f`; [`Error::Io`] if a forked child cannot start its threads.
-    pub(crate) fn run<R: Send>(&self, f: impl FnOnce() -> Result<R> + Send) -> Result<R> {
+    /// [`Error::Io`] if a forked child cannot start its threads.
+    pub(crate) fn scope<'s, R>(&self, f: impl for<'a> FnOnce(&'a rayon::Scope<'s>) -> R) -> Result<R> {
+        Ok(self.pool()?.in_place_scope(f))
+    }
+
+    fn pool(&self) -> Result<&rayon::ThreadPool> {
         let threads = self.inner.threads.try_get(|| Threads::start(self.inner.config.nthreads))?;
-        threads.pool.as_ref().expect("the pool lives as long as its Threads").install(f)
+        Ok(threads.pool.as_ref().expect("the pool lives as long as its Threads"))
     }
 }

@@ -6,8 +6,6 @@
 //! with the region and moves each contiguous run with one `memcpy` (one load
 //! and store for the short rows of a plane across the last axis).
 
-use rayon::prelude::*;
-
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::geometry::{c_strides, for_each_index, BlockPart, ChunkPart, Geometry, Region, MAX_DIM};
@@ -596,9 +594,19 @@ pub(crate) fn run_tasks<T: Sync, R: Send>(
             }
         }
     };
-    let lanes: Vec<Vec<(usize, R)>> = ctx.run(|| (0..split.lanes).into_par_iter().map(|_| lane()).collect())?;
+    // The calling thread runs a lane itself: one hand-off fewer (tens of
+    // microseconds, which a small read notices).
+    let done = std::sync::Mutex::new(Vec::with_capacity(split.lanes));
+    let finish = |r| done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(r);
+    ctx.scope(|s| {
+        for _ in 1..split.lanes {
+            s.spawn(|_| finish(lane()));
+        }
+        finish(lane());
+    })?;
     let mut out: Vec<Option<R>> = std::iter::repeat_with(|| None).take(tasks.len()).collect();
-    for (i, r) in lanes.into_iter().flatten() {
+    let lanes = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for (i, r) in lanes.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
         out[i] = Some(r);
     }
     Ok(out.into_iter().map(|r| r.expect("every task ran: none failed")).collect())
@@ -872,7 +880,14 @@ pub(crate) fn build_chunks(
     // The copy routine takes a *mut for both directions; in Write direction
     // it only reads through it.
     let user = UserBuf::new(src, geom, src_shape);
-    let split = write_split(ctx, geom, parts.len());
+    // Chunks patched block by block ([`patch_blocks`]) compress one block
+    // at a time: Blosc's threads have nothing to share there.
+    let patched = sc.is_some() && parts.iter().any(|p| !p.covers_chunk);
+    let split = if patched {
+        Split { lanes: ctx.nthreads().min(parts.len()).max(1), blosc: 1 }
+    } else {
+        write_split(ctx, geom, parts.len())
+    };
     let nthreads = split.blosc;
     let work = |w: &mut Worker, part: &ChunkPart| -> Result<(i64, Vec<u8>)> {
         let Worker { codecs, bufs } = w;
