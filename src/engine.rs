@@ -759,8 +759,59 @@ unsafe fn read_blocks(
     if fetched.len() < parts.len() {
         fetched.resize_with(parts.len(), Vec::new);
     }
-    // SAFETY: forwarded from the caller.
-    let done = unsafe { read_fetched(ctx, sc, geom, region, parts, user, &tasks, &skip, &mut fetched) };
+    // Fetch the chunks of `tasks` (the blocks `skip` leaves) into `fetched`,
+    // then decompress and copy a block per task; `fetched` goes back to
+    // the worker whatever happens.
+    let fetch_and_read = |fetched: &mut Vec<Vec<u8>>| -> Result<bool> {
+        let want = |mask| Want { nbytes: geom.chunk_nbytes(), blocksize: geom.block_nbytes(), skip: Some(mask) };
+        let mut chunks = Vec::with_capacity(parts.len());
+        for ((part, mask), buf) in parts.iter().zip(&skip).zip(fetched.iter_mut()) {
+            if mask.contains(&false) {
+                let chunk = sc.chunk_for(part.nchunk, &want(mask), buf)?;
+                let nbytes = if chunk.bytes().is_empty() { geom.chunk_nbytes() } else { chunk.info()?.nbytes };
+                if nbytes != geom.chunk_nbytes() {
+                    return Err(Error::InvalidFormat(format!(
+                        "chunk holds {nbytes} bytes, the array geometry expects {}",
+                        geom.chunk_nbytes()
+                    )));
+                }
+                if !chunk.by_blocks(geom.block_nbytes())? {
+                    return Ok(false);
+                }
+                chunks.push(Some(chunk));
+            } else {
+                chunks.push(None);
+            }
+        }
+        let work = |w: &mut Worker, (i, b): &(usize, BlockPart)| -> Result<()> {
+            let Worker { codecs, bufs } = w;
+            if bufs.block.len() != geom.block_nbytes() {
+                zeroed(&mut bufs.block, geom.block_nbytes())?;
+            }
+            let chunk = chunks[*i].as_ref().expect("fetched: the chunk has blocks to read");
+            if chunk.bytes().is_empty() {
+                // Never initialised (sparse super-chunk): reads as zeros.
+                bufs.block.fill(0);
+            } else {
+                kept(&mut codecs.dctx, 1, || DCtx::new(1))?.decompress_block(
+                    chunk,
+                    b.nblock as usize,
+                    &mut bufs.block,
+                )?;
+            }
+            if let Some(c) = cache {
+                c.put(parts[*i].nchunk, b.nblock as u32, &bufs.block);
+            }
+            // SAFETY: tasks are distinct blocks of distinct chunks, so each
+            // writes items of the region no other writes; the caller owns them.
+            unsafe { copy_lone_block(geom, region, &parts[*i], b, &mut bufs.block, user) };
+            Ok(())
+        };
+        let split = Split { lanes: ctx.nthreads().min(tasks.len()), blosc: 1 };
+        run_tasks(ctx, &tasks, split, work)?;
+        Ok(true)
+    };
+    let done = fetch_and_read(&mut fetched);
     lease.codecs.fetched = fetched;
     if done? {
         for (i, b, bytes) in hits {
@@ -773,70 +824,6 @@ unsafe fn read_blocks(
         return Ok(true);
     }
     Ok(false)
-}
-
-/// [`read_blocks`] once the cache has been looked in: fetch the chunks of
-/// `tasks` (with the blocks `skip` does not skip) into `fetched`, then
-/// decompress and copy a block per task.
-///
-/// # Safety
-/// As [`read_blocks`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn read_fetched(
-    ctx: &Context,
-    sc: &Store,
-    geom: &Geometry,
-    region: &Region,
-    parts: &[ChunkPart],
-    user: UserBuf,
-    tasks: &[(usize, BlockPart)],
-    skip: &[Vec<bool>],
-    fetched: &mut [Vec<u8>],
-) -> Result<bool> {
-    let cache = sc.block_cache();
-    let want = |mask| Want { nbytes: geom.chunk_nbytes(), blocksize: geom.block_nbytes(), skip: Some(mask) };
-    let mut chunks = Vec::with_capacity(parts.len());
-    for ((part, mask), buf) in parts.iter().zip(skip).zip(fetched.iter_mut()) {
-        if mask.contains(&false) {
-            let chunk = sc.chunk_for(part.nchunk, &want(mask), buf)?;
-            let nbytes = if chunk.bytes().is_empty() { geom.chunk_nbytes() } else { chunk.info()?.nbytes };
-            if nbytes != geom.chunk_nbytes() {
-                return Err(Error::InvalidFormat(format!(
-                    "chunk holds {nbytes} bytes, the array geometry expects {}",
-                    geom.chunk_nbytes()
-                )));
-            }
-            if !chunk.by_blocks(geom.block_nbytes())? {
-                return Ok(false);
-            }
-            chunks.push(Some(chunk));
-        } else {
-            chunks.push(None);
-        }
-    }
-    let work = |w: &mut Worker, (i, b): &(usize, BlockPart)| -> Result<()> {
-        let Worker { codecs, bufs } = w;
-        if bufs.block.len() != geom.block_nbytes() {
-            zeroed(&mut bufs.block, geom.block_nbytes())?;
-        }
-        let chunk = chunks[*i].as_ref().expect("fetched: the chunk has blocks to read");
-        if chunk.bytes().is_empty() {
-            // Never initialised (sparse super-chunk): reads as zeros.
-            bufs.block.fill(0);
-        } else {
-            kept(&mut codecs.dctx, 1, || DCtx::new(1))?.decompress_block(chunk, b.nblock as usize, &mut bufs.block)?;
-        }
-        if let Some(c) = cache {
-            c.put(parts[*i].nchunk, b.nblock as u32, &bufs.block);
-        }
-        // SAFETY: tasks are distinct blocks of distinct chunks, so each
-        // writes items of the region no other writes; the caller owns them.
-        unsafe { copy_lone_block(geom, region, &parts[*i], b, &mut bufs.block, user) };
-        Ok(())
-    };
-    let split = Split { lanes: ctx.nthreads().min(tasks.len()), blosc: 1 };
-    run_tasks(ctx, tasks, split, work)?;
-    Ok(true)
 }
 
 /// Copy the items that block `b` of `part` shares with `region` from
