@@ -450,8 +450,37 @@ fn layout(frame: &[u8]) -> (usize, usize) {
     (header + cbytes, trailer)
 }
 
+/// Expect an InvalidFormat error mentioning `expect`.
+fn invalid<T: std::fmt::Debug>(r: caterva::Result<T>, what: &str, expect: &str) {
+    match r {
+        Err(Error::InvalidFormat(m)) => assert!(m.contains(expect), "{what}: {m}"),
+        other => panic!("{what}: expected InvalidFormat, got {other:?}"),
+    }
+}
+
+/// An array whose damage opening a file may leave for later (a chunk's
+/// header: `Chunks::Later`) must be refused by every read of it and by
+/// every operation that hands its chunks to c-blosc2 (a copy, a frame, a write).
+fn refused_later(opened: caterva::Result<Array>, what: &str, expect: &str) {
+    let mut a = match opened {
+        Ok(a) => a,
+        r => return invalid(r, what, expect),
+    };
+    let mut buf = vec![0u8; a.nitems() as usize * a.itemsize()];
+    invalid(a.to_buffer(&mut buf), &format!("{what} (read)"), expect);
+    invalid(a.to_cframe(), &format!("{what} (to_cframe)"), expect);
+    let copy = std::env::temp_dir().join(format!("caterva-refused-{}.b2frame", std::process::id()));
+    invalid(a.save(copy.to_str().unwrap()), &format!("{what} (save)"), expect);
+    assert!(!copy.exists(), "{what}: a refused save left a file");
+    let (start, stop) = (vec![0; a.ndim()], vec![1; a.ndim()]);
+    let one = vec![0u8; a.itemsize()];
+    invalid(a.set_slice_buffer(&one, &vec![1; a.ndim()], &start, &stop), &format!("{what} (write)"), expect);
+}
+
 /// Apply `edit` to the frame buffer and the frame file of `w`; both must be
-/// refused with an InvalidFormat error mentioning `expect`.
+/// refused with an InvalidFormat error mentioning `expect`: the buffer when
+/// it is opened, the file when it is opened or, for a chunk's header, when
+/// anything reads that chunk ([`refused_later`]).
 fn refused(w: &Written, dir: &Path, what: &str, expect: &str, edit: impl Fn(&mut Vec<u8>)) {
     let ctx = Context::new(Config::default()).unwrap();
     let mut frame = w.cframe.clone();
@@ -460,12 +489,8 @@ fn refused(w: &Written, dir: &Path, what: &str, expect: &str, edit: impl Fn(&mut
     edit(&mut file);
     let path = dir.join(format!("targeted-{}.b2frame", what.replace(' ', "-")));
     std::fs::write(&path, &file).unwrap();
-    for r in [Array::from_cframe(&ctx, &frame), Array::open(&ctx, path.to_str().unwrap())] {
-        match r {
-            Err(Error::InvalidFormat(m)) => assert!(m.contains(expect), "{what}: {m}"),
-            other => panic!("{what}: expected InvalidFormat, got {other:?}"),
-        }
-    }
+    invalid(Array::from_cframe(&ctx, &frame), what, expect);
+    refused_later(Array::open(&ctx, path.to_str().unwrap()), what, expect);
 }
 
 #[test]
@@ -538,13 +563,10 @@ fn sparse_chunk_files_must_be_there_and_whole() {
     let ctx = Context::new(Config::default()).unwrap();
     let case = dir.join("case.b2nd");
     let url = case.to_str().unwrap();
-    let expect_refused = |what: &str, expect: &str| match Array::open(&ctx, url) {
-        Err(Error::InvalidFormat(m)) => assert!(m.contains(expect), "{what}: {m}"),
-        other => panic!("{what}: expected InvalidFormat, got {other:?}"),
-    };
+    let expect_refused = |what: &str, expect: &str| refused_later(Array::open(&ctx, url), what, expect);
     copy_dir(&w.dir, &case);
     std::fs::remove_file(case.join("00000002.chunk")).unwrap();
-    expect_refused("missing chunk file", "chunk file number 2 is missing");
+    expect_refused("missing chunk file", "is missing");
     copy_dir(&w.dir, &case);
     let mut long = std::fs::read(case.join("00000001.chunk")).unwrap();
     long.push(0);
@@ -554,6 +576,14 @@ fn sparse_chunk_files_must_be_there_and_whole() {
     std::fs::remove_file(case.join("00000003.chunk")).unwrap();
     std::fs::create_dir(case.join("00000003.chunk")).unwrap();
     expect_refused("chunk file is a directory", "not a regular file");
+    // A FIFO would block a reader that opened it for a writer that never comes.
+    copy_dir(&w.dir, &case);
+    let fifo = case.join("00000001.chunk");
+    std::fs::remove_file(&fifo).unwrap();
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string for the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    expect_refused("chunk file is a FIFO", "not a regular file");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -493,17 +493,19 @@ fn damage_chunk(array: &Path, n: i64, at: isize, mask: u8) {
 #[test]
 fn verify_reports_damaged_chunks() {
     let dir = out_dir("verify");
-    // A frame file with a damaged chunk header: the frame check refuses it
-    // at open, and verify reports the file as damaged (exit 1, not 2).
+    // A frame file with a damaged chunk header: opening leaves chunk headers
+    // to the reads, so verify names the chunk (exit 1, not 2).
     let file = dir.join("damaged.b2frame");
     ok(&["copy", &case("ours_i8").spec.path, s(&file)]);
     // Byte 5 of its header: its uncompressed size.
     damage_chunk(&file, 2, 5, 0xff);
     let r = caterva(&["verify", s(&file), "--threads", "2"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.starts_with(&format!("{}: damaged: invalid format: ", s(&file))), "{}", r.stdout);
-    // Reading it fails too, as a file that cannot be opened.
-    let err = fails(&["cat", s(&file)], 2);
+    assert!(r.stdout.starts_with("chunk 2: invalid format: "), "{}", r.stdout);
+    assert!(r.stdout.contains("chunk 2: chunk cbytes"), "{}", r.stdout);
+    assert!(r.stdout.contains(&format!("{}: 1 of 6 chunks damaged", s(&file))), "{}", r.stdout);
+    // Reading it fails too: it opens, and the read that reaches chunk 2 fails.
+    let err = fails(&["cat", s(&file)], 1);
     assert!(err.contains("invalid format"), "{err}");
 
     // A sparse directory with checksums, damaged in the payload of chunks 0
@@ -720,10 +722,23 @@ fn verify_json_and_quiet_reports() {
     assert_eq!(q.stdout, format!("{}\n", lines.join("\n")));
     assert!(q.stderr.contains("2 damaged chunk"), "{}", q.stderr);
 
-    // A frame whose structure is damaged: reported as a whole.
+    // A frame with a damaged chunk header: the chunk is named.
     let file = dir.join("damaged.b2frame");
     ok(&["copy", &case("ours_i8").spec.path, s(&file)]);
     damage_chunk(&file, 2, 5, 0xff);
+    let r = caterva(&["verify", "--json", s(&file)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let j: Json = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.stdout));
+    assert_eq!(
+        (&j["chunks"], &j["sound"], &j["problems"][0]["chunk"]),
+        (&Json::from(6), &Json::from(false), &Json::from(2))
+    );
+    assert!(j["problems"][0]["reason"].as_str().unwrap().starts_with("invalid format: "), "{}", r.stdout);
+    // A frame whose structure is damaged (its header): reported as a whole.
+    ok(&["copy", &case("ours_i8").spec.path, s(&file), "--force"]);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[70] = 7; // the header's filter count
+    std::fs::write(&file, bytes).unwrap();
     let r = caterva(&["verify", "--json", s(&file)]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let j: Json = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", r.stdout));

@@ -55,7 +55,7 @@ pub fn from_cframe(data: &[u8]) {
 }
 
 /// Target `open_file`: the input as a frame file, opened, then read
-/// everything (c-blosc2 reads files differently from buffers).
+/// everything (c-blosc2 reads files differently from buffers) and serialised.
 pub fn open_file(data: &[u8]) {
     let path = std::env::temp_dir().join(format!("caterva-fuzz-{}.b2frame", std::process::id()));
     if std::fs::write(&path, data).is_err() {
@@ -64,6 +64,9 @@ pub fn open_file(data: &[u8]) {
     let ctx = context();
     if let Ok(arr) = Array::open(ctx, &path.to_string_lossy()) {
         read_everything(ctx, &arr);
+        // Opening leaves the chunk headers to the reads (ours) and to the
+        // first operation that hands chunks to c-blosc2, such as this one.
+        let _ = arr.to_cframe();
     }
     let _ = std::fs::remove_file(&path);
 }

@@ -15,7 +15,8 @@
 //! has exactly one.
 //!
 //! Cost: a page (4 KiB) of memory per live handle, and a page of address
-//! space per handle ever made, reserved `REGION` bytes at a time (reserving
+//! space per handle ever made (made writable [`BATCH`] at a time, so that a
+//! new handle rarely costs a system call), reserved `REGION` bytes at a time (reserving
 //! costs no memory). Where address space cannot be reserved (a tight
 //! `RLIMIT_AS`, a target without `mmap`), handles come from the allocator,
 //! without this guarantee but otherwise the same.
@@ -26,15 +27,23 @@ use std::sync::{Mutex, PoisonError};
 #[cfg(unix)]
 const REGION: usize = 1 << 30;
 
+/// Pages made writable at a time, ahead of the handles that will use them:
+/// one `mprotect` per this many handles (the pages cost no memory until a
+/// handle is written to one).
+#[cfg(unix)]
+const BATCH: usize = 32;
+
 /// The regions reserved so far and the next unused page of the last one.
 struct Regions {
     /// `(base, length)` of each region, in order.
     all: Vec<(usize, usize)>,
     /// Next page to hand out, in the last region.
     next: usize,
+    /// Where the pages made writable ahead end, in the last region.
+    ready: usize,
 }
 
-static REGIONS: Mutex<Regions> = Mutex::new(Regions { all: Vec::new(), next: 0 });
+static REGIONS: Mutex<Regions> = Mutex::new(Regions { all: Vec::new(), next: 0, ready: 0 });
 
 fn regions() -> std::sync::MutexGuard<'static, Regions> {
     // Plain numbers: valid after any panic.
@@ -94,13 +103,20 @@ fn take_page() -> Option<*mut u8> {
         }
         r.all.push((base as usize, REGION));
         r.next = 0;
+        r.ready = 0;
     }
-    let &(base, _) = r.all.last()?;
+    let &(base, len) = r.all.last()?;
+    if r.next + page > r.ready {
+        let ahead = (BATCH * page).min(len - r.next);
+        // SAFETY: pages of our own reserved region that were never handed out.
+        if unsafe { libc::mprotect((base + r.next) as *mut libc::c_void, ahead, libc::PROT_READ | libc::PROT_WRITE) }
+            != 0
+        {
+            return None;
+        }
+        r.ready = r.next + ahead;
+    }
     let p = (base + r.next) as *mut libc::c_void;
-    // SAFETY: p is a page of our own reserved, never-used region.
-    if unsafe { libc::mprotect(p, page, libc::PROT_READ | libc::PROT_WRITE) } != 0 {
-        return None;
-    }
     r.next += page;
     Some(p.cast())
 }

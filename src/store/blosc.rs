@@ -32,7 +32,8 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
-use super::{frame_check, io};
+use super::frame_check::{self, Chunks};
+use super::io;
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
 
@@ -870,23 +871,45 @@ impl SChunk {
     }
 
     /// Open a frame file or sparse-frame directory, checking the frame
-    /// with [`frame_check`] before c-blosc2 parses it. (Rolling back an
-    /// interrupted write first is the store's business.)
+    /// with [`frame_check`] before c-blosc2 parses it, the stored chunks'
+    /// headers as `chunks` says (with [`Chunks::Later`] the caller checks
+    /// them before c-blosc2 reads a chunk). (Rolling back an interrupted
+    /// write first is the store's business.)
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] if it does not exist; [`Error::InvalidFormat`]
     /// if it is not a sound frame; [`Error::Blosc`] if c-blosc2 refuses it.
-    pub(crate) fn open(urlpath: &str) -> Result<Self> {
+    pub(crate) fn open(urlpath: &str, chunks: Chunks) -> Result<Self> {
+        Self::check(urlpath, chunks)?;
+        Self::parse(urlpath)
+    }
+
+    /// The check [`SChunk::open`] makes before c-blosc2 parses the frame.
+    ///
+    /// # Errors
+    /// As [`SChunk::open`].
+    pub(crate) fn check(urlpath: &str, chunks: Chunks) -> Result<frame_check::FrameSummary> {
         init();
-        let dir = std::path::Path::new(urlpath);
-        if dir.is_dir() && !super::frame::is_sparse_dir(dir) {
-            // Refused here: c-blosc2 2.15 leaks a copy of the path when it
-            // finds no sparse-frame index (frame_from_file_offset).
-            return Err(Error::blosc(format!("opening '{urlpath}' (no sparse-frame index in it)"), None));
-        }
-        let url = cstring(urlpath, "urlpath")?;
         // c-blosc2 crashes on many corrupt frames rather than failing: check first.
-        frame_check::check_path(urlpath, inflate)?;
+        frame_check::check_path(urlpath, chunks, inflate).map_err(|e| {
+            let dir = std::path::Path::new(urlpath);
+            if dir.is_dir() && !super::frame::is_sparse_dir(dir) {
+                // (c-blosc2 2.15 would leak a copy of the path there: frame_from_file_offset.)
+                return Error::blosc(format!("opening '{urlpath}' (no sparse-frame index in it)"), None);
+            }
+            e
+        })
+    }
+
+    /// c-blosc2's parse of the frame at `urlpath`, which [`SChunk::check`]
+    /// has just passed (c-blosc2 reads it again, or is served what the
+    /// check read: [`super::io::Serving`]).
+    ///
+    /// # Errors
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
+    pub(crate) fn parse(urlpath: &str) -> Result<Self> {
+        init();
+        let url = cstring(urlpath, "urlpath")?;
         let p = match io_backend() {
             // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.
             Some(io) => unsafe { b::blosc2_schunk_open_udio(url.as_ptr(), io) },
@@ -897,14 +920,15 @@ impl SChunk {
     }
 
     /// Open the contiguous frame at byte `offset` of the file `urlpath`
-    /// (a file of several frames), checking it with [`frame_check`] first.
+    /// (a file of several frames), checking it with [`frame_check`] first
+    /// (the stored chunks' headers as `chunks` says).
     ///
     /// # Errors
     /// As [`SChunk::open`].
-    pub(crate) fn open_offset(urlpath: &str, offset: u64) -> Result<Self> {
+    pub(crate) fn open_offset(urlpath: &str, offset: u64, chunks: Chunks) -> Result<Self> {
         init();
         let url = cstring(urlpath, "urlpath")?;
-        frame_check::check_path_at(urlpath, offset, inflate)?;
+        frame_check::check_path_at(urlpath, offset, chunks, inflate)?;
         let at = i64::try_from(offset).map_err(|_| Error::InvalidArgument(format!("offset {offset} is too large")))?;
         let p = match io_backend() {
             // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.

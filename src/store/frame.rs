@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::io::Served;
+
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
 /// `int32` header length, big-endian (`FRAME_HEADER_LEN`); msgpack marker `0xd2` before it.
@@ -92,19 +94,48 @@ pub(crate) fn is_sparse_array(path: &Path) -> bool {
 /// # Errors
 /// If the frame cannot be read.
 pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u64> {
-    let mut h = xxhash_rust::xxh3::Xxh3::new();
     if !contiguous {
-        h.update(&std::fs::read(Path::new(urlpath).join(SPARSE_INDEX))?);
-        return Ok(h.digest());
+        return Ok(xxhash_rust::xxh3::xxh3_64(&std::fs::read(Path::new(urlpath).join(SPARSE_INDEX))?));
     }
-    let mut f = File::open(urlpath)?;
+    fingerprint_file(&mut File::open(urlpath)?, contiguous)
+}
+
+/// The [`fingerprint`] of the frame file (a sparse frame's index) open as `f`.
+pub(crate) fn fingerprint_file(f: &mut File, contiguous: bool) -> std::io::Result<u64> {
     let len = f.metadata()?.len();
-    let head = read_at(&mut f, 0, len.min(HEADER_MINLEN as u64) as usize)?;
+    if !contiguous {
+        let whole = usize::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        return Ok(xxhash_rust::xxh3::xxh3_64(&read_at(f, 0, whole)?));
+    }
+    // The header in the read of the file's first page, usually.
+    let first = read_at(f, 0, len.min(4096) as usize)?;
+    fingerprint_of(len, |at, n| match first.get(at as usize..at as usize + n) {
+        Some(b) => Ok(b.to_vec()),
+        None => read_at(f, at, n),
+    })
+}
+
+/// The [`fingerprint`] of a frame whose file (a sparse frame's index)
+/// holds `len` bytes, from what a check read of it; `None` if that does not
+/// cover what the fingerprint hashes.
+pub(crate) fn fingerprint_served(served: &Served, contiguous: bool) -> Option<u64> {
+    let len = usize::try_from(served.len).ok()?;
+    if !contiguous {
+        return Some(xxhash_rust::xxh3::xxh3_64(&served.bytes(0, len)?));
+    }
+    let missing = || std::io::Error::from(std::io::ErrorKind::NotFound);
+    fingerprint_of(served.len, |at, n| served.bytes(at, n).ok_or_else(missing)).ok()
+}
+
+/// The fingerprint of a contiguous frame of `len` bytes, read by `read(at, n)`.
+fn fingerprint_of(len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<Vec<u8>>) -> std::io::Result<u64> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let head = read(0, len.min(HEADER_MINLEN as u64) as usize)?;
     h.update(&len.to_le_bytes());
     match data_section(&head, len) {
         Some((header_len, data_end)) => {
-            h.update(&read_at(&mut f, 0, header_len as usize)?);
-            h.update(&read_at(&mut f, data_end, (len - data_end) as usize)?);
+            h.update(&read(0, header_len as usize)?);
+            h.update(&read(data_end, (len - data_end) as usize)?);
         }
         None => h.update(&head),
     }

@@ -96,6 +96,16 @@
 //!   read once after a sort of their positions, and layer names are checked
 //!   with a set (a trailer may hold 8192 vlmetalayers).
 //!
+//! # When chunk headers are checked
+//!
+//! A frame in memory is checked whole. A frame file opened by `Store::open`
+//! is checked with [`Chunks::Later`]: everything but its stored chunks'
+//! headers (where each chunk lies is checked), so that opening reads the
+//! file's two ends only. The reader checks each chunk header it fetches
+//! ([`check_read_chunk`]), and the store runs the whole check
+//! ([`Chunks::Now`]) once before the first operation that lets c-blosc2
+//! read a chunk.
+//!
 //! Out of scope: a file changed after the check (c-blosc2 reads frame files
 //! again on every access).
 
@@ -108,6 +118,7 @@ use std::path::{Path, PathBuf};
 use blosc2_sys as b;
 
 use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
+use super::io::Served;
 use crate::error::{Error, Result};
 
 /// `uint64` frame length (`FRAME_LEN`).
@@ -199,16 +210,36 @@ const METADATA_RATIO: i64 = 4;
 const SPECIAL_OFFSET: u64 = 1 << 63;
 
 /// What a frame holds, once it has passed the checks.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct FrameSummary {
     /// A sparse frame (a directory) rather than a contiguous one.
     pub sparse: bool,
-    /// Number of chunks.
-    pub nchunks: i64,
-    /// Names of the fixed-size metalayers, in order.
-    pub metalayers: Vec<String>,
-    /// Names of the variable-length metalayers, in order.
-    pub vlmetalayers: Vec<String>,
+    /// For a frame file (or a sparse frame's index) checked with
+    /// [`Chunks::Later`]: everything the check read of it, which is all
+    /// c-blosc2 reads to open it (see [`super::io::Serving`]), and the file.
+    pub(crate) read: Option<Kept>,
+}
+
+/// What [`check_path`] with [`Chunks::Later`] read of a frame file, and the file, still open.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    pub(crate) served: Served,
+    pub(crate) file: File,
+}
+
+/// When a check reads the headers of a frame file's stored chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunks {
+    /// Now: every distinct stored chunk's header (and, in a sparse frame,
+    /// every chunk file) is read and checked.
+    Now,
+    /// Later: only where each chunk lies is checked (inside the data
+    /// section, or a special value); its header is checked before anything
+    /// reads the chunk: [`check_read_chunk`] by our reader, which reads the
+    /// header anyway, and the whole check with [`Chunks::Now`] before the
+    /// first operation that lets c-blosc2 read a chunk (`Store::ensure_checked`).
+    /// Opening a file then reads its header, trailer and index only.
+    Later,
 }
 
 /// Check a contiguous frame held in memory (what `blosc2_schunk_from_buffer` reads).
@@ -220,35 +251,53 @@ pub struct FrameSummary {
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
 pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
-    let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunk_dir: None };
+    let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunk_dir: None, chunks: Chunks::Now };
     frame.check(inflate)
 }
 
 /// Check a frame file or a sparse-frame directory (what `blosc2_schunk_open`
-/// reads), with `inflate` as in [`check_cframe`].
+/// reads), with `inflate` as in [`check_cframe`], reading the stored chunks'
+/// headers as `chunks` says.
 ///
 /// # Errors
 /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Io`] if it
 /// cannot be read; [`Error::InvalidFormat`] naming the first problem and where.
-pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+pub fn check_path(
+    urlpath: &str,
+    chunks: Chunks,
+    inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+) -> Result<FrameSummary> {
     // c-blosc2 drops a leading "file:///" (normalize_urlpath in frame.c).
     let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
-    let md =
-        std::fs::metadata(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
-    let mut frame = if md.is_dir() {
+    let (file, md) =
+        open_nonblocking(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
+    let (mut frame, read_path) = if md.is_dir() {
+        drop(file);
         let index = path.join(SPARSE_INDEX);
         let name = format!("sparse frame index '{}'", index.display());
-        Frame { src: Src::open(&index, &name)?, name, chunk_dir: Some(path.to_path_buf()) }
+        (Frame { src: Src::open(&index, &name)?, name, chunk_dir: Some(path.to_path_buf()), chunks }, index)
     } else {
         let name = format!("frame file '{urlpath}'");
-        Frame { src: Src::open(path, &name)?, name, chunk_dir: None }
+        if !md.is_file() {
+            return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
+        }
+        (Frame { src: Src::File(file, md.len(), None), name, chunk_dir: None, chunks }, path.to_path_buf())
     };
-    frame.check(inflate)
+    if chunks == Chunks::Later {
+        if let Src::File(_, len, seen) = &mut frame.src {
+            *seen = Some(Served { path: read_path, len: *len, pieces: Vec::new() });
+        }
+    }
+    let mut summary = frame.check(inflate)?;
+    if let Src::File(file, _, Some(served)) = frame.src {
+        summary.read = Some(Kept { served, file });
+    }
+    Ok(summary)
 }
 
 /// Check the contiguous frame that starts at byte `offset` of the file
-/// `urlpath` (what `blosc2_schunk_open_offset` reads), with `inflate` as in
-/// [`check_cframe`]. The frame is as long as its header says, which must
+/// `urlpath` (what `blosc2_schunk_open_offset` reads), with `chunks` as in
+/// [`check_path`] and `inflate` as in [`check_cframe`]. The frame is as long as its header says, which must
 /// fit in the file; what follows it (other frames) is not looked at.
 /// Positions in errors count from the frame's start.
 ///
@@ -260,6 +309,7 @@ pub fn check_path(urlpath: &str, inflate: impl FnMut(&[u8], usize, usize) -> Res
 pub fn check_path_at(
     urlpath: &str,
     offset: u64,
+    chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
     let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
@@ -279,16 +329,19 @@ pub fn check_path_at(
             "{name}: no frame of at most the {room} bytes that follow starts there (its length field says {frame_len})"
         )));
     }
-    let mut frame = Frame { src: Src::At(file, offset, frame_len), name, chunk_dir: None };
+    let mut frame = Frame { src: Src::At(file, offset, frame_len), name, chunk_dir: None, chunks };
     frame.check(inflate)
 }
+
+/// Bytes read at a time at either end of a frame file whose reads are kept.
+const READ_AHEAD: u64 = 4096;
 
 /// Where a frame's bytes come from.
 enum Src<'a> {
     /// An in-memory frame.
     Mem(&'a [u8]),
-    /// A frame file and its length.
-    File(File, u64),
+    /// A frame file and its length, and what was read of it (when kept).
+    File(File, u64, Option<Served>),
     /// A frame inside a file: the file, where the frame starts, its length.
     At(File, u64, u64),
 }
@@ -297,13 +350,13 @@ impl Src<'_> {
     /// Open a regular file (never a FIFO or device, which c-blosc2 would block on or read forever).
     fn open(path: &Path, name: &str) -> Result<Src<'static>> {
         let (file, len) = open_regular(path, name)?;
-        Ok(Src::File(file, len))
+        Ok(Src::File(file, len, None))
     }
 
     fn len(&self) -> u64 {
         match self {
             Src::Mem(b) => b.len() as u64,
-            Src::File(_, len) | Src::At(_, _, len) => *len,
+            Src::File(_, len, _) | Src::At(_, _, len) => *len,
         }
     }
 
@@ -320,7 +373,27 @@ impl Src<'_> {
         };
         match self {
             Src::Mem(b) => Ok(Cow::Borrowed(&b[pos as usize..end as usize])),
-            Src::File(f, _) => read_at(f, pos, n).map(Cow::Owned),
+            Src::File(f, _, None) => read_at(f, pos, n).map(Cow::Owned),
+            Src::File(f, len, Some(seen)) => {
+                // Kept reads come a window at a time at either end of the
+                // file (header and metalayers; index, trailer and its
+                // length), so that a frame takes two reads, not six.
+                if let Some(bytes) = seen.bytes(pos, n) {
+                    return Ok(Cow::Owned(bytes));
+                }
+                let (from, to) = if pos < READ_AHEAD {
+                    (0, end.max(READ_AHEAD.min(*len)))
+                } else if end + READ_AHEAD > *len {
+                    (pos.min(len.saturating_sub(READ_AHEAD)), *len)
+                } else {
+                    (pos, end)
+                };
+                let window = read_at(f, from, (to - from) as usize)?;
+                let off = (pos - from) as usize;
+                let bytes = window[off..off + n].to_vec();
+                seen.pieces.push((from, window));
+                Ok(Cow::Owned(bytes))
+            }
             Src::At(f, base, _) => read_at(f, *base + pos, n).map(Cow::Owned),
         }
     }
@@ -328,13 +401,20 @@ impl Src<'_> {
 
 /// Open `path` if it is a regular file, with its length.
 fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
-    // Look before opening: opening a FIFO blocks until a writer comes.
-    let md = std::fs::metadata(path).map_err(|e| Error::io("reading", Some(path), &e))?;
+    let (file, md) = open_nonblocking(path).map_err(|e| Error::io("reading", Some(path), &e))?;
     if !md.is_file() {
         return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
     }
-    let file = File::open(path).map_err(|e| Error::io("reading", Some(path), &e))?;
     Ok((file, md.len()))
+}
+
+/// Open `path` for reading, whatever it is, without blocking (opening a
+/// FIFO for reading waits for a writer), with what it is.
+fn open_nonblocking(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let md = file.metadata()?;
+    Ok((file, md))
 }
 
 fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
@@ -355,18 +435,18 @@ impl<'s> Section<'s> {
         Error::InvalidFormat(format!("{}: {msg} (at byte {})", self.name, self.base + at as u64))
     }
 
-    fn get(&self, at: usize, n: usize, what: &str) -> Result<&'s [u8]> {
+    fn get(&self, at: usize, n: usize, what: impl Display + Copy) -> Result<&'s [u8]> {
         let bytes = self.bytes;
         at.checked_add(n)
             .and_then(|end| bytes.get(at..end))
             .ok_or_else(|| self.err(at, format!("{what} lies past the end of its section ({} bytes)", bytes.len())))
     }
 
-    fn byte(&self, at: usize, what: &str) -> Result<u8> {
+    fn byte(&self, at: usize, what: impl Display + Copy) -> Result<u8> {
         Ok(self.get(at, 1, what)?[0])
     }
 
-    fn expect(&self, at: usize, marker: u8, what: &str) -> Result<()> {
+    fn expect(&self, at: usize, marker: u8, what: impl Display + Copy) -> Result<()> {
         let got = self.byte(at, what)?;
         if got != marker {
             return Err(self.err(at, format!("{what}: expected {marker:#04x}, found {got:#04x}")));
@@ -374,28 +454,28 @@ impl<'s> Section<'s> {
         Ok(())
     }
 
-    fn array<const N: usize>(&self, at: usize, what: &str) -> Result<[u8; N]> {
+    fn array<const N: usize>(&self, at: usize, what: impl Display + Copy) -> Result<[u8; N]> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.get(at, N, what)?);
         Ok(a)
     }
 
-    fn be_u16(&self, at: usize, what: &str) -> Result<u16> {
+    fn be_u16(&self, at: usize, what: impl Display + Copy) -> Result<u16> {
         self.array(at, what).map(u16::from_be_bytes)
     }
-    fn be_i32(&self, at: usize, what: &str) -> Result<i32> {
+    fn be_i32(&self, at: usize, what: impl Display + Copy) -> Result<i32> {
         self.array(at, what).map(i32::from_be_bytes)
     }
-    fn be_u32(&self, at: usize, what: &str) -> Result<u32> {
+    fn be_u32(&self, at: usize, what: impl Display + Copy) -> Result<u32> {
         self.array(at, what).map(u32::from_be_bytes)
     }
-    fn be_i64(&self, at: usize, what: &str) -> Result<i64> {
+    fn be_i64(&self, at: usize, what: impl Display + Copy) -> Result<i64> {
         self.array(at, what).map(i64::from_be_bytes)
     }
-    fn be_u64(&self, at: usize, what: &str) -> Result<u64> {
+    fn be_u64(&self, at: usize, what: impl Display + Copy) -> Result<u64> {
         self.array(at, what).map(u64::from_be_bytes)
     }
-    fn le_i32(&self, at: usize, what: &str) -> Result<i32> {
+    fn le_i32(&self, at: usize, what: impl Display + Copy) -> Result<i32> {
         self.array(at, what).map(i32::from_le_bytes)
     }
 }
@@ -450,6 +530,8 @@ struct Frame<'a> {
     src: Src<'a>,
     /// The directory of a sparse frame's chunk files.
     chunk_dir: Option<PathBuf>,
+    /// Whether the stored chunks' headers are read now.
+    chunks: Chunks,
 }
 
 impl Frame<'_> {
@@ -469,20 +551,15 @@ impl Frame<'_> {
         let fixed = self.src.read(0, HEADER_MINLEN as u64)?.into_owned();
         let h = self.check_fixed_header(&fixed, len)?;
         let header = self.src.read(0, h.header_len)?.into_owned();
-        let metalayers = check_layers(&self.section(&header, 0), META_MAP, b::BLOSC2_MAX_METALAYERS, "metalayer")?;
+        check_layers(&self.section(&header, 0), META_MAP, b::BLOSC2_MAX_METALAYERS, "metalayer")?;
         let trailer_at = self.trailer_offset(&h, len)?;
         let trailer = self.src.read(trailer_at, len - trailer_at)?.into_owned();
-        let vlmetalayers = self.check_trailer(&trailer, trailer_at)?;
+        self.check_trailer(&trailer, trailer_at)?;
         if h.nchunks > 0 {
             let offsets = self.read_offsets(&h, trailer_at)?;
             self.check_chunks(&h, offsets, inflate)?;
         }
-        Ok(FrameSummary {
-            sparse: self.chunk_dir.is_some(),
-            nchunks: h.nchunks,
-            metalayers: metalayers.into_iter().map(|l| l.name).collect(),
-            vlmetalayers: vlmetalayers.into_iter().map(|l| l.name).collect(),
-        })
+        Ok(FrameSummary { sparse: self.chunk_dir.is_some(), read: None })
     }
 
     /// The fixed part of the header (`get_header_info` in frame.c, which
@@ -735,7 +812,9 @@ impl Frame<'_> {
             for (k, item) in window.chunks_exact(8).enumerate() {
                 let i = (first + k) as i64;
                 let o = i64::from_le_bytes(item.try_into().unwrap_or([0; 8]));
-                if o >= 0 {
+                // A sparse frame's chunk files are counted (a directory listing)
+                // only to bound the positions kept to check them now.
+                if o >= 0 && !(self.chunks == Chunks::Later && self.chunk_dir.is_some()) {
                     stored += 1;
                     let room = match room {
                         Some(r) => r,
@@ -758,6 +837,9 @@ impl Frame<'_> {
                 }
                 if i == last {
                     self.check_chunk(h, o, h.chunk_nbytes(last), Some(last))?;
+                } else if o >= 0 && self.chunks == Chunks::Later {
+                    // Where it lies only: no read, so nothing to sort or keep.
+                    self.check_chunk(h, o, h.chunksize, Some(i))?;
                 } else if o >= 0 {
                     positions.push(o);
                 } else if check_special_offset(o).is_err() || h.chunksize % h.typesize != 0 {
@@ -804,21 +886,36 @@ impl Frame<'_> {
                 );
             }
             Ok(())
+        } else if self.chunks == Chunks::Later {
+            self.check_chunk_place(h, offset, what)
         } else if self.chunk_dir.is_some() {
-            self.check_chunk_file(offset, nbytes, what)
+            self.check_chunk_file(h, offset, nbytes, what)
         } else {
             self.check_frame_chunk(h, offset, nbytes, what)
         }
     }
 
+    /// Where a stored chunk lies, without reading it: a contiguous frame's
+    /// chunk header inside the data section; a sparse frame's chunk file
+    /// number one that names a file.
+    fn check_chunk_place(&self, h: &Header, offset: i64, what: &ChunkName) -> Result<()> {
+        if self.chunk_dir.is_some() {
+            if offset > i64::from(u32::MAX) {
+                return Err(self.err(0, format!("{what}: file number {offset} does not fit a chunk file name")));
+            }
+        } else if offset > h.cbytes - CHUNK_HEADER as i64 {
+            return Err(self.err(
+                h.header_len + offset as u64,
+                format!("{what} at offset {offset} lies outside the {}-byte data section", h.cbytes),
+            ));
+        }
+        Ok(())
+    }
+
     /// A chunk inside a contiguous frame: wholly in the data section.
     fn check_frame_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
+        self.check_chunk_place(h, offset, what)?;
         let at = h.header_len + offset as u64;
-        if offset > h.cbytes - CHUNK_HEADER as i64 {
-            return Err(
-                self.err(at, format!("{what} at offset {offset} lies outside the {}-byte data section", h.cbytes))
-            );
-        }
         let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
         let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
         let avail = (h.cbytes - offset) as u64;
@@ -827,11 +924,9 @@ impl Frame<'_> {
     }
 
     /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
-    fn check_chunk_file(&self, id: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
+    fn check_chunk_file(&self, h: &Header, id: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
         let dir = self.chunk_dir.as_deref().unwrap_or(Path::new("."));
-        if id > i64::from(u32::MAX) {
-            return Err(self.err(0, format!("{what}: file number {id} does not fit a chunk file name")));
-        }
+        self.check_chunk_place(h, id, what)?;
         let path = chunk_file(dir, id);
         let name = format!("chunk file '{}'", path.display());
         let (mut file, len) = open_regular(&path, &name)
@@ -847,6 +942,27 @@ impl Frame<'_> {
         }
         expect_nbytes(&s, &ch, nbytes, what)
     }
+}
+
+/// Check the header of stored chunk `n` of `name` for a reader of a frame
+/// opened with [`Chunks::Later`], before anything decompresses the chunk:
+/// `head` holds its first bytes (at least the header), read from byte `at`,
+/// with `avail` bytes of room for the chunk there; `more` reads further
+/// bytes of it (a dictionary's size). The reader checks the sizes against
+/// the array's chunks itself.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] as [`check_path`] with [`Chunks::Now`] reports it.
+pub(super) fn check_read_chunk(
+    name: &str,
+    n: i64,
+    head: &[u8],
+    at: u64,
+    avail: u64,
+    more: &mut ReadChunk<'_>,
+) -> Result<()> {
+    let s = Section { bytes: head.get(..CHUNK_HEADER).unwrap_or(head), base: at, name };
+    check_chunk_header(&s, avail, &ChunkName { n: Some(n), offset: 0, sparse: false }, more).map(drop)
 }
 
 /// How errors name a chunk: by number when known, else by where it lies
@@ -1010,7 +1126,7 @@ fn check_chunk_header(
 
 /// Reads `n` bytes at an offset from the start of the chunk being checked
 /// (inside its `cbytes`).
-type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
+pub(super) type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
 
 /// The dictionary of a chunk flagged as using one: an `int32` size after
 /// the block starts, then the dictionary. c-blosc2 frees the context's
@@ -1042,10 +1158,10 @@ struct Layer {
 /// of `s` (the header, or the trailer). c-blosc2 checks each bound as
 /// `offset + 5 + len` in 32-bit signed arithmetic, which overflows.
 fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<Vec<Layer>> {
-    s.expect(map_at - 4, 0x93, &format!("{kind}s section marker"))?;
-    s.expect(map_at - 3, 0xcd, &format!("{kind}s index size marker"))?;
-    s.expect(map_at, 0xde, &format!("{kind}s index marker (map16)"))?;
-    let n = s.be_u16(map_at + 1, &format!("{kind} count"))?;
+    s.expect(map_at - 4, 0x93, format_args!("{kind}s section marker"))?;
+    s.expect(map_at - 3, 0xcd, format_args!("{kind}s index size marker"))?;
+    s.expect(map_at, 0xde, format_args!("{kind}s index marker (map16)"))?;
+    let n = s.be_u16(map_at + 1, format_args!("{kind} count"))?;
     // The vlmetalayer count is an int16 to c-blosc2: above 0x7fff it is negative.
     if u32::from(n) > max.min(i16::MAX as u32) {
         return Err(s.err(map_at + 1, format!("{n} {kind}s; at most {max}")));
@@ -1064,8 +1180,8 @@ fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<
         layers.push(layer);
         pos = next;
     }
-    s.expect(pos, 0xdc, &format!("{kind} contents marker (array16)"))?;
-    let m = s.be_u16(pos + 1, &format!("{kind} contents count"))?;
+    s.expect(pos, 0xdc, format_args!("{kind} contents marker (array16)"))?;
+    let m = s.be_u16(pos + 1, format_args!("{kind} contents count"))?;
     if m != n {
         return Err(s.err(pos + 1, format!("{m} {kind} contents for {n} names")));
     }
@@ -1075,21 +1191,21 @@ fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<
 /// One index entry at `pos` (fixstr name, int32 offset) and the bin32
 /// content it points at; returns the layer and the next entry's position.
 fn check_layer(s: &Section<'_>, pos: usize, kind: &str) -> Result<(Layer, usize)> {
-    let tag = s.byte(pos, &format!("{kind} name"))?;
+    let tag = s.byte(pos, format_args!("{kind} name"))?;
     if tag & 0xe0 != 0xa0 {
         return Err(s.err(pos, format!("{kind} name marker {tag:#04x} is not a fixstr")));
     }
     let name_len = usize::from(tag & 0x1f);
-    let name = String::from_utf8_lossy(s.get(pos + 1, name_len, &format!("{kind} name"))?).into_owned();
+    let name = String::from_utf8_lossy(s.get(pos + 1, name_len, format_args!("{kind} name"))?).into_owned();
     let at = pos + 1 + name_len;
-    s.expect(at, 0xd2, &format!("{kind} '{name}' offset marker"))?;
-    let offset = s.be_i32(at + 1, &format!("{kind} '{name}' offset"))?;
+    s.expect(at, 0xd2, format_args!("{kind} '{name}' offset marker"))?;
+    let offset = s.be_i32(at + 1, format_args!("{kind} '{name}' offset"))?;
     let offset =
         usize::try_from(offset).map_err(|_| s.err(at + 1, format!("{kind} '{name}' offset {offset} is negative")))?;
-    s.expect(offset, 0xc6, &format!("{kind} '{name}' content marker (bin32)"))?;
-    let len = s.be_i32(offset + 1, &format!("{kind} '{name}' length"))?;
+    s.expect(offset, 0xc6, format_args!("{kind} '{name}' content marker (bin32)"))?;
+    let len = s.be_i32(offset + 1, format_args!("{kind} '{name}' length"))?;
     let len =
         usize::try_from(len).map_err(|_| s.err(offset + 1, format!("{kind} '{name}' length {len} is negative")))?;
-    s.get(offset + 5, len, &format!("{kind} '{name}' content ({len} bytes)"))?;
+    s.get(offset + 5, len, format_args!("{kind} '{name}' content ({len} bytes)"))?;
     Ok((Layer { name, content: offset + 5..offset + 5 + len }, at + 5))
 }

@@ -256,9 +256,74 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 /// A file c-blosc2 opened through us.
 struct Stream {
-    file: std::fs::File,
+    /// The file; a stream that is [`Served`] opens it only when c-blosc2
+    /// asks for bytes that were not served.
+    file: std::cell::OnceCell<std::fs::File>,
     path: PathBuf,
     append: bool,
+    served: Option<std::rc::Rc<Served>>,
+}
+
+impl Stream {
+    fn file(&self) -> std::io::Result<&std::fs::File> {
+        if let Some(f) = self.file.get() {
+            return Ok(f);
+        }
+        let f = std::fs::File::open(&self.path)?;
+        Ok(self.file.get_or_init(|| f))
+    }
+}
+
+/// What a frame check read of one file: its length and the pieces it read
+/// (position, bytes). While [`Serving`], c-blosc2's reads of that file are
+/// answered from these bytes, so that c-blosc2 parses exactly what was
+/// checked, however the file changes meanwhile, and reads nothing twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Served {
+    /// The file, as c-blosc2 will name it.
+    pub(crate) path: PathBuf,
+    /// Its length when it was checked.
+    pub(crate) len: u64,
+    /// What was read of it, in the order it was read.
+    pub(crate) pieces: Vec<(u64, Vec<u8>)>,
+}
+
+impl Served {
+    /// The `len` bytes at `at`, if what was read covers them (from one
+    /// piece, or from pieces that follow one another).
+    pub(crate) fn bytes(&self, at: u64, len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let pos = at + out.len() as u64;
+            let (start, piece) = self.pieces.iter().find(|(p, b)| *p <= pos && pos < p + b.len() as u64)?;
+            let from = (pos - start) as usize;
+            let take = (piece.len() - from).min(len - out.len());
+            out.extend_from_slice(&piece[from..from + take]);
+        }
+        Some(out)
+    }
+}
+
+thread_local! {
+    /// The file this thread is serving to c-blosc2, if any ([`Serving`]).
+    static SERVED: RefCell<Option<std::rc::Rc<Served>>> = const { RefCell::new(None) };
+}
+
+/// While this lives, c-blosc2's read-only opens of the served file in this
+/// thread read the bytes a check read ([`Served`]) rather than the file.
+pub(crate) struct Serving(());
+
+impl Serving {
+    pub(crate) fn start(served: Served) -> Serving {
+        SERVED.with(|s| *s.borrow_mut() = Some(std::rc::Rc::new(served)));
+        Serving(())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        SERVED.with(|s| s.borrow_mut().take());
+    }
 }
 
 /// Our backend's callbacks, for [`super::blosc`] to register with c-blosc2
@@ -314,8 +379,19 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _param
             return std::ptr::null_mut();
         }
     }
+    if mode == b"rb" || mode == b"r" {
+        let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
+        if let Some(served) = served {
+            let stream =
+                Stream { file: std::cell::OnceCell::new(), path: path.to_owned(), append, served: Some(served) };
+            return Box::into_raw(Box::new(stream)).cast();
+        }
+    }
     match o.open(path) {
-        Ok(file) => Box::into_raw(Box::new(Stream { file, path: path.to_owned(), append })).cast(),
+        Ok(file) => {
+            let stream = Stream { file: file.into(), path: path.to_owned(), append, served: None };
+            Box::into_raw(Box::new(stream)).cast()
+        }
         Err(e) => {
             if mode.first() != Some(&b'r') {
                 note_failure("creating", path, e);
@@ -336,7 +412,10 @@ unsafe extern "C" fn cb_close(stream: *mut c_void) -> c_int {
 unsafe extern "C" fn cb_size(s: *mut c_void) -> i64 {
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
-    s.file.metadata().map_or(-1, |m| i64::try_from(m.len()).unwrap_or(-1))
+    if let Some(served) = &s.served {
+        return i64::try_from(served.len).unwrap_or(-1);
+    }
+    s.file().and_then(|f| f.metadata()).map_or(-1, |m| i64::try_from(m.len()).unwrap_or(-1))
 }
 
 unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, position: i64, s: *mut c_void) -> i64 {
@@ -350,7 +429,7 @@ unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, positi
     // SAFETY: c-blosc2 passes `size * nitems` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
     let at = if s.append { None } else { u64::try_from(position).ok() };
-    match write_all_at(&s.file, &s.path, at, bytes) {
+    match s.file().and_then(|f| write_all_at(f, &s.path, at, bytes)) {
         Ok(()) => nitems,
         Err(e) => {
             note_failure("writing", &s.path, e);
@@ -373,9 +452,14 @@ unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, posi
     // SAFETY: with is_allocation_necessary, c-blosc2 passes a buffer of
     // `size * nitems` bytes in *ptr.
     let buf = unsafe { std::slice::from_raw_parts_mut((*ptr).cast::<u8>(), len) };
+    if let Some(bytes) = s.served.as_ref().and_then(|sv| sv.bytes(at, len)) {
+        buf.copy_from_slice(&bytes);
+        return nitems;
+    }
+    let Ok(file) = s.file() else { return 0 };
     let mut done = 0;
     while done < len {
-        match s.file.read_at(&mut buf[done..], at + done as u64) {
+        match file.read_at(&mut buf[done..], at + done as u64) {
             Ok(0) => break,
             Ok(k) => done += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -389,7 +473,7 @@ unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
     let Ok(len) = u64::try_from(size) else { return -1 };
-    let r = gate(Op::Truncate, &s.path).and_then(|()| s.file.set_len(len));
+    let r = gate(Op::Truncate, &s.path).and_then(|()| s.file()?.set_len(len));
     match r {
         Ok(()) => 0,
         Err(e) => {

@@ -929,6 +929,16 @@ fn open_locked(path: &Path) -> Result<Found> {
     Ok(if same { Found::Locked(file) } else { Found::Nothing })
 }
 
+/// Whether [`recover`] may have something to do for the array whose
+/// sidecars start with `base` (`sidecar(urlpath, "")`): a journal, a
+/// journal that never got its name, or a directory put aside by an
+/// unfinished replacement is there.
+pub(crate) fn pending(base: &Path) -> bool {
+    [JOURNAL_SUFFIX, TMP_SUFFIX, OLD_SUFFIX]
+        .iter()
+        .any(|suffix| std::fs::symlink_metadata(super::paths::suffixed(base, suffix)).is_ok())
+}
+
 /// Bring the array at `urlpath` to a consistent state before it is opened:
 /// finish or undo an interrupted directory replacement, remove a journal
 /// that was never completed, and roll back an interrupted write.

@@ -168,6 +168,13 @@ pub(crate) fn wait_for(urlpath: &str) -> Result<Option<Lock>> {
     }
 }
 
+/// Whether the lock file of the array whose sidecars start with `base`
+/// (`sidecar(urlpath, "")`) is there: a handle holds the lock, or one died
+/// holding it (the next holder removes it).
+pub(crate) fn present(base: &Path) -> bool {
+    std::fs::symlink_metadata(super::paths::suffixed(base, LOCK_SUFFIX)).is_ok()
+}
+
 /// A place where no lock file can be made.
 fn unavailable(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::PermissionDenied | ErrorKind::NotFound)

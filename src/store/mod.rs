@@ -41,6 +41,7 @@ mod tests;
 
 use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
+use frame_check::Chunks;
 use journal::{Op, Slot};
 
 use crate::cache::BlockCache;
@@ -80,6 +81,26 @@ pub(crate) struct Store {
     /// For a frame opened at a byte offset of a larger file
     /// ([`Store::open_offset`]): where it starts. Such a store is read-only.
     offset: Option<u64>,
+    /// Whether the headers of the stored chunks remain to be checked before
+    /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
+    /// checks where each chunk lies, not its header ([`Chunks::Later`]).
+    chunks: Pending,
+}
+
+/// The check of a file store's chunk headers that opening left for later.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Some check is due (a store opened from a file).
+    due: bool,
+    /// Set once the check has passed (a failed one runs again next time:
+    /// the file may have been caught half-written by another handle).
+    passed: std::sync::OnceLock<()>,
+}
+
+impl Pending {
+    fn due() -> Self {
+        Pending { due: true, passed: std::sync::OnceLock::new() }
+    }
 }
 
 /// The ways [`Store::create`] can make a new store.
@@ -109,7 +130,8 @@ impl Store {
             paths::clean_temporaries(url);
         }
         let _lock = write_beside(url, storage.contiguous, |st| Self::build(st, layout, checksums, fill).map(drop))?;
-        let mut store = Self::adopt(SChunk::open(url)?)?;
+        // Written here a moment ago, under the lock: its chunks are ours.
+        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?)?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -124,14 +146,7 @@ impl Store {
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Store {
-            sc,
-            sums: checksums.then(|| Table::new(typesize)),
-            seen: None,
-            placement: Default::default(),
-            cache: None,
-            offset: None,
-        };
+        let mut store = Self::with(sc, checksums.then(|| Table::new(typesize)), Pending::default());
         // The marker goes after the caller's metalayers, before the first chunk.
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
         fill(&mut tx)?;
@@ -148,15 +163,54 @@ impl Store {
     /// only place recovery runs), check the frame, read the checksum table.
     /// Temporary copies that killed writers left beside it are removed.
     pub(crate) fn open(urlpath: &str) -> Result<Store> {
+        if let Some(store) = Self::open_quiet(urlpath) {
+            return Ok(store);
+        }
         let _lock = lock::wait_for(urlpath)?;
         paths::clean_temporaries(urlpath);
         journal::recover(urlpath)?;
         if std::fs::symlink_metadata(urlpath).is_err() {
             return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist")));
         }
-        let mut store = Self::adopt(SChunk::open(urlpath)?)?;
+        let mut store = Self::adopt_file(SChunk::open(urlpath, Chunks::Later)?)?;
         store.seen = store.fingerprint();
         Ok(store)
+    }
+
+    /// [`Store::open`] without taking the lock, for an array that nobody
+    /// is writing and that has nothing to roll back (no lock file, no
+    /// journal): `None` if that is not so, or if anything fails (the locked
+    /// open then says why).
+    ///
+    /// The frame is checked ([`Chunks::Later`]) and c-blosc2 parses exactly
+    /// the bytes the check read ([`io::Serving`]), so a write that starts
+    /// meanwhile cannot show c-blosc2 a frame that was not checked. What
+    /// was read must still be what the file holds afterwards (the
+    /// [`frame::fingerprint`] of the checked bytes and of the file agree)
+    /// with still no lock file: otherwise a write came in between, and the
+    /// locked open waits for it. Temporaries of killed saves beside the
+    /// array leave their marker ([`paths::saving`]): the locked open cleans them.
+    fn open_quiet(urlpath: &str) -> Option<Store> {
+        // (A lock file there now is there at the end too, or its holder
+        // changed the frame meanwhile: the last two checks below see either.)
+        let beside = paths::sidecar(urlpath, "");
+        if journal::pending(&beside) || paths::saving(urlpath) {
+            return None;
+        }
+        let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
+        let frame_check::Kept { served, mut file } = summary.read?;
+        let contiguous = !summary.sparse;
+        let checked = frame::fingerprint_served(&served, contiguous)?;
+        let mut store = {
+            let _serving = io::Serving::start(served);
+            Self::adopt_file(SChunk::parse(urlpath).ok()?).ok()?
+        };
+        let seen = frame::fingerprint_file(&mut file, contiguous).ok();
+        if seen != Some(checked) || lock::present(&beside) {
+            return None;
+        }
+        store.seen = seen;
+        Some(store)
     }
 
     /// A store over a contiguous frame in memory.
@@ -179,7 +233,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None }),
+            Ok(sums) => Ok(Self::with(sc, sums, Pending::default())),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -189,7 +243,39 @@ impl Store {
 
     fn adopt(sc: SChunk) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None })
+        Ok(Self::with(sc, sums, Pending::default()))
+    }
+
+    /// A store over a frame file opened with [`Chunks::Later`].
+    fn adopt_file(sc: SChunk) -> Result<Store> {
+        let sums = load_checksums(&sc)?;
+        Ok(Self::with(sc, sums, Pending::due()))
+    }
+
+    /// A store over `sc` with checksums `sums`, nothing else known yet.
+    fn with(sc: SChunk, sums: Option<Table>, chunks: Pending) -> Store {
+        Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None, chunks }
+    }
+
+    /// Check the headers of every stored chunk of a store opened from a
+    /// file, once, before c-blosc2 reads any chunk: the whole frame check
+    /// that opening cut short ([`Chunks::Later`]). Our own reader checks
+    /// each header it reads instead ([`reader::read_chunk`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidFormat`] naming the damaged chunk, as opening with
+    /// [`Chunks::Now`] would have; [`Error::Io`] if the file cannot be read.
+    pub(crate) fn ensure_checked(&self) -> Result<()> {
+        if !self.chunks.due || self.chunks.passed.get().is_some() {
+            return Ok(());
+        }
+        let url = self.sc.storage().urlpath.unwrap_or_default();
+        match self.offset {
+            Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc::inflate),
+            None => frame_check::check_path(&url, Chunks::Now, blosc::inflate),
+        }?;
+        let _ = self.chunks.passed.set(());
+        Ok(())
     }
 
     /// The fingerprint of the frame on disk, for a persistent store (`None`
@@ -224,6 +310,7 @@ impl Store {
         }
         let contiguous = st.contiguous;
         check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
+        self.ensure_checked()?;
         write_beside(urlpath, contiguous, |st| {
             self.sc.copy_to(st, nthreads)?;
             paths::make_durable(st.urlpath.as_deref().unwrap_or_default())
@@ -243,6 +330,9 @@ impl Store {
         }
         let _lock = lock::wait_for(urlpath)?;
         paths::remove_array(urlpath)?;
+        if paths::saving(urlpath) {
+            paths::clean_temporaries(urlpath);
+        }
         journal::discard(urlpath)
     }
 
@@ -253,6 +343,11 @@ impl Store {
     /// # Errors
     /// [`Error::Corrupt`] if it fails its checksum; as [`SChunk::chunk`].
     pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
+        // c-blosc2 makes a special chunk from the index alone, which opening checked.
+        let special = self.placement.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
+        if !special {
+            self.ensure_checked()?;
+        }
         checked_chunk(&self.sc, self.sums.as_ref(), n)
     }
 
@@ -360,7 +455,7 @@ impl Store {
 
     /// Serialise to a contiguous frame.
     pub(crate) fn to_cframe(&self) -> Result<Vec<u8>> {
-        let (p, len, needs_free) = self.sc.to_cframe_raw()?;
+        let (p, len, needs_free) = self.to_cframe_raw()?;
         // SAFETY: c-blosc2 returned len readable bytes at p; if it allocated
         // them, we own and free them after copying.
         unsafe {
@@ -376,6 +471,7 @@ impl Store {
     /// needs_free)`; when `needs_free` is false the pointer borrows the
     /// store's own frame (C callers only).
     pub(crate) fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
+        self.ensure_checked()?;
         self.sc.to_cframe_raw()
     }
 
@@ -401,6 +497,8 @@ impl Store {
         if let Some(u) = url.as_deref() {
             self.check_current(u)?;
         }
+        // c-blosc2 reads chunks as it changes the frame (and the journal saves them).
+        self.ensure_checked()?;
         let result = self.transaction(change);
         if let Some(c) = &self.cache {
             c.clear();
@@ -446,7 +544,7 @@ impl Store {
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
         let cache = self.cache.take();
-        *self = Self::adopt(SChunk::open(&url)?)?;
+        *self = Self::adopt_file(SChunk::open(&url, Chunks::Later)?)?;
         self.cache = cache;
         Ok(())
     }

@@ -38,6 +38,14 @@ pub(super) fn trimmed(urlpath: &str) -> &str {
 
 /// The file beside the array at `urlpath` named with `suffix`. When
 /// `urlpath` is a symbolic link, the name is that of the file it points to.
+/// `base` (a [`sidecar`] with an empty suffix) with `suffix` appended:
+/// the sidecars of one array without looking at its path again.
+pub(super) fn suffixed(base: &Path, suffix: &str) -> PathBuf {
+    let mut s = base.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 pub(super) fn sidecar(urlpath: &str, suffix: &str) -> PathBuf {
     let base = trimmed(urlpath);
     if std::fs::symlink_metadata(base).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -189,22 +197,11 @@ pub(super) fn remove_leftover(path: &Path) -> Result<()> {
 
 /// Remove the temporary copies beside `urlpath` (`<urlpath>.caterva-tmp-…`,
 /// and their lock files) that no live writer holds: what a save, squeeze or
-/// other write-beside left when its process was killed. Best effort: what
-/// cannot be removed stays for the next time.
+/// other write-beside left when its process was killed, and then the
+/// marker of writes beside it ([`saving`]) if none remains. Best effort:
+/// what cannot be removed stays for the next time.
 pub(super) fn clean_temporaries(urlpath: &str) {
-    let base = Path::new(trimmed(urlpath));
-    let (Some(name), dir) = (base.file_name().and_then(|n| n.to_str()), base.parent()) else { return };
-    let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let prefix = format!("{name}{TMP_INFIX}");
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut found: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.starts_with(&prefix))
-        .map(|n| n.strip_suffix(LOCK_SUFFIX).map_or(n.clone(), str::to_owned))
-        .collect();
-    found.sort();
-    found.dedup();
+    let Some((dir, found)) = temporaries(urlpath) else { return };
     for tmp in found {
         let path = dir.join(&tmp);
         let Some(url) = path.to_str() else { continue };
@@ -213,6 +210,72 @@ pub(super) fn clean_temporaries(urlpath: &str) {
             let _ = remove_leftover(&path);
             drop(held);
         }
+    }
+    settle_marker(urlpath);
+}
+
+/// The directory beside `urlpath` and the names of the temporary copies of
+/// it there (without their lock files' suffix), sorted; `None` if the
+/// directory cannot be listed.
+fn temporaries(urlpath: &str) -> Option<(PathBuf, Vec<String>)> {
+    let base = Path::new(trimmed(urlpath));
+    let (Some(name), dir) = (base.file_name().and_then(|n| n.to_str()), base.parent()) else { return None };
+    let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let prefix = format!("{name}{TMP_INFIX}");
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut found: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.starts_with(&prefix))
+        .map(|n| n.strip_suffix(LOCK_SUFFIX).map_or(n.clone(), str::to_owned))
+        .collect();
+    found.sort();
+    found.dedup();
+    Some((dir.to_path_buf(), found))
+}
+
+/// Suffix of the marker that stands beside a target while copies of it are
+/// written beside it ([`write_beside`]), and after its writer was killed:
+/// `<target>.caterva-saving`.
+const SAVING_SUFFIX: &str = ".caterva-saving";
+
+fn saving_marker(urlpath: &str) -> PathBuf {
+    PathBuf::from(format!("{}{SAVING_SUFFIX}", trimmed(urlpath)))
+}
+
+/// Whether temporary copies of `urlpath` may lie beside it (their marker is
+/// there): an open that finds none need not list the directory to clean them.
+pub(super) fn saving(urlpath: &str) -> bool {
+    std::fs::symlink_metadata(saving_marker(urlpath)).is_ok()
+}
+
+/// Remove the marker of writes beside `urlpath` unless temporary copies of
+/// it remain (a live writer's, or one that could not be removed). Best effort.
+fn settle_marker(urlpath: &str) {
+    let marker = saving_marker(urlpath);
+    if std::fs::symlink_metadata(&marker).is_err() {
+        return;
+    }
+    if temporaries(urlpath).is_some_and(|(_, found)| found.is_empty()) {
+        let _ = io::remove_file(&marker);
+    }
+}
+
+/// The marker of a write beside a target, placed before its temporary copy
+/// is made and settled ([`settle_marker`]) when the write is over.
+struct Marker<'a>(&'a str);
+
+impl<'a> Marker<'a> {
+    fn place(target: &'a str) -> Result<Marker<'a>> {
+        let marker = saving_marker(target);
+        io::OpenOptions::create().open(&marker).map_err(|e| Error::io("creating", Some(&marker), &e))?;
+        Ok(Marker(target))
+    }
+}
+
+impl Drop for Marker<'_> {
+    fn drop(&mut self) {
+        settle_marker(self.0);
     }
 }
 
@@ -256,6 +319,8 @@ pub(crate) fn write_beside(
 ) -> Result<Option<lock::Lock>> {
     let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
     let tmp = format!("{}{TMP_INFIX}{}-{n}", trimmed(target), std::process::id());
+    // Settled last (declared first): once the copy and its lock are gone.
+    let _marker = Marker::place(target)?;
     // A fresh name: only a cleaner looking at it may hold its lock, briefly.
     let _tmp_lock = lock::wait_for(&tmp)?;
     // A name of ours: whatever an earlier process of the same id left there goes.

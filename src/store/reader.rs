@@ -29,7 +29,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::frame;
+use super::{frame, frame_check};
 use crate::error::{Error, Result};
 
 /// Bytes of a Blosc2 chunk header.
@@ -45,6 +45,8 @@ pub(super) struct Placement {
     path: PathBuf,
     /// For a contiguous frame, where its data section starts (chunk offsets count from there).
     header_len: Option<u64>,
+    /// For a contiguous frame, where its data section ends: no chunk runs past it.
+    data_end: u64,
     /// Per chunk: its offset (contiguous) or chunk file number (sparse);
     /// negative for special chunks.
     offsets: Vec<i64>,
@@ -63,19 +65,26 @@ impl Placement {
     pub(super) fn new(urlpath: &str, contiguous: bool, at: u64, offsets: Vec<i64>) -> Result<Self> {
         let path = PathBuf::from(urlpath);
         let mut file = None;
+        let mut data_end = 0;
         let header_len = if contiguous {
             let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
             let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len().saturating_sub(at);
             let mut head = vec![0u8; frame::HEADER_MINLEN.min(len as usize)];
             f.read_exact_at(&mut head, at).map_err(|e| Error::io("reading", Some(&path), &e))?;
-            let (header_len, _) = frame::data_section(&head, len)
+            let (header_len, end) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
             file = Some(f);
+            data_end = at + end;
             Some(at + header_len)
         } else {
             None
         };
-        Ok(Placement { path, header_len, offsets, file })
+        Ok(Placement { path, header_len, data_end, offsets, file })
+    }
+
+    /// Whether chunk `n` is a special one (c-blosc2 makes it from the index).
+    pub(super) fn is_special(&self, n: i64) -> bool {
+        usize::try_from(n).ok().and_then(|i| self.offsets.get(i)).is_some_and(|&o| o < 0)
     }
 
     /// Where chunk `n` lies: its file and the offset there; `None` for a special chunk.
@@ -121,11 +130,13 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
         move |e: std::io::Error| Error::io(what, Some(&path), &e)
     };
     let opened;
-    let f = match &p.file {
-        Some(f) if p.header_len.is_some() => f,
+    // A chunk file holds exactly its chunk: its length is the chunk's room.
+    let (f, file_len) = match &p.file {
+        Some(f) if p.header_len.is_some() => (f, None),
         _ => {
-            opened = File::open(&*path).map_err(io("opening"))?;
-            &opened
+            let len;
+            (opened, len) = open_chunk_file(&path, n)?;
+            (&opened, Some(len))
         }
     };
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
@@ -136,8 +147,22 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
     if got < HEADER {
         return Err(corrupt(&path, n, "is cut short"));
     }
+    // Opening did not read the chunk headers (frame_check::Chunks::Later):
+    // this header is checked here, before anything decompresses the chunk.
+    let avail = file_len.unwrap_or_else(|| p.data_end.saturating_sub(at));
+    let name = path.display().to_string();
+    let mut more = |o: u64, k: usize| {
+        let mut v = vec![0u8; k];
+        let got = read_upto(f, &mut v, at + o).map_err(io("reading"))?;
+        v.truncate(got);
+        Ok(v)
+    };
+    frame_check::check_read_chunk(&name, n, &buf[..HEADER], at, avail, &mut more)?;
     let head = &buf[..head_len];
     let (nbytes, blocksize, cbytes) = (le32(head, 4), le32(head, 8), le32(head, 12));
+    if file_len.is_some_and(|l| l != cbytes as u64) {
+        return Err(corrupt(&path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
+    }
     // Blosc stores a chunk that would not compress as a copy: no chunk
     // is longer than its items plus the header. A longer one, or one larger
     // than the array's chunks, is damaged (and allocates nothing here).
@@ -194,6 +219,24 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
         }
     }
     Ok(Some(cbytes))
+}
+
+/// Open a sparse frame's chunk file for chunk `n`. Without blocking: a
+/// FIFO put in its place would wait for a writer. A missing one, or one
+/// that is not a regular file, is a damaged frame: the index names it.
+/// Returns the file and its length.
+fn open_chunk_file(path: &Path, n: i64) -> Result<(File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(corrupt(path, n, "is missing")),
+        Err(e) => return Err(Error::io("opening", Some(path), &e)),
+    };
+    let md = f.metadata().map_err(|e| Error::io("reading", Some(path), &e))?;
+    if !md.is_file() {
+        return Err(corrupt(path, n, "is not a regular file"));
+    }
+    Ok((f, md.len()))
 }
 
 /// Make `buf` at least `len` bytes long (new bytes zero), or fail with
