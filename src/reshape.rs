@@ -215,8 +215,14 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     let nitems: i64 = box_shape.iter().product();
     let Worker { codecs, bufs } = w;
     let Buffers { scratch, out, stage, .. } = bufs;
-    engine::zeroed(stage, nitems as usize * item)?;
     let pieces: Vec<Vec<(i64, i64, Source)>> = (0..n).map(|i| m.axes[i].pieces(lo[i], hi[i])).collect();
+    if let Some(view) = whole_from_buffer(m, new_geom, &pieces, &lo[..n], &hi[..n]) {
+        // A chunk made of the caller's items only (an appended slab): packed
+        // straight from the buffer, without staging a copy of it.
+        let region = new_geom.region(&lo[..new_geom.ndim()], &hi[..new_geom.ndim()])?;
+        return engine::pack(out, new_geom, &region, part, view);
+    }
+    engine::zeroed(stage, nitems as usize * item)?;
     let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();
     let old_n = m.old_geom.ndim();
     let mut result = Ok(());
@@ -265,6 +271,42 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
     result
         .and(region)
         .and_then(|region| engine::pack(out, new_geom, &region, part, UserBuf::new(stage, new_geom, &box_shape)))
+}
+
+/// When every item of the box `lo..hi` comes from the caller's buffer (on
+/// each axis one run, none a fill, one from the buffer), a view of the
+/// buffer whose first item is the box's.
+fn whole_from_buffer(
+    m: &Mapping<'_>,
+    new_geom: &Geometry,
+    pieces: &[Vec<(i64, i64, Source)>],
+    lo: &[i64],
+    hi: &[i64],
+) -> Option<UserBuf> {
+    let (buf, bshape) = m.buffer.as_ref()?;
+    let mut from = [0i64; MAX_DIM];
+    let mut buffered = false;
+    for (i, p) in pieces.iter().enumerate() {
+        let [(a, b, src)] = p.as_slice() else { return None };
+        if (*a, *b) != (lo[i], hi[i]) {
+            return None;
+        }
+        from[i] = match *src {
+            Source::Buffer(f) => {
+                buffered = true;
+                f
+            }
+            Source::Old(f) => f,
+            Source::Fill => return None,
+        };
+    }
+    if !buffered {
+        return None;
+    }
+    let bstrides = c_strides(bshape);
+    let off: i64 = (0..pieces.len()).map(|i| from[i] * bstrides[i]).sum();
+    let at = usize::try_from(off).ok()?.checked_mul(new_geom.itemsize())?;
+    Some(UserBuf::new(buf.get(at..)?, new_geom, bshape))
 }
 
 /// Copy a C-order box of `shape` items between two strided buffers.
