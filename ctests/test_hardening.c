@@ -676,6 +676,41 @@ static int test_from_owned_schunk(const test_case_t *tc) {
 
 /* ---- Bad configurations ------------------------------------------------ */
 
+
+/* A registered codec that copies, and a filter that does nothing. */
+static int copy_encoder(const uint8_t *in, int32_t in_len, uint8_t *out, int32_t out_len, uint8_t meta,
+                        blosc2_cparams *cparams, const void *chunk) {
+    (void)meta, (void)cparams, (void)chunk;
+    if (in_len > out_len) return 0; /* does not fit: stored as it is */
+    memcpy(out, in, (size_t)in_len);
+    return in_len;
+}
+static int copy_decoder(const uint8_t *in, int32_t in_len, uint8_t *out, int32_t out_len, uint8_t meta,
+                        blosc2_dparams *dparams, const void *chunk) {
+    (void)meta, (void)dparams, (void)chunk;
+    if (in_len > out_len) return -1;
+    memcpy(out, in, (size_t)in_len);
+    return in_len;
+}
+static int identity_forward(const uint8_t *src, uint8_t *dest, int32_t size, uint8_t meta, blosc2_cparams *cparams,
+                            uint8_t id) {
+    (void)meta, (void)cparams, (void)id;
+    memcpy(dest, src, (size_t)size);
+    return 0;
+}
+static int identity_backward(const uint8_t *src, uint8_t *dest, int32_t size, uint8_t meta, blosc2_dparams *dparams,
+                             uint8_t id) {
+    (void)meta, (void)dparams, (void)id;
+    memcpy(dest, src, (size_t)size);
+    return 0;
+}
+#define BAD_PLUGIN_CFG(cfgp)                                                \
+    do {                                                                    \
+        caterva_ctx_t *out_ = SENTINEL;                                     \
+        CHECK_RC(caterva_ctx_new((cfgp), &out_), CATERVA_ERR_INVALID_ARGUMENT); \
+        CHECK(out_ == SENTINEL);                                            \
+    } while (0)
+
 static int test_bad_configs(const test_case_t *tc) {
     (void)tc;
     hd_t f;
@@ -707,13 +742,34 @@ static int test_bad_configs(const test_case_t *tc) {
     BAD_CFG(cfg.alloc = NULL, CATERVA_ERR_NULL_POINTER);
     BAD_CFG(cfg.free = NULL, CATERVA_ERR_NULL_POINTER);
 #undef BAD_CFG
-    /* Codec and filter ids of registered plugins are taken (their
-     * registration is only known when they are used). */
+    /* Plugin ids are taken once something is registered under them, and
+     * refused before (the first compression would fail). */
     cfg = CATERVA_CONFIG_DEFAULTS;
     cfg.compcodec = BLOSC2_USER_REGISTERED_CODECS_START;
+    BAD_PLUGIN_CFG(&cfg);
+    cfg = CATERVA_CONFIG_DEFAULTS;
     cfg.filters[4] = BLOSC2_USER_REGISTERED_FILTERS_START;
+    BAD_PLUGIN_CFG(&cfg);
+    blosc2_codec codec = {.compcode = BLOSC2_USER_REGISTERED_CODECS_START, .compname = "ctest_copy", .complib = 1,
+                          .version = 1, .encoder = copy_encoder, .decoder = copy_decoder};
+    CHECK(blosc2_register_codec(&codec) == 0);
+    blosc2_filter filter = {.id = BLOSC2_USER_REGISTERED_FILTERS_START, .name = "ctest_identity", .version = 1,
+                            .forward = identity_forward, .backward = identity_backward};
+    CHECK(blosc2_register_filter(&filter) == 0);
+    cfg.compcodec = BLOSC2_USER_REGISTERED_CODECS_START;
     caterva_ctx_t *c = NULL;
     CHECK_OK(caterva_ctx_new(&cfg, &c));
+    /* And they work: an array round-trips through them. */
+    caterva_params_t params;
+    caterva_storage_t storage;
+    h_small_params(&params, &storage, NULL, true);
+    int32_t items[80], back[80];
+    for (int i = 0; i < 80; i++) items[i] = i * 7 - 3;
+    caterva_array_t *arr;
+    CHECK_OK(caterva_from_buffer(c, items, sizeof(items), &params, &storage, &arr));
+    CHECK_OK(caterva_to_buffer(c, arr, back, sizeof(back)));
+    CHECK(memcmp(items, back, sizeof(items)) == 0);
+    CHECK_OK(caterva_free(c, &arr));
     CHECK_OK(caterva_ctx_free(&c));
     return hd_end(&f);
 }

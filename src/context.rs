@@ -7,9 +7,10 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use crate::codec::{self, filter};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
-use crate::store::blosc::{CParams, Compression, Prefilter};
+use crate::store::blosc::{CCtx, CParams, Compression, Prefilter};
 
 /// Settings shared by the arrays made with a context.
 #[derive(Clone, Copy, Debug)]
@@ -143,6 +144,7 @@ impl Context {
         if config.nthreads == 0 || config.nthreads > i16::MAX as usize {
             return Err(Error::InvalidArgument(format!("nthreads {} is not in 1..=32767", config.nthreads)));
         }
+        check_pipeline(cp)?;
         let threads = PerProcess::new(Threads::start(config.nthreads)?);
         let workers = PerProcess::new(crate::engine::WorkerPool::default());
         let compression = Compression { cparams: config.cparams, prefilter };
@@ -202,4 +204,38 @@ impl Context {
         let threads = self.inner.threads.try_get(|| Threads::start(self.inner.config.nthreads))?;
         Ok(threads.pool.as_ref().expect("the pool lives as long as its Threads"))
     }
+}
+
+/// Ids from this one up name plugins: codecs and filters registered with
+/// c-blosc2 at run time (`blosc2_register_codec`, `blosc2_register_filter`).
+const FIRST_PLUGIN: u8 = 32;
+
+/// Refuse a codec or filter that c-blosc2 cannot run, when the context is
+/// made rather than at the first compression: an id below
+/// [`FIRST_PLUGIN`] that c-blosc2 does not ship, or a plugin id with which
+/// a trial compression fails (nothing registered under it).
+fn check_pipeline(cp: &CParams) -> Result<()> {
+    if cp.codec < FIRST_PLUGIN && codec::name(cp.codec).is_none() {
+        return Err(Error::InvalidArgument(format!("codec {} is not a Blosc2 codec", cp.codec)));
+    }
+    if let Some(f) = cp.filters.iter().find(|&&f| f < FIRST_PLUGIN && filter::describe(f, 0).is_none()) {
+        return Err(Error::InvalidArgument(format!("filter {f} is not a Blosc2 filter")));
+    }
+    let plugins = std::iter::once(cp.codec).chain(cp.filters).any(|id| id >= FIRST_PLUGIN);
+    if !plugins {
+        return Ok(());
+    }
+    // Data no codec skips: not zeros (a special chunk), not too short to compress.
+    let data: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 % 7).collect();
+    let comp = Compression::plain(*cp);
+    let tried = CCtx::new(&comp, 8, 0, 1).and_then(|mut c| c.compress(&data));
+    tried.map(drop).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "codec {} with filters {:?}: c-blosc2 cannot compress with them ({}); a plugin id (32 and up) \
+             must be registered with blosc2_register_codec or blosc2_register_filter first",
+            cp.codec,
+            cp.filters,
+            e.message()
+        ))
+    })
 }

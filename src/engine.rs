@@ -405,7 +405,7 @@ impl Codecs {
         if scratch.len() != nbytes {
             zeroed(scratch, nbytes)?;
         }
-        let want = Want { nbytes, blocksize: geom.block_nbytes(), skip: mask };
+        let want = Want { nbytes, typesize: geom.itemsize(), blocksize: geom.block_nbytes(), skip: mask };
         let Codecs { dctx, compressed, .. } = self;
         let mut chunk = sc.chunk_for(n, &want, compressed)?;
         if chunk.bytes().is_empty() {
@@ -763,7 +763,12 @@ unsafe fn read_blocks(
     // then decompress and copy a block per task; `fetched` goes back to
     // the worker whatever happens.
     let fetch_and_read = |fetched: &mut Vec<Vec<u8>>| -> Result<bool> {
-        let want = |mask| Want { nbytes: geom.chunk_nbytes(), blocksize: geom.block_nbytes(), skip: Some(mask) };
+        let want = |mask| Want {
+            nbytes: geom.chunk_nbytes(),
+            typesize: geom.itemsize(),
+            blocksize: geom.block_nbytes(),
+            skip: Some(mask),
+        };
         let mut chunks = Vec::with_capacity(parts.len());
         for ((part, mask), buf) in parts.iter().zip(&skip).zip(fetched.iter_mut()) {
             if mask.contains(&false) {

@@ -167,15 +167,21 @@ fn failures_leave_no_trace() {
     // Too small a buffer: refused before anything is written.
     assert!(Array::from_buffer(&ctx, &params, &st, &[0u8; 399]).is_err());
     assert!(!std::path::Path::new(&url).exists());
-    // A blosc2 failure mid-way (an unknown codec) removes the half-built file.
+    // An unknown codec is refused by the context, before anything is written.
     let bad = Context::new(Config {
         cparams: caterva::CParams { codec: 250, ..Default::default() },
         nthreads: 1,
         ..Config::default()
-    })
-    .unwrap();
-    assert!(Array::from_buffer(&bad, &params, &st, &[7u8; 400]).is_err());
+    });
+    assert_eq!(bad.map(drop).unwrap_err().kind(), caterva::ErrorKind::InvalidArgument);
+    // A failure mid-way (the third write to disk fails) removes the half-built file.
+    {
+        use caterva::testing::faults::{arm, Fault};
+        let _armed = arm(&dir, 3, Fault::Fail);
+        assert!(Array::from_buffer(&ctx, &params, &st, &[7u8; 400]).is_err());
+    }
     assert!(!std::path::Path::new(&url).exists());
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "something was left beside it");
     // A directory in the way of a contiguous frame, or a plain directory in the
     // way of a sparse frame, is refused, not destroyed.
     std::fs::create_dir_all(&url).unwrap();

@@ -8,7 +8,8 @@
  * Built twice by bench/compare/run.sh:
  *   native-caterva  (-DWITH_CATERVA, linked with libcaterva.so and the
  *                    c-blosc2 2.15 beside it): --lib caterva-frame,
- *                    caterva-sparse or b2nd (c-blosc2 2.15's b2nd);
+ *                    caterva-frame-sums (with checksums), caterva-sparse
+ *                    or b2nd (c-blosc2 2.15's b2nd);
  *   native-b2nd3    (linked with the libblosc2.so of the python-blosc2 wheel,
  *                    c-blosc2 3.x): --lib b2nd.
  * Both libraries export the same symbols, hence two programs.
@@ -55,6 +56,8 @@
 /* ---------------------------------------------------------------- options */
 
 enum { CAT_FRAME, CAT_SPARSE, B2ND };
+/* caterva-frame-sums: a frame file with per-chunk checksums (caterva_ctx_set_checksums). */
+static bool checksums;
 static int lib = -1;
 static const char *data_path, *dtype = "i8", *pos_path, *arr_path;
 static int64_t shape[NDIM];
@@ -215,6 +218,7 @@ static void libs_init(void) {
     cfg.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
     cfg.nthreads = (int16_t) nthreads;
     if (caterva_ctx_new(&cfg, &cat_ctx) != 0) die("caterva_ctx_new failed");
+    if (checksums && caterva_ctx_set_checksums(cat_ctx, true) != 0) die("caterva_ctx_set_checksums failed");
 #endif
     cparams = BLOSC2_CPARAMS_DEFAULTS;
     cparams.compcode = BLOSC_ZSTD;
@@ -505,7 +509,7 @@ static void time_open(const char *name, bool is_cold) {
 }
 
 static void usage(void) {
-    die("usage: native --lib caterva-frame|caterva-sparse|b2nd --data FILE --dtype i8|f8 --shape A,B,C "
+    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-sparse|b2nd --data FILE --dtype i8|f8 --shape A,B,C "
         "--chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
         "--path PATH [--cold] [--keep]");
 }
@@ -524,6 +528,7 @@ int main(int argc, char **argv) {
 #ifdef WITH_CATERVA
             else if (strcmp(v, "caterva-frame") == 0) lib = CAT_FRAME;
             else if (strcmp(v, "caterva-sparse") == 0) lib = CAT_SPARSE;
+            else if (strcmp(v, "caterva-frame-sums") == 0) lib = CAT_FRAME, checksums = true;
 #endif
             else die("unknown library '%s' in this build", v);
         } else if (strcmp(k, "--data") == 0) data_path = v;

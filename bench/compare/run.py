@@ -45,6 +45,7 @@ IMPORTS = {"numpy": ["numpy"], "python-blosc2": ["blosc2"], "zarr": ["zarr", "nu
 # The columns: id, heading, driver kind, what it needs installed.
 LIBS = [
     ("caterva-frame", "caterva-rs frame (C)", "native-caterva", "caterva-frame", None),
+    ("caterva-frame-sums", "caterva-rs frame, checksums (C)", "native-caterva", "caterva-frame-sums", None),
     ("caterva-sparse", "caterva-rs sparse dir (C)", "native-caterva", "caterva-sparse", None),
     ("b2nd2", "b2nd c-blosc2 2.15 (C)", "native-caterva", "b2nd", None),
     ("b2nd3", "b2nd c-blosc2 3.x (C)", "native-b2nd3", "b2nd", "python-blosc2"),
@@ -430,12 +431,14 @@ def report(args, cfg, results, skipped, elapsed):
             continue
         r = next((results[d[0]][lid] for d in DATASETS if lid in results.get(d[0], {})), None)
         ver = r["version"] if r and r["version"] else "?"
-        if lid in ("caterva-frame", "caterva-sparse", "b2nd2", "b2nd3"):
+        if lid in ("caterva-frame", "caterva-frame-sums", "caterva-sparse", "b2nd2", "b2nd3"):
             ver = f"c-blosc2 {ver}"
             if lid.startswith("caterva"):
                 ver = f"libcaterva.so at the commit above, {ver}"
         notes = {
             "caterva-frame": f"contiguous frame (one file); `caterva_config_t.nthreads` {args.threads}",
+            "caterva-frame-sums": f"contiguous frame with per-chunk checksums (`caterva_ctx_set_checksums`): "
+                                  f"what the frame column costs with them; `nthreads` {args.threads}",
             "caterva-sparse": f"sparse frame (a directory, one file per chunk); `nthreads` {args.threads}",
             "b2nd2": f"contiguous frame; cparams/dparams nthreads {args.threads} (the dctx of an opened array "
                      f"replaced by one with nthreads {args.threads}, as python-blosc2 does)",

@@ -16,7 +16,7 @@ use crate::geometry::{c_strides, checked_product, Geometry, MAX_DIM};
 use crate::meta;
 use crate::reshape::{self, AxisMap, Mapping, Source};
 use crate::store::blosc::{self, Special, Storage};
-use crate::store::{overlap, overlap_error, write_beside, Overlap, Store};
+use crate::store::{overlap, overlap_error, Overlap, Store};
 
 impl Array {
     /// The chunks that the region `start..stop` touches, by chunk number
@@ -315,16 +315,8 @@ impl Array {
     /// Replace the store with a copy described by `new_geom`, which has the
     /// same stored layout: the compressed chunks are copied as they are.
     fn rewrite_as(&mut self, new_geom: Geometry) -> Result<()> {
-        let storage = self.store.storage();
         let ctx = self.ctx.clone();
-        match storage.urlpath.clone() {
-            Some(target) => {
-                write_beside(&target, storage.contiguous, |st| self.copy_chunks(&ctx, new_geom, st).map(drop))?;
-                *self = Array::wrap(&ctx, Store::open(&target)?)?;
-            }
-            None => *self = self.copy_chunks(&ctx, new_geom, &storage)?,
-        }
-        Ok(())
+        self.replace_store(|a, st| a.copy_chunks(&ctx, new_geom, st))
     }
 
     /// A new array at `st` described by `geom` (the same stored layout as

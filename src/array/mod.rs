@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self as codec, B2ND_META, CATERVA_META};
 use crate::store::blosc::Storage;
-use crate::store::Store;
+use crate::store::{Replaced, Store};
 
 /// Element size and shape of a new array (`caterva_params_t`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -156,6 +156,22 @@ impl Array {
     /// [`Array::from_store`], dropping the store on failure.
     pub(crate) fn wrap(ctx: &Context, store: Store) -> Result<Array> {
         Self::from_store(ctx, store).map_err(|b| b.0)
+    }
+
+    /// Replace this array by the one `make` builds from it at the storage
+    /// it is given ([`Store::replace`]: beside the path, then renamed over
+    /// it, or in memory), for changes that rewrite every chunk. A handle
+    /// that may not change its storage is refused before `make` runs.
+    ///
+    /// # Errors
+    /// As [`Store::replace`]; the array is unchanged then.
+    pub(crate) fn replace_store(&mut self, make: impl FnOnce(&Array, &Storage) -> Result<Array>) -> Result<()> {
+        let ctx = self.ctx.clone();
+        *self = match self.store.replace(|st| make(self, st))? {
+            Replaced::InMemory(new) => new,
+            Replaced::OnDisk(store) => Array::wrap(&ctx, *store)?,
+        };
+        Ok(())
     }
 }
 

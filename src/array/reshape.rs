@@ -9,7 +9,7 @@ use crate::error::{invalid, Error, Result};
 use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Mapping, Source};
-use crate::store::{write_beside, Store, Tx};
+use crate::store::Tx;
 
 impl Array {
     /// Change the shape. On each axis whose length grows, the new items go in
@@ -232,24 +232,13 @@ impl Array {
     /// the old axes `keep` (the others have length 1): a new array written
     /// beside this one (or in memory) takes its place.
     fn relayout(&mut self, new_geom: Geometry, keep: &[usize]) -> Result<()> {
-        let storage = self.store.storage();
         let axes: Vec<AxisMap> = keep.iter().map(|&i| AxisMap::slice(0, self.shape()[i])).collect();
         let metas = self.user_metalayers();
         let ctx = self.ctx.clone();
-        match storage.urlpath.clone() {
-            Some(target) => {
-                write_beside(&target, storage.contiguous, |st| {
-                    let d = Derived { geom: new_geom, storage: st, axes, keep, metalayers: &metas, vlmeta: true };
-                    self.derive(&ctx, d).map(drop)
-                })?;
-                *self = Array::wrap(&ctx, Store::open(&target)?)?;
-            }
-            None => {
-                let d = Derived { geom: new_geom, storage: &storage, axes, keep, metalayers: &metas, vlmeta: true };
-                *self = self.derive(&ctx, d)?;
-            }
-        }
-        Ok(())
+        self.replace_store(|a, st| {
+            let d = Derived { geom: new_geom, storage: st, axes, keep, metalayers: &metas, vlmeta: true };
+            a.derive(&ctx, d)
+        })
     }
 }
 

@@ -7,7 +7,6 @@ use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
 use super::{handles, slice, slots, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
-use crate::codec::{self, filter};
 use crate::context::{Config, Context};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
@@ -328,36 +327,16 @@ impl ArrayBox {
     }
 }
 
-/// Whether `code` may name a codec (`is_codec`) or a filter: one that
-/// c-blosc2 defines, or an id in the ranges for registered plugins (32..=255;
-/// whether one is registered is only known when it is used). The rest of
-/// the range c-blosc2 reserves for its own (0..=31) names nothing.
-fn known_id(code: u8, is_codec: bool) -> bool {
-    const PLUGINS: u8 = 32;
-    let defined: &[u8] = if is_codec {
-        &[codec::BLOSCLZ, codec::LZ4, codec::LZ4HC, codec::ZLIB, codec::ZSTD]
-    } else {
-        &[filter::NOFILTER, filter::SHUFFLE, filter::BITSHUFFLE, filter::DELTA, filter::TRUNC_PREC]
-    };
-    code >= PLUGINS || defined.contains(&code)
-}
-
 /// The Rust configuration of a C one, checked: `alloc` and `free` must be
-/// set (callers use `ctx->cfg->alloc` and `free`), the codec and filters
-/// must exist, and `nthreads` must be positive (the level and split mode
-/// are checked by [`Context::new`]).
+/// set (callers use `ctx->cfg->alloc` and `free`) and `nthreads` must be
+/// positive (the level, split mode, codec and filters are checked by
+/// [`Context::new`]).
 pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Prefilter>)> {
     if cfg.alloc.is_none() || cfg.free.is_none() {
         return Err(Error::NullPointer("cfg->alloc and cfg->free must both be set".into()));
     }
     if cfg.nthreads < 1 {
         invalid!("nthreads {} must be at least 1", cfg.nthreads);
-    }
-    if !known_id(cfg.compcodec, true) {
-        invalid!("compcodec {} is not a Blosc2 codec", cfg.compcodec);
-    }
-    if let Some(f) = cfg.filters.iter().find(|&&f| !known_id(f, false)) {
-        invalid!("filter {f} is not a Blosc2 filter");
     }
     let config = Config {
         cparams: CParams {

@@ -1260,6 +1260,23 @@ impl SChunk {
         Ok(v)
     }
 
+    /// The stored (compressed) content of vlmetalayer `name`, if there is one.
+    pub(super) fn vlmeta_stored(&self, name: &str) -> Option<Vec<u8>> {
+        let r = self.raw();
+        (0..usize::try_from(r.nvlmetalayers).unwrap_or(0).min(MAX_VLMETALAYERS)).find_map(|i| {
+            let m = r.vlmetalayers[i];
+            // SAFETY: the first nvlmetalayers entries are live, with C-string
+            // names and content_len bytes of content.
+            unsafe {
+                if m.is_null() || CStr::from_ptr((*m).name).to_bytes() != name.as_bytes() || (*m).content.is_null() {
+                    return None;
+                }
+                let len = usize::try_from((*m).content_len).ok()?;
+                Some(std::slice::from_raw_parts((*m).content, len).to_vec())
+            }
+        })
+    }
+
     /// Add (`update == false`) or replace a variable-length metalayer.
     ///
     /// # Errors
@@ -1279,7 +1296,7 @@ impl SChunk {
             let len =
                 i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
             let n = cstring(name, "vlmetalayer name")?;
-            let mut cp = Compression::plain(*cparams).to_blosc(1, 0, 1);
+            let mut cp = vlmeta_cparams(cparams);
             // SAFETY: valid super-chunk, name, content and cparams; blosc2 copies what it keeps.
             let rc = unsafe {
                 if update {
@@ -1431,6 +1448,29 @@ impl SChunk {
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 cannot serialise it.
     pub(crate) fn to_cframe_raw(&self) -> Result<(*mut u8, i64, bool)> {
+        let r = self.raw();
+        // SAFETY: storage is set for every super-chunk we hold.
+        let in_memory_frame =
+            !r.frame.is_null() && unsafe { (*r.storage).contiguous && (*r.storage).urlpath.is_null() };
+        if !in_memory_frame {
+            // c-blosc2 would copy it with blosc2_schunk_copy, which
+            // recompresses the vlmetalayers badly; copy it ourselves
+            // (copy_to), then hand out the copy's frame in a buffer of its own.
+            let copy = self.copy_to(&Storage { contiguous: true, urlpath: None }, 1)?;
+            let (p, len, needs_free) = copy.to_cframe_raw()?;
+            debug_assert!(!needs_free);
+            let n = usize::try_from(len).unwrap_or(0);
+            // SAFETY: malloc of n bytes (at least 1), checked; the copy's frame holds n bytes at p.
+            let out = unsafe {
+                let out = libc::malloc(n.max(1)).cast::<u8>();
+                if out.is_null() {
+                    return Err(Error::blosc("allocating a frame buffer", None));
+                }
+                ptr::copy_nonoverlapping(p, out, n);
+                out
+            };
+            return Ok((out, len, true));
+        }
         let (mut data, mut needs_free) = (ptr::null_mut::<u8>(), false);
         let len = {
             let _g = self.guard();
@@ -1455,12 +1495,24 @@ impl SChunk {
         // NULL cparams: blosc2 takes the source's, so chunks are copied as they are.
         st.cparams = ptr::null_mut();
         st.dparams = &mut dp;
-        let _g = self.guard();
-        writing(|| {
-            // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
-            let p = unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) };
-            Self::wrap(p, "copying the super-chunk")
-        })
+        let mut copy = {
+            let _g = self.guard();
+            writing(|| {
+                // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
+                let p = unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) };
+                Self::wrap(p, "copying the super-chunk")
+            })?
+        };
+        // blosc2_schunk_copy stores each vlmetalayer again compressed for the
+        // super-chunk's items: a run of zeros that is not a whole number of
+        // them becomes a special chunk c-blosc2 cannot decode (33 zero bytes
+        // in an array of 8-byte items). Store them as vlmeta_put does.
+        let cp = self.cparams();
+        for name in self.vlmeta_names() {
+            let content = self.vlmeta_get(&name)?.unwrap_or_default();
+            copy.vlmeta_put(&name, &content, true, &cp)?;
+        }
+        Ok(copy)
     }
 
     /// The chunk offsets of a frame-backed super-chunk, as recorded in its
@@ -1525,6 +1577,24 @@ fn check_meta_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// The compression parameters c-blosc2 compresses a vlmetalayer with.
+fn vlmeta_cparams(cparams: &CParams) -> b::blosc2_cparams {
+    Compression::plain(*cparams).to_blosc(1, 0, 1)
+}
+
+/// `content` compressed as [`SChunk::vlmeta_put`] stores it: what an open
+/// will find in the frame.
+///
+/// # Errors
+/// [`Error::Blosc`] if compression fails.
+pub(super) fn compress_vlmeta(content: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
+    init();
+    // SAFETY: the parameters are passed by value; a NULL return is handled.
+    let p = unsafe { b::blosc2_create_cctx(vlmeta_cparams(cparams)) };
+    let mut ctx = CCtx(NonNull::new(p).ok_or_else(|| Error::blosc("creating a compression context", None))?);
+    ctx.compress(content)
 }
 
 /// Free a buffer that c-blosc2 (or this library) allocated with malloc.

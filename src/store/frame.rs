@@ -51,6 +51,17 @@ pub(crate) fn has_magic(head: &[u8]) -> bool {
     head.starts_with(&HEADER_START) && head.get(POS_MAGIC..POS_MAGIC + MAGIC.len()) == Some(&MAGIC[..])
 }
 
+/// Whether `head`, the first bytes of a file (fewer than a header's, for
+/// a file cut short), are what a Blosc2 frame's first bytes are: a file
+/// being written as a frame, at any point (an empty one too).
+pub(crate) fn is_frame_start(head: &[u8]) -> bool {
+    let mut start = [0u8; POS_MAGIC + MAGIC.len()];
+    start[..POS_MAGIC].copy_from_slice(&HEADER_START);
+    start[POS_MAGIC..].copy_from_slice(MAGIC);
+    let n = head.len().min(start.len());
+    head[..n] == start[..n]
+}
+
 /// Whether `path` itself (a symbolic link is not followed) is a regular
 /// file that starts like a Blosc2 frame: what may be taken for a frame
 /// file, to replace or remove. A damaged frame still counts; a text file,

@@ -698,23 +698,7 @@ impl Frame<'_> {
         }
         let layers = check_layers(&s, VLMETA_MAP, b::BLOSC2_MAX_VLMETALAYERS, "vlmetalayer")?;
         for l in &layers {
-            let content = s.section_at(l.content.start, l.content.len());
-            if content.bytes.len() < CHUNK_HEADER {
-                return Err(s.err(l.content.start, format!("vlmetalayer '{}' is too short to be a chunk", l.name)));
-            }
-            let what = format!("vlmetalayer '{}'", l.name);
-            let ch = check_chunk_header(&content, content.bytes.len() as u64, &what, &mut content.reader())?;
-            // blosc2_vlmeta_get allocates what the header claims, then decompresses.
-            if ch.special != 0 {
-                return Err(s.err(l.content.start, format!("{what} is a special chunk")));
-            }
-            check_metadata_size(&content, &ch, &what)?;
-            if ch.cbytes != content.bytes.len() as i64 {
-                return Err(s.err(
-                    l.content.start,
-                    format!("vlmetalayer '{}' chunk holds {} bytes, not {}", l.name, ch.cbytes, content.bytes.len()),
-                ));
-            }
+            check_vlmeta_chunk(&s.section_at(l.content.start, l.content.len()), &l.name)?;
         }
         Ok(layers)
     }
@@ -855,7 +839,10 @@ impl Frame<'_> {
     /// The stored chunks at `positions` (of full size), each distinct one once.
     fn check_positions(&mut self, h: &Header, mut positions: Vec<i64>) -> Result<()> {
         positions.sort_unstable();
-        positions.dedup();
+        if let Some(o) = first_repeated(&positions) {
+            let what = ChunkName { n: None, offset: o, sparse: self.chunk_dir.is_some() };
+            return Err(self.err(h.header_len, format!("two chunks of the offsets index are {what}")));
+        }
         positions.into_iter().try_for_each(|o| self.check_chunk(h, o, h.chunksize, None))
     }
 
@@ -920,7 +907,7 @@ impl Frame<'_> {
         let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
         let avail = (h.cbytes - offset) as u64;
         let ch = check_chunk_header(&s, avail, what, &mut |o, n| src.read_owned(at + o, n))?;
-        expect_nbytes(&s, &ch, nbytes, what)
+        expect_nbytes(&s, &ch, nbytes, h.typesize, what)
     }
 
     /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
@@ -940,7 +927,7 @@ impl Frame<'_> {
         if ch.cbytes as u64 != len {
             return Err(s.err(12, format!("{what}: the chunk holds {} bytes, the file {len}", ch.cbytes)));
         }
-        expect_nbytes(&s, &ch, nbytes, what)
+        expect_nbytes(&s, &ch, nbytes, h.typesize, what)
     }
 }
 
@@ -963,6 +950,58 @@ pub(super) fn check_read_chunk(
 ) -> Result<()> {
     let s = Section { bytes: head.get(..CHUNK_HEADER).unwrap_or(head), base: at, name };
     check_chunk_header(&s, avail, &ChunkName { n: Some(n), offset: 0, sparse: false }, more).map(drop)
+}
+
+/// Check the stored content of vlmetalayer `name` (a chunk: c-blosc2
+/// compresses each vlmetalayer on its own), as an open checks every
+/// vlmetalayer of a frame: what a write stores must pass this before it
+/// is stored ([`check_vlmetalayer`]), so that whatever a write accepts, an
+/// open accepts.
+///
+/// The chunk must be whole (its cbytes the content's length), and decode
+/// to at most [`METADATA_FREE`] bytes or [`METADATA_RATIO`] times its size
+/// (`blosc2_vlmeta_get` allocates what the header claims, then
+/// decompresses). A special chunk (c-blosc2 stores a value of 32 or more
+/// zero bytes as a run of zeros) is fine under the same bounds, except an
+/// uninitialised one, which decodes to whatever memory held.
+fn check_vlmeta_chunk(content: &Section<'_>, name: &str) -> Result<()> {
+    if content.bytes.len() < CHUNK_HEADER {
+        return Err(content.err(0, format!("vlmetalayer '{name}' is too short to be a chunk")));
+    }
+    let what = format!("vlmetalayer '{name}'");
+    let ch = check_chunk_header(content, content.bytes.len() as u64, &what, &mut content.reader())?;
+    if u32::from(ch.special) == b::BLOSC2_SPECIAL_UNINIT {
+        return Err(content.err(31, format!("{what} is an uninitialised special chunk")));
+    }
+    check_metadata_size(content, &ch, &what)?;
+    if ch.cbytes != content.bytes.len() as i64 {
+        return Err(content
+            .err(12, format!("vlmetalayer '{name}' chunk holds {} bytes, not {}", ch.cbytes, content.bytes.len())));
+    }
+    Ok(())
+}
+
+/// [`check_vlmeta_chunk`] on `content`, the chunk a write is about to store
+/// (or has stored) as vlmetalayer `name`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] saying why an open would refuse it.
+pub(super) fn check_vlmetalayer(name: &str, content: &[u8]) -> Result<()> {
+    let s = Section { bytes: content, base: 0, name: "new vlmetalayer" };
+    check_vlmeta_chunk(&s, name).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "vlmetalayer '{name}' cannot be stored: {}; no frame holding it could be opened",
+            e.message()
+        ))
+    })
+}
+
+/// The first value that `sorted` holds twice. c-blosc2 stores every chunk
+/// of a frame apart (an update or an append writes a new one, a sparse
+/// frame a new file), so two entries of an offsets index naming one chunk
+/// is damage: one of them was flipped onto the other.
+pub(super) fn first_repeated(sorted: &[i64]) -> Option<i64> {
+    sorted.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// How errors name a chunk: by number when known, else by where it lies
@@ -1035,9 +1074,13 @@ fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) ->
     Ok(())
 }
 
-fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, what: &dyn Display) -> Result<()> {
+fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, typesize: i64, what: &dyn Display) -> Result<()> {
     if ch.nbytes != nbytes {
         return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
+    }
+    // c-blosc2 compresses every chunk of a super-chunk with its typesize.
+    if i64::from(ch.typesize) != typesize {
+        return Err(s.err(3, format!("{what} has items of {} bytes; the frame's are of {typesize}", ch.typesize)));
     }
     Ok(())
 }
@@ -1101,6 +1144,7 @@ fn check_chunk_header(
         k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
         _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
     };
+    // (c-blosc2 cannot decode one: it fails with BLOSC2_ERROR_READ_BUFFER.)
     if special != 0 && nbytes % i64::from(typesize) != 0 {
         return Err(s.err(4, format!("{what}: special chunk of {nbytes} bytes is not made of {typesize}-byte items")));
     }

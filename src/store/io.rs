@@ -124,6 +124,7 @@ pub(crate) struct OpenOptions {
     write: bool,
     create: bool,
     truncate: bool,
+    append: bool,
 }
 
 impl OpenOptions {
@@ -133,11 +134,15 @@ impl OpenOptions {
     }
     /// Read and write, creating the file if it is not there.
     pub(crate) fn create() -> Self {
-        OpenOptions { write: true, create: true, truncate: false }
+        OpenOptions { write: true, create: true, ..Self::default() }
     }
     /// Create the file, or empty it.
     pub(crate) fn truncate() -> Self {
-        OpenOptions { write: true, create: true, truncate: true }
+        OpenOptions { write: true, create: true, truncate: true, ..Self::default() }
+    }
+    /// Append to the file ([`File::append`]), creating it if it is not there.
+    pub(crate) fn append() -> Self {
+        OpenOptions { write: true, create: true, append: true, ..Self::default() }
     }
 
     pub(crate) fn open(self, path: &Path) -> std::io::Result<File> {
@@ -149,6 +154,7 @@ impl OpenOptions {
             .write(self.write)
             .create(self.create)
             .truncate(self.truncate)
+            .append(self.append)
             .open(path)?;
         Ok(File { file, path: path.to_owned() })
     }
@@ -179,6 +185,13 @@ impl File {
     /// Write all of `bytes` at `at`.
     pub(crate) fn write_all_at(&self, at: u64, bytes: &[u8]) -> std::io::Result<()> {
         write_all_at(&self.file, &self.path, Some(at), bytes)
+    }
+
+    /// Write all of `bytes` at the end of a file opened with
+    /// [`OpenOptions::append`]: one `write`, which several writers may make
+    /// at once without mixing their bytes.
+    pub(crate) fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
+        write_all_at(&self.file, &self.path, None, bytes)
     }
 }
 

@@ -123,7 +123,7 @@ use super::blosc::SChunk;
 use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
 use super::io::{self, OpenOptions};
 use super::lock::try_lock;
-use super::paths::{remove_leftover, sidecar, trimmed};
+use super::paths::{is_our_leftover, remove_leftover, sidecar, trimmed};
 use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.
@@ -380,18 +380,9 @@ fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> E
     move |e| Error::io(what, Some(path), &e)
 }
 
+/// The identity of the file `path` leads to, as the journal records it.
 fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
-    let md = std::fs::metadata(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Ok([md.dev(), md.ino()])
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = md;
-        Ok([0, 0])
-    }
+    super::identity::followed(path).map(|(dev, ino)| [dev, ino])
 }
 
 /// Whether journaling syncs to disk: yes unless `CATERVA_JOURNAL_SYNC=0`.
@@ -479,6 +470,61 @@ fn read_record(bytes: &[u8], pos: usize) -> Option<(Record<'_>, usize)> {
     (u64_at(bytes, end)? == checksum(tag, key, payload)).then_some((Record { tag, key, payload }, end + 8))
 }
 
+/// What is at the path of a journal (or of one being made).
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    Absent,
+    /// One of ours.
+    Ours,
+    /// Something else with that name (a user's file, a link): neither
+    /// applied nor removed; a write refuses to replace it.
+    Foreign(&'static str),
+}
+
+/// Bytes of a journal's start that tell it is one: [`MAGIC`] and its
+/// first record, the target's identity (two u64).
+const HEAD: usize = MAGIC.len() + 25 + 16;
+
+/// Whether `path` holds a journal of ours, recognised by its content: a
+/// named journal starts with [`MAGIC`] or (its magic damaged) with an
+/// intact [`TARGET`] record after it; one being made (`making`) is empty
+/// or starts as one does.
+fn kind_of(path: &Path, making: bool) -> Kind {
+    let md = match std::fs::symlink_metadata(path) {
+        Err(_) => return Kind::Absent,
+        Ok(m) => m,
+    };
+    if !md.is_file() {
+        return Kind::Foreign("not a regular file");
+    }
+    let mut head = Vec::with_capacity(HEAD);
+    if File::open(path).and_then(|f| f.take(HEAD as u64).read_to_end(&mut head)).is_err() {
+        return Kind::Foreign("unreadable");
+    }
+    let ours = if making {
+        head.starts_with(MAGIC) || MAGIC.starts_with(&head)
+    } else {
+        head.starts_with(MAGIC) || read_record(&head, MAGIC.len()).is_some_and(|(r, _)| r.tag == TARGET)
+    };
+    if ours {
+        Kind::Ours
+    } else {
+        Kind::Foreign("not a caterva journal")
+    }
+}
+
+/// The error for a write that finds `path` taken by something not ours.
+fn in_the_way(url: &str, path: &Path, why: &str) -> Error {
+    Error::storage(
+        Some(url),
+        format!(
+            "'{}' is in the way of the journal of '{url}': it is {why}; it is left alone, and the array cannot be \
+             changed until it is moved away",
+            path.display()
+        ),
+    )
+}
+
 /// Decode a journal. The records up to [`BASE_END`] were complete before the
 /// journal got its name, so they must all be intact; a save after them that
 /// is cut short (killed while writing it) guarded a change that never
@@ -512,11 +558,19 @@ impl Journal {
     /// Write the journal for the array at `url` before its first changes, `ops`.
     fn begin(sc: &SChunk, url: &str, ops: &[Op]) -> Result<Journal> {
         let path = journal_path(url);
-        if path.exists() {
-            return Err(Error::storage(
-                Some(url),
-                format!("'{url}' has an unfinished write from another handle; reopen the array"),
-            ));
+        match kind_of(&path, false) {
+            Kind::Absent => {}
+            Kind::Ours => {
+                return Err(Error::storage(
+                    Some(url),
+                    format!("'{url}' has an unfinished write from another handle; reopen the array"),
+                ))
+            }
+            Kind::Foreign(why) => return Err(in_the_way(url, &path, why)),
+        }
+        let tmp = sibling(url, TMP_SUFFIX);
+        if let Kind::Foreign(why) = kind_of(&tmp, true) {
+            return Err(in_the_way(url, &tmp, why));
         }
         let (mut base, mut layout) =
             if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
@@ -525,7 +579,6 @@ impl Journal {
             base.extend(record(tag, key, &bytes));
         }
         base.extend(record(BASE_END, 0, &[]));
-        let tmp = sibling(url, TMP_SUFFIX);
         let mut file = OpenOptions::create().open(&tmp).map_err(io_err("creating journal", &tmp))?;
         if !try_lock(file.std()).map_err(io_err("locking journal", &tmp))? {
             return Err(busy(url));
@@ -668,6 +721,15 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool) -> Result<
     let why = if check { stale(url, &records)? } else { None };
     if let Some(why) = why {
         let aside = stale_path(path);
+        if let Kind::Foreign(what) = kind_of(&aside, false) {
+            // Renaming would destroy it: the journal stays, unapplied.
+            eprintln!(
+                "caterva: warning: the undo journal of '{url}' was not applied: {why}. The array is opened as it \
+                 is; the journal stays where it is, since '{}' ({what}) is in the way.",
+                aside.display()
+            );
+            return Ok(());
+        }
         io::rename(path, &aside).map_err(io_err("renaming journal", path))?;
         sync_dir(parent(path))?;
         eprintln!(
@@ -913,16 +975,8 @@ fn open_locked(path: &Path) -> Result<Found> {
     // Its writer may have committed (deleted it) between our open and lock.
     let same = match (identity(path), file.std().metadata()) {
         (Ok(a), Ok(m)) => {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::MetadataExt;
-                a == [m.dev(), m.ino()]
-            }
-            #[cfg(not(unix))]
-            {
-                let _ = (a, m);
-                true
-            }
+            let (dev, ino) = super::identity::of(&m);
+            a == [dev, ino]
         }
         _ => false,
     };
@@ -952,15 +1006,21 @@ pub fn recover(urlpath: &str) -> Result<()> {
     // A journal that never got its name guards no change: remove it if we
     // can (a read-only one is left), unless its writer is still at it.
     let tmp = sibling(urlpath, TMP_SUFFIX);
-    match open_locked(&tmp)? {
-        Found::Locked(f) => {
-            drop(f);
-            io::remove_file(&tmp).map_err(io_err("removing", &tmp))?;
+    if kind_of(&tmp, true) == Kind::Ours {
+        match open_locked(&tmp)? {
+            Found::Locked(f) => {
+                drop(f);
+                io::remove_file(&tmp).map_err(io_err("removing", &tmp))?;
+            }
+            Found::Busy => return Err(busy(urlpath)),
+            Found::Nothing | Found::Unwritable(_) => {}
         }
-        Found::Busy => return Err(busy(urlpath)),
-        Found::Nothing | Found::Unwritable(_) => {}
     }
     let path = journal_path(urlpath);
+    // Something else of the journal's name is not a write to undo.
+    if kind_of(&path, false) != Kind::Ours {
+        return Ok(());
+    }
     match open_locked(&path)? {
         Found::Nothing => Ok(()),
         Found::Busy => Err(busy(urlpath)),
@@ -981,14 +1041,20 @@ pub fn recover(urlpath: &str) -> Result<()> {
 /// [`Error::Io`] if one exists and cannot be removed.
 pub(crate) fn discard(urlpath: &str) -> Result<()> {
     let journal = journal_path(urlpath);
-    for p in [stale_path(&journal), journal, sibling(urlpath, TMP_SUFFIX)] {
+    let tmp = sibling(urlpath, TMP_SUFFIX);
+    for (p, making) in [(stale_path(&journal), false), (journal, false), (tmp, true)] {
+        // Only journals of ours: a file of someone else's that has the name stays.
+        if kind_of(&p, making) != Kind::Ours {
+            continue;
+        }
         match io::remove_file(&p) {
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_err("removing", &p)(e)),
             _ => {}
         }
     }
+    // A directory put aside, if ours (anything else of that name stays).
     let old = sibling(urlpath, OLD_SUFFIX);
-    if old.exists() {
+    if is_our_leftover(&old) {
         remove_leftover(&old)?;
     }
     Ok(())
@@ -1015,7 +1081,8 @@ pub(crate) fn replace_dir(fresh: &str, target: &str) -> Result<()> {
 /// Complete a [`replace_dir`] that was interrupted.
 fn finish_replace(urlpath: &str) -> Result<()> {
     let old = sibling(urlpath, OLD_SUFFIX);
-    if !old.exists() {
+    // Nothing put aside, or something of that name that is not ours: left alone.
+    if !is_our_leftover(&old) {
         return Ok(());
     }
     if Path::new(urlpath).exists() {
@@ -1311,15 +1378,19 @@ mod tests {
     }
 
     #[test]
-    fn an_unreadable_journal_is_a_clear_error() {
+    fn a_directory_at_the_journal_path_is_not_a_journal() {
         both("unreadable", |url, contiguous| {
             make(url, contiguous, 8);
             std::fs::create_dir(journal_path(url)).unwrap();
-            let e = recover(url).unwrap_err();
-            assert!(
-                matches!(e, Error::InvalidStorage { reason: ref m, .. } if m.contains("cannot be opened for writing")),
-                "{e}"
-            );
+            // Not ours: nothing to roll back, and it stays.
+            recover(url).unwrap();
+            assert!(journal_path(url).is_dir());
+            // A write says what is in the way, and changes nothing.
+            let mut a = Array::open(&ctx(), url).unwrap();
+            let before = a.to_vec().unwrap();
+            let e = a.set_slice_buffer(&[0u8; 4], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
+            assert!(e.to_string().contains("in the way"), "{e}");
+            assert_eq!(a.to_vec().unwrap(), before);
             std::fs::remove_dir(journal_path(url)).unwrap();
         });
     }

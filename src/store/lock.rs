@@ -42,8 +42,7 @@ pub(super) const LOCK_SUFFIX: &str = ".caterva-lock";
 /// How long a call waits for another handle's operation to finish.
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
-/// Device and inode of a lock file.
-type Id = (u64, u64);
+use super::identity::{self, Id};
 
 /// The locks this process holds: by which thread, how many times.
 static HELD: Mutex<Option<HashMap<Id, (ThreadId, usize)>>> = Mutex::new(None);
@@ -73,7 +72,7 @@ impl Drop for Lock {
         };
         // Nobody else holds it: take the name away before letting go, so no
         // lock file outlives its holder (a waiter on it starts again).
-        if identity(&self.path).ok() == Some(self.id) {
+        if identity::at(&self.path).ok() == Some(self.id) {
             let _ = std::fs::remove_file(&self.path);
         }
         held(|m| m.remove(&self.id));
@@ -110,12 +109,22 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
-        let file = match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path) {
+        let file = match open_lock_file(&path) {
             Ok(f) => f,
             Err(e) if unavailable(&e) => return Ok(Got::Unavailable),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(not_ours(&path, "a symbolic link")),
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => return Err(not_ours(&path, "a directory")),
             Err(e) => return Err(Error::io("opening lock file", Some(&path), &e)),
         };
-        let id = file_id(&file).map_err(|e| Error::io("reading lock file", Some(&path), &e))?;
+        let md = file.metadata().map_err(|e| Error::io("reading lock file", Some(&path), &e))?;
+        // Ours are empty regular files: anything else is someone else's, neither used nor removed.
+        if !md.is_file() {
+            return Err(not_ours(&path, "not a regular file"));
+        }
+        if md.len() > 0 {
+            return Err(not_ours(&path, &format!("a file of {} bytes (lock files are empty)", md.len())));
+        }
+        let id = identity::of(&md);
         let me = std::thread::current().id();
         let mine = held(|m| match m.get_mut(&id) {
             Some((t, n)) if *t == me && wait == Wait::Patiently => {
@@ -131,12 +140,12 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
             _ => {}
         }
         if try_lock(&file).map_err(|e| Error::io("locking", Some(&path), &e))? {
-            // The holder before us may have removed (and someone re-created) the file.
-            if identity(&path).ok() == Some(id) {
+            // The holder before us may have removed (and someone re-created)
+            // the file: then start again, within the same deadline.
+            if identity::at(&path).ok() == Some(id) {
                 held(|m| m.insert(id, (me, 1)));
                 return Ok(Got::Held(Lock { path, id, file: Some(file) }));
             }
-            continue;
         }
         drop(file);
         if wait == Wait::Never || start.elapsed() >= WAIT {
@@ -145,6 +154,32 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(20));
     }
+}
+
+/// Open (creating it if missing) the lock file at `path` itself: a
+/// symbolic link there fails with `ELOOP` rather than being followed (nor
+/// its target created), and a FIFO does not block the open.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// The error for something at the lock file's path that is not a lock file.
+fn not_ours(path: &Path, what: &str) -> Error {
+    let p = path.display();
+    Error::storage(
+        None,
+        format!(
+            "'{p}' is {what}, not a caterva lock file; the array cannot be locked while it is there \
+             (it is left alone: move it away to use the array)"
+        ),
+    )
 }
 
 /// The lock of the array at `urlpath`, waiting for it; `None` where there
@@ -179,34 +214,6 @@ pub(crate) fn present(base: &Path) -> bool {
 fn unavailable(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::PermissionDenied | ErrorKind::NotFound)
         || e.raw_os_error().is_some_and(|c| c == libc::EROFS || c == libc::ENOTDIR)
-}
-
-fn file_id(file: &File) -> std::io::Result<Id> {
-    let md = file.metadata()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Ok((md.dev(), md.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = md;
-        Ok((0, 0))
-    }
-}
-
-fn identity(path: &Path) -> std::io::Result<Id> {
-    let md = std::fs::symlink_metadata(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Ok((md.dev(), md.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = md;
-        Ok((0, 0))
-    }
 }
 
 /// Take an exclusive lock without waiting; `false` if someone holds it.

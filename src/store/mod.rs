@@ -28,6 +28,7 @@ pub(crate) mod blosc;
 mod checksum;
 mod frame;
 mod frame_check;
+mod identity;
 pub(crate) mod io;
 mod journal;
 mod lock;
@@ -48,7 +49,8 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
-pub(crate) use paths::{check_replaceable, overlap, overlap_error, write_beside, Overlap};
+use paths::write_beside;
+pub(crate) use paths::{check_replaceable, overlap, overlap_error, Overlap};
 pub(crate) use reader::Want;
 
 /// The undo journal's path of a store at `urlpath`.
@@ -85,6 +87,23 @@ pub(crate) struct Store {
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
     chunks: Pending,
+}
+
+/// How an operation changes a store ([`Store::check_changeable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    /// Its frame is changed where it is ([`Store::write`]).
+    InPlace,
+    /// A new store is written and takes its place ([`Store::replace`]).
+    Replace,
+}
+
+/// What [`Store::replace`] made.
+pub(crate) enum Replaced<T> {
+    /// The store is in memory: what `make` returned, which replaces it.
+    InMemory(T),
+    /// The new store, written beside the old one's path, renamed over it and opened.
+    OnDisk(Box<Store>),
 }
 
 /// The check of a file store's chunk headers that opening left for later.
@@ -487,7 +506,7 @@ impl Store {
     /// applied. A store over a caller's frame buffer is copied first: it is
     /// never written in place.
     pub(crate) fn write<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.check_writable()?;
+        self.check_changeable(Change::InPlace)?;
         if self.sc.borrows_buffer() {
             let mem = Storage { contiguous: true, urlpath: None };
             self.sc = self.sc.copy_to(&mem, 1)?;
@@ -508,6 +527,28 @@ impl Store {
             self.placement = std::sync::OnceLock::new();
         }
         result
+    }
+
+    /// Replace this store by a new one that `make` writes at the storage it
+    /// is given (the same kind as this one's): for a persistent store, a
+    /// temporary path beside it, renamed over it once complete
+    /// ([`write_beside`]) and then opened; in memory, memory. The other way
+    /// to change a store, beside [`Store::write`]; the handle must be
+    /// changeable ([`Store::check_changeable`]). A store opened through a
+    /// symbolic link replaces the file the link names, and is reopened
+    /// through the link.
+    ///
+    /// # Errors
+    /// As [`Store::check_changeable`], `make` and [`write_beside`]; nothing
+    /// is changed then.
+    pub(crate) fn replace<T>(&self, make: impl FnOnce(&Storage) -> Result<T>) -> Result<Replaced<T>> {
+        self.check_changeable(Change::Replace)?;
+        let storage = self.storage();
+        let Some(url) = storage.urlpath.clone() else { return make(&storage).map(Replaced::InMemory) };
+        // The link stays; what it names is replaced.
+        let target = paths::link_target(&url).unwrap_or_else(|| url.clone());
+        let _lock = write_beside(&target, storage.contiguous, |st| make(st).map(drop))?;
+        Ok(Replaced::OnDisk(Box::new(Store::open(&url)?)))
     }
 
     /// Refuse to write if another handle changed the frame since this one
@@ -871,8 +912,18 @@ impl Tx<'_> {
         update: bool,
         cparams: &blosc::CParams,
     ) -> Result<()> {
+        // Stored only if an open will accept it, by the rules an open
+        // applies. Up to METADATA_FREE bytes it always will; above, the
+        // chunk c-blosc2 will store decides.
+        if content.len() as i64 > frame_check::METADATA_FREE {
+            frame_check::check_vlmetalayer(name, &blosc::compress_vlmeta(content, cparams)?)?;
+        }
         self.before(&[Op::Meta])?;
         self.sc.vlmeta_put(name, content, update, cparams)?;
+        // What c-blosc2 did store, by the same rules (the transaction is rolled back if not).
+        if let Some(stored) = self.sc.vlmeta_stored(name) {
+            frame_check::check_vlmetalayer(name, &stored)?;
+        }
         if let Some(t) = self.sums.as_mut() {
             t.record(Layer::VlMeta, name, content);
         }

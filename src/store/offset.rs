@@ -20,7 +20,7 @@
 
 use std::path::Path;
 
-use super::{io, journal, lock, Chunks, Error, Result, SChunk, Store};
+use super::{io, journal, lock, Change, Chunks, Error, Result, SChunk, Store};
 
 impl Store {
     /// Open the contiguous frame at byte `offset` of the file `urlpath`,
@@ -57,16 +57,28 @@ impl Store {
         self.offset
     }
 
-    /// Refuse to write a store that is a frame inside a larger file.
-    pub(super) fn check_writable(&self) -> Result<()> {
+    /// Whether this handle may change what it stores, and how: the one
+    /// place every changing operation asks ([`Store::write`] for changes in
+    /// place, [`Store::replace`] for a new store taking the old one's
+    /// place). A frame inside a larger file (opened at an offset) is
+    /// read-only: a change in place would write into the host file, and a
+    /// replacement would replace the whole file.
+    ///
+    /// # Errors
+    /// [`Error::InvalidStorage`] naming why the handle is read-only.
+    pub(super) fn check_changeable(&self, how: Change) -> Result<()> {
         match self.offset {
             Some(at) => {
                 let url = self.sc.storage().urlpath.unwrap_or_default();
+                let what = match how {
+                    Change::InPlace => "",
+                    Change::Replace => " (this operation rewrites the array, which would replace the whole file)",
+                };
                 Err(Error::storage(
                     Some(&url),
                     format!(
                         "the array at byte {at} of '{url}' lies inside a larger file and is read-only \
-                         (opened at an offset); copy or save it elsewhere to change it"
+                         (opened at an offset){what}; copy or save it elsewhere to change it"
                     ),
                 ))
             }

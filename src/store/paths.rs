@@ -14,12 +14,13 @@
 //! file a symbolic link at `urlpath` points to ([`sidecar`]), so every
 //! spelling of an array's path finds the same journal and lock.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::blosc::Storage;
 use super::lock::{self, Got, Wait, LOCK_SUFFIX};
-use super::{frame, io, journal};
+use super::{frame, identity, io, journal};
 use crate::error::{Error, Result};
 
 /// Infix of the temporary copies [`write_beside`] makes:
@@ -44,6 +45,16 @@ pub(super) fn suffixed(base: &Path, suffix: &str) -> PathBuf {
     let mut s = base.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
+}
+
+/// Where a symbolic link at `urlpath` leads (every link followed), if it
+/// is one: what a replacement of the array there replaces.
+pub(super) fn link_target(urlpath: &str) -> Option<String> {
+    let base = trimmed(urlpath);
+    if !std::fs::symlink_metadata(base).is_ok_and(|m| m.file_type().is_symlink()) {
+        return None;
+    }
+    std::fs::canonicalize(base).ok()?.into_os_string().into_string().ok()
 }
 
 pub(super) fn sidecar(urlpath: &str, suffix: &str) -> PathBuf {
@@ -123,19 +134,7 @@ pub(crate) fn overlap(target: &str, source: &str) -> Option<Overlap> {
 
 /// Whether `a` and `b` are one file (device and inode).
 fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = (a, b);
-        false
-    }
+    matches!((identity::followed(a), identity::followed(b)), (Ok(x), Ok(y)) if x == y)
 }
 
 /// The error for writing a new array at `target`, which `o` relates to the source.
@@ -185,21 +184,72 @@ fn remove_frame_dir(dir: &Path) -> Result<()> {
     io::remove_dir(dir).map_err(|e| Error::io("removing", Some(dir), &e))
 }
 
-/// Remove what a creation left at `path` (a name of ours: a temporary
-/// copy): a file or link, or a directory's frame files and the directory.
-pub(super) fn remove_leftover(path: &Path) -> Result<()> {
+/// Whether what is at `path`, a name of ours beside an array, holds what
+/// one of our writes leaves there, at any point of it: a file that starts
+/// as a frame does (or is empty), or a directory of files named as a sparse
+/// frame's index and chunk files (or empty). Anything else there (a user's
+/// file that happens to have the name, a link) is not ours, and is neither
+/// used nor removed.
+pub(super) fn is_our_leftover(path: &Path) -> bool {
     match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => remove_frame_dir(path),
-        Ok(_) => io::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e)),
-        Err(_) => Ok(()),
+        Ok(m) if m.is_file() => {
+            let mut head = Vec::with_capacity(16);
+            std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).is_ok()
+                && frame::is_frame_start(&head)
+        }
+        Ok(m) if m.is_dir() => std::fs::read_dir(path).is_ok_and(|entries| {
+            entries.into_iter().all(|e| {
+                e.is_ok_and(|e| {
+                    let name = e.file_name();
+                    let ours = name.to_str().is_some_and(|n| n == frame::SPARSE_INDEX || frame::chunk_id(n).is_some());
+                    ours && e.file_type().is_ok_and(|t| t.is_file())
+                })
+            })
+        }),
+        _ => false,
+    }
+}
+
+/// Remove what one of our writes left at `path` (a name of ours: a
+/// temporary copy, a directory put aside): a file, or a directory's frame
+/// files and the directory. Nothing there is fine.
+///
+/// # Errors
+/// [`Error::InvalidStorage`] if what is there is not ours
+/// ([`is_our_leftover`]): it stays; [`Error::Io`] if removing fails.
+pub(super) fn remove_leftover(path: &Path) -> Result<()> {
+    let Ok(m) = std::fs::symlink_metadata(path) else { return Ok(()) };
+    if !is_our_leftover(path) {
+        let p = path.display();
+        return Err(Error::storage(
+            None,
+            format!(
+                "'{p}' has a name caterva uses beside an array, but is not something caterva left there; \
+                 refusing to remove it (move it away)"
+            ),
+        ));
+    }
+    remove_own(path, &m)
+}
+
+/// Remove what this process made at `path` (a file or link, or a frame
+/// directory), whatever it holds now.
+fn remove_own(path: &Path, m: &std::fs::Metadata) -> Result<()> {
+    if m.is_dir() {
+        remove_frame_dir(path)
+    } else {
+        io::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e))
     }
 }
 
 /// Remove the temporary copies beside `urlpath` (`<urlpath>.caterva-tmp-…`,
 /// and their lock files) that no live writer holds: what a save, squeeze or
 /// other write-beside left when its process was killed, and then the
-/// marker of writes beside it ([`saving`]) if none remains. Best effort:
-/// what cannot be removed stays for the next time.
+/// marker of writes beside it ([`saving`]) if none remains. Only copies
+/// the marker names (or, for a marker of an earlier version, which names
+/// none, copies so named) that hold what a write leaves
+/// ([`is_our_leftover`]) are removed. Best effort: what cannot be removed
+/// stays for the next time.
 pub(super) fn clean_temporaries(urlpath: &str) {
     let Some((dir, found)) = temporaries(urlpath) else { return };
     for tmp in found {
@@ -215,32 +265,81 @@ pub(super) fn clean_temporaries(urlpath: &str) {
 }
 
 /// The directory beside `urlpath` and the names of the temporary copies of
-/// it there (without their lock files' suffix), sorted; `None` if the
-/// directory cannot be listed.
+/// it that its marker ([`saving`]) names and that are there, sorted; `None`
+/// if there is no marker of ours, or the directory cannot be listed.
 fn temporaries(urlpath: &str) -> Option<(PathBuf, Vec<String>)> {
     let base = Path::new(trimmed(urlpath));
     let (Some(name), dir) = (base.file_name().and_then(|n| n.to_str()), base.parent()) else { return None };
     let dir = dir.filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let prefix = format!("{name}{TMP_INFIX}");
-    let entries = std::fs::read_dir(dir).ok()?;
-    let mut found: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.starts_with(&prefix))
-        .map(|n| n.strip_suffix(LOCK_SUFFIX).map_or(n.clone(), str::to_owned))
-        .collect();
+    let ours = |n: &str| n.strip_prefix(&prefix).is_some_and(is_tmp_tail);
+    let mut found: Vec<String> = match marker_names(urlpath)? {
+        // A copy is there while it or its lock file is.
+        Some(names) => names
+            .into_iter()
+            .filter(|n| {
+                let there = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok();
+                ours(n) && (there(n) || there(&format!("{n}{LOCK_SUFFIX}")))
+            })
+            .collect(),
+        // An earlier version's marker (empty): the copies by their names.
+        None => std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .map(|n| n.strip_suffix(LOCK_SUFFIX).map_or(n.clone(), str::to_owned))
+            .filter(|n| ours(n))
+            .collect(),
+    };
     found.sort();
     found.dedup();
     Some((dir.to_path_buf(), found))
 }
 
+/// Whether `tail` is what follows [`TMP_INFIX`] in a temporary copy's
+/// name: `<pid>-<n>`.
+fn is_tmp_tail(tail: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    tail.split_once('-').is_some_and(|(pid, n)| digits(pid) && digits(n))
+}
+
 /// Suffix of the marker that stands beside a target while copies of it are
 /// written beside it ([`write_beside`]), and after its writer was killed:
-/// `<target>.caterva-saving`.
+/// `<target>.caterva-saving`. It names each copy on a line of its own
+/// ([`MARKER_LINE`]), appended before the copy is made.
 const SAVING_SUFFIX: &str = ".caterva-saving";
+
+/// How each line of the marker starts; the copy's file name follows.
+const MARKER_LINE: &str = "caterva-tmp ";
 
 fn saving_marker(urlpath: &str) -> PathBuf {
     PathBuf::from(format!("{}{SAVING_SUFFIX}", trimmed(urlpath)))
+}
+
+/// What the marker beside `urlpath` says: `None` if there is none or it is
+/// not ours (a regular file of [`MARKER_LINE`] lines, the last of which a
+/// kill may have cut short), `Some(None)` for an empty one (an earlier
+/// version's, or one whose first line was never written), else the copies
+/// it names.
+fn marker_names(urlpath: &str) -> Option<Option<Vec<String>>> {
+    let marker = saving_marker(urlpath);
+    if !std::fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20) {
+        return None;
+    }
+    let text = std::fs::read_to_string(&marker).ok()?;
+    if text.is_empty() {
+        return Some(None);
+    }
+    let (complete, cut) = text.rsplit_once('\n').unwrap_or(("", &text));
+    if !(MARKER_LINE.starts_with(cut) || cut.starts_with(MARKER_LINE)) {
+        return None;
+    }
+    let names: Option<Vec<String>> = complete
+        .split('\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| l.strip_prefix(MARKER_LINE).map(str::to_owned))
+        .collect();
+    names.map(Some)
 }
 
 /// Whether temporary copies of `urlpath` may lie beside it (their marker is
@@ -249,26 +348,37 @@ pub(super) fn saving(urlpath: &str) -> bool {
     std::fs::symlink_metadata(saving_marker(urlpath)).is_ok()
 }
 
-/// Remove the marker of writes beside `urlpath` unless temporary copies of
-/// it remain (a live writer's, or one that could not be removed). Best effort.
+/// Remove the marker of writes beside `urlpath` if it is ours and no
+/// temporary copy it names remains (a live writer's, or one that could not
+/// be removed). Best effort.
 fn settle_marker(urlpath: &str) {
-    let marker = saving_marker(urlpath);
-    if std::fs::symlink_metadata(&marker).is_err() {
-        return;
-    }
     if temporaries(urlpath).is_some_and(|(_, found)| found.is_empty()) {
-        let _ = io::remove_file(&marker);
+        let _ = io::remove_file(&saving_marker(urlpath));
     }
 }
 
-/// The marker of a write beside a target, placed before its temporary copy
-/// is made and settled ([`settle_marker`]) when the write is over.
+/// The marker of a write beside a target, placed (with the copy's name)
+/// before its temporary copy is made and settled ([`settle_marker`]) when
+/// the write is over.
 struct Marker<'a>(&'a str);
 
 impl<'a> Marker<'a> {
-    fn place(target: &'a str) -> Result<Marker<'a>> {
+    fn place(target: &'a str, tmp: &str) -> Result<Marker<'a>> {
         let marker = saving_marker(target);
-        io::OpenOptions::create().open(&marker).map_err(|e| Error::io("creating", Some(&marker), &e))?;
+        if std::fs::symlink_metadata(&marker).is_ok() && marker_names(target).is_none() {
+            return Err(Error::storage(
+                Some(target),
+                format!(
+                    "'{}' is in the way: it is not a caterva marker; move it away to rewrite '{target}'",
+                    marker.display()
+                ),
+            ));
+        }
+        let name = Path::new(tmp).file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let line = format!("{MARKER_LINE}{name}\n");
+        // One append of one line: writers of copies of one target may add theirs at once.
+        let file = io::OpenOptions::append().open(&marker).map_err(|e| Error::io("creating", Some(&marker), &e))?;
+        file.append(line.as_bytes()).map_err(|e| Error::io("writing", Some(&marker), &e))?;
         Ok(Marker(target))
     }
 }
@@ -320,7 +430,7 @@ pub(crate) fn write_beside(
     let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
     let tmp = format!("{}{TMP_INFIX}{}-{n}", trimmed(target), std::process::id());
     // Settled last (declared first): once the copy and its lock are gone.
-    let _marker = Marker::place(target)?;
+    let _marker = Marker::place(target, &tmp)?;
     // A fresh name: only a cleaner looking at it may hold its lock, briefly.
     let _tmp_lock = lock::wait_for(&tmp)?;
     // A name of ours: whatever an earlier process of the same id left there goes.
@@ -388,8 +498,11 @@ impl<'a> Cleanup<'a> {
 
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
-        if let Some(u) = self.0 {
-            let _ = remove_leftover(Path::new(u));
+        // Made by this process a moment ago: ours, whatever a failure left in it.
+        if let Some(p) = self.0.map(Path::new) {
+            if let Ok(m) = std::fs::symlink_metadata(p) {
+                let _ = remove_own(p, &m);
+            }
         }
     }
 }

@@ -55,6 +55,9 @@ pub(super) struct Placement {
     /// is rebuilt after every write of this handle, and a handle whose
     /// array another handle changed is refused before it writes.
     file: Option<File>,
+    /// Why the offsets cannot be right, if they cannot: every read of a
+    /// stored chunk fails with it.
+    damage: Option<String>,
 }
 
 impl Placement {
@@ -79,7 +82,13 @@ impl Placement {
         } else {
             None
         };
-        Ok(Placement { path, header_len, data_end, offsets, file })
+        let mut stored: Vec<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
+        stored.sort_unstable();
+        let damage = frame_check::first_repeated(&stored).map(|o| {
+            let kind = if contiguous { "offset" } else { "chunk file number" };
+            format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
+        });
+        Ok(Placement { path, header_len, data_end, offsets, file, damage })
     }
 
     /// Whether chunk `n` is a special one (c-blosc2 makes it from the index).
@@ -105,6 +114,8 @@ impl Placement {
 pub(crate) struct Want<'m> {
     /// Uncompressed bytes of a chunk of the array.
     pub(crate) nbytes: usize,
+    /// Bytes of an item (the super-chunk's typesize).
+    pub(crate) typesize: usize,
     /// Bytes of a block of the array.
     pub(crate) blocksize: usize,
     /// Per block, whether it may be skipped (Blosc's `maskout`); `None`: all.
@@ -125,6 +136,9 @@ fn le32(b: &[u8], at: usize) -> usize {
 /// Blosc's `maskout` never reads them.
 pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
     let Some((path, at)) = p.locate(n) else { return Ok(None) };
+    if let Some(why) = &p.damage {
+        return Err(Error::InvalidFormat(why.clone()));
+    }
     let io = |what: &'static str| {
         let path = path.to_path_buf();
         move |e: std::io::Error| Error::io(what, Some(&path), &e)
@@ -164,10 +178,22 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
         return Err(corrupt(&path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
     }
     // Blosc stores a chunk that would not compress as a copy: no chunk
-    // is longer than its items plus the header. A longer one, or one larger
-    // than the array's chunks, is damaged (and allocates nothing here).
-    if cbytes < HEADER || nbytes > want.nbytes || cbytes > nbytes + HEADER {
+    // is longer than its items plus the header. A longer one, or one of
+    // another size or item size than the array's chunks, is damaged (and
+    // allocates nothing here).
+    if cbytes < HEADER || cbytes > nbytes + HEADER {
         return Err(corrupt(&path, n, "has a damaged header"));
+    }
+    if nbytes != want.nbytes || usize::from(head[3]) != want.typesize {
+        let (typesize, want_nbytes, want_typesize) = (head[3], want.nbytes, want.typesize);
+        return Err(corrupt(
+            &path,
+            n,
+            &format!(
+                "holds {nbytes} bytes of {typesize}-byte items; the array's chunks hold {want_nbytes} of \
+                 {want_typesize}-byte items"
+            ),
+        ));
     }
     let (flags, blosc2_flags) = (head[2], head[31]);
     // Plain chunk: blocks with starts, no memcpy (0x02), no dictionary,
