@@ -286,6 +286,30 @@ def test_meta_vlmeta_checksums(tmp_path):
     assert [n for n, _ in a.verify()] == [1]
 
 
+@pytest.mark.parametrize("kind", STORAGES)
+@pytest.mark.parametrize("checksums", [False, True])
+def test_vlmeta_of_zeros_reopens(tmp_path, kind, checksums):
+    # c-blosc2 stores 32 or more zero bytes as a special chunk; every open
+    # of such an array used to fail (issue 24).
+    a = cat.zeros((10,), np.int64, chunks=(5,), blocks=(5,), checksums=checksums, **where(kind, tmp_path))
+    a.vlmeta["z"] = bytes(40)
+    a.vlmeta["odd"] = bytes(33)
+    assert a.vlmeta["z"] == bytes(40)
+    b = cat.from_cframe(a.to_cframe())
+    assert b.vlmeta["odd"] == bytes(33)
+    if kind != "memory":
+        url = where(kind, tmp_path)["urlpath"]
+        a.close()
+        a = cat.open(url)
+        assert a.vlmeta["z"] == bytes(40) and a.vlmeta["odd"] == bytes(33)
+        a.save(str(tmp_path / "copy.b2frame"))
+        assert cat.open(tmp_path / "copy.b2frame").vlmeta["odd"] == bytes(33)
+    # Metadata no open would accept is refused at write, and nothing changes.
+    with pytest.raises(Exception, match="vlmetalayer 'huge'"):
+        a.vlmeta["huge"] = bytes(17 << 20)
+    assert "huge" not in a.vlmeta
+
+
 def test_errors_and_lifetime(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         cat.open(tmp_path / "missing.b2nd")
