@@ -303,6 +303,64 @@ static int test_symlink_at_the_lock(const test_case_t *tc) {
     return 0;
 }
 
+static int write_file(const char *path, const char *text) {
+    FILE *fp = fopen(path, "wb");
+    if (fp == NULL) return 1;
+    size_t n = strlen(text);
+    int bad = fwrite(text, 1, n, fp) != n;
+    return fclose(fp) != 0 || bad;
+}
+
+static int file_is(const char *path, const char *text) {
+    long len;
+    unsigned char *got = slurp(path, &len);
+    int same = got != NULL && len == (long)strlen(text) && memcmp(got, text, (size_t)len) == 0;
+    free(got);
+    return same;
+}
+
+/* A user's files with the names caterva uses beside an array: neither
+ * trusted (the array opens and reads) nor deleted. */
+static int test_foreign_sidecars(const test_case_t *tc) {
+    (void)tc;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    caterva_params_t params;
+    caterva_storage_t storage;
+    char path[256] = "ctest_ro_side.b2frame";
+    h_small_params(&params, &storage, path, true);
+    caterva_remove(ctx, path);
+    caterva_array_t *a;
+    CHECK_OK(caterva_zeros(ctx, &params, &storage, &a));
+    CHECK_OK(caterva_free(ctx, &a));
+    const char *names[] = {"ctest_ro_side.b2frame.caterva-journal", "ctest_ro_side.b2frame.caterva-journal-tmp",
+                           "ctest_ro_side.b2frame.caterva-old", "ctest_ro_side.b2frame.caterva-tmp-12-3"};
+    for (int i = 0; i < 4; i++) CHECK(write_file(names[i], "a user's notes\n") == 0);
+    CHECK(write_file("ctest_ro_side.b2frame.caterva-saving", "") == 0);
+    CHECK_OK(caterva_open(ctx, path, &a));
+    int32_t items[80];
+    CHECK_OK(caterva_to_buffer(ctx, a, items, sizeof(items)));
+    CHECK(items[0] == 0 && items[79] == 0);
+    /* A write needs the journal's name: it says what is in the way. */
+    int64_t start[2] = {0, 0}, stop[2] = {1, 1}, shape[2] = {1, 1};
+    int32_t one = 1;
+    CHECK_RC(caterva_set_slice_buffer(ctx, &one, shape, 4, start, stop, a), CATERVA_ERR_INVALID_STORAGE);
+    CHECK(strstr(caterva_last_error(), "in the way") != NULL);
+    CHECK_OK(caterva_free(ctx, &a));
+    for (int i = 0; i < 4; i++) {
+        CHECK(file_is(names[i], "a user's notes\n"));
+        CHECK(remove(names[i]) == 0);
+    }
+    remove("ctest_ro_side.b2frame.caterva-saving");
+    CHECK_OK(caterva_open(ctx, path, &a));
+    CHECK_OK(caterva_set_slice_buffer(ctx, &one, shape, 4, start, stop, a));
+    CHECK_OK(caterva_free(ctx, &a));
+    CHECK_OK(caterva_remove(ctx, path));
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 static int test_unregistered_ids(const test_case_t *tc) {
     (void)tc;
     caterva_ctx_t *ctx = NULL;
@@ -327,5 +385,6 @@ void suite_readonly(void) {
     RUN_ALL_CASES(test_vlmeta_of_zeros);
     RUN_CASE(test_metadata_too_large_to_reopen);
     RUN_CASE(test_symlink_at_the_lock);
+    RUN_CASE(test_foreign_sidecars);
     RUN_CASE(test_unregistered_ids);
 }
