@@ -242,18 +242,26 @@ static int test_vlmeta_of_zeros(const test_case_t *tc) {
     return 0;
 }
 
-static int test_metadata_too_large_to_reopen(const test_case_t *tc) {
-    (void)tc;
+/* A default context in *ctx and a new 10x8 array of zeros at path (a frame
+ * file named name), open in *a. */
+static int small_array(caterva_ctx_t **ctx, char *path, const char *name, caterva_array_t **a) {
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
-    caterva_ctx_t *ctx;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    CHECK_OK(caterva_ctx_new(&cfg, ctx));
     caterva_params_t params;
     caterva_storage_t storage;
-    char path[256] = "ctest_ro_big.b2frame";
+    snprintf(path, 256, "%s", name);
     h_small_params(&params, &storage, path, true);
-    caterva_remove(ctx, path);
+    caterva_remove(*ctx, path);
+    CHECK_OK(caterva_zeros(*ctx, &params, &storage, a));
+    return 0;
+}
+
+static int test_metadata_too_large_to_reopen(const test_case_t *tc) {
+    (void)tc;
+    caterva_ctx_t *ctx;
     caterva_array_t *a;
-    CHECK_OK(caterva_zeros(ctx, &params, &storage, &a));
+    char path[256];
+    if (small_array(&ctx, path, "ctest_ro_big.b2frame", &a) != 0) return 1;
     int32_t size = 17 << 20;
     uint8_t *zeros = calloc((size_t)size, 1);
     CHECK(zeros != NULL);
@@ -274,16 +282,10 @@ static int test_metadata_too_large_to_reopen(const test_case_t *tc) {
 
 static int test_symlink_at_the_lock(const test_case_t *tc) {
     (void)tc;
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    caterva_params_t params;
-    caterva_storage_t storage;
-    char path[256] = "ctest_ro_lock.b2frame";
-    h_small_params(&params, &storage, path, true);
-    caterva_remove(ctx, path);
     caterva_array_t *a;
-    CHECK_OK(caterva_zeros(ctx, &params, &storage, &a));
+    char path[256];
+    if (small_array(&ctx, path, "ctest_ro_lock.b2frame", &a) != 0) return 1;
     CHECK_OK(caterva_free(ctx, &a));
     remove("ctest_ro_lock.b2frame.caterva-lock");
     remove("ctest_ro_lock_target");
@@ -323,16 +325,10 @@ static int file_is(const char *path, const char *text) {
  * trusted (the array opens and reads) nor deleted. */
 static int test_foreign_sidecars(const test_case_t *tc) {
     (void)tc;
-    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     caterva_ctx_t *ctx;
-    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
-    caterva_params_t params;
-    caterva_storage_t storage;
-    char path[256] = "ctest_ro_side.b2frame";
-    h_small_params(&params, &storage, path, true);
-    caterva_remove(ctx, path);
     caterva_array_t *a;
-    CHECK_OK(caterva_zeros(ctx, &params, &storage, &a));
+    char path[256];
+    if (small_array(&ctx, path, "ctest_ro_side.b2frame", &a) != 0) return 1;
     CHECK_OK(caterva_free(ctx, &a));
     const char *names[] = {"ctest_ro_side.b2frame.caterva-journal", "ctest_ro_side.b2frame.caterva-journal-tmp",
                            "ctest_ro_side.b2frame.caterva-old", "ctest_ro_side.b2frame.caterva-tmp-12-3"};

@@ -213,6 +213,9 @@ def build_drivers(missing):
         out["native-b2nd3"] = "needs the python-blosc2 wheel (libblosc2 and headers): " + missing["python-blosc2"]
         return out, desc
     site = site_blosc2()
+    if site is None:
+        out["native-b2nd3"] = "python-blosc2 is not installed (not among the --only libraries)"
+        return out, desc
     libdir, incdir = os.path.join(site, "lib"), os.path.join(site, "include")
     sonames = sorted(f for f in os.listdir(libdir) if f.startswith("libblosc2.so.")) if os.path.isdir(libdir) else []
     if not sonames or not os.path.isfile(os.path.join(incdir, "b2nd.h")):
