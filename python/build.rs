@@ -15,20 +15,22 @@ fn main() {
     println!("cargo:rerun-if-env-changed=BLOSC2_INSTALL_PREFIX");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
     let Some(prefix) = env::var_os("BLOSC2_INSTALL_PREFIX") else {
-        println!("cargo:warning=BLOSC2_INSTALL_PREFIX is not set: libblosc2 is not copied into the package");
-        return;
+        panic!(
+            "BLOSC2_INSTALL_PREFIX is not set, so libblosc2 cannot be put into the package (build from the \
+             repository, whose .cargo/config.toml sets it)"
+        );
     };
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     // A relative prefix is the repository's (.cargo/config.toml: relative = true gives an absolute one).
     let prefix = manifest.join(prefix);
     let Some(lib_dir) = ["lib64", "lib"].iter().map(|s| prefix.join(s)).find(|d| d.join("libblosc2.so").exists())
     else {
-        println!("cargo:warning=no libblosc2.so under {}: not copied into the package", prefix.display());
-        return;
+        panic!("no libblosc2.so under {}: blosc2-sys did not install it there", prefix.display());
     };
     println!("cargo:rerun-if-changed={}", lib_dir.display());
     let package = manifest.join("caterva");
-    let Ok(entries) = fs::read_dir(&lib_dir) else { return };
+    let entries = fs::read_dir(&lib_dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", lib_dir.display()));
+    let mut found = false;
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         // The soname file, libblosc2.so.<major>: what the extension records as needed.
@@ -36,6 +38,7 @@ fn main() {
         if major.is_empty() || !major.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
+        found = true;
         let src = fs::read(e.path()).expect("libblosc2 is readable");
         let dst = package.join(&name);
         // Never rewrite in place a library a running interpreter may have mapped.
@@ -46,4 +49,5 @@ fn main() {
         fs::write(&tmp, &src).expect("the package folder is writable");
         fs::rename(&tmp, &dst).expect("the package folder is writable");
     }
+    assert!(found, "no libblosc2.so.<major> in {}: nothing to put into the package", lib_dir.display());
 }

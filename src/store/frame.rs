@@ -183,6 +183,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_frame_start_is_recognised_at_any_length() {
+        let mut start = HEADER_START.to_vec();
+        start.extend_from_slice(MAGIC);
+        start.extend_from_slice(b"anything after");
+        for n in 0..start.len() {
+            assert!(is_frame_start(&start[..n]), "{n} bytes");
+        }
+        assert!(!is_frame_start(b"a user's notes"));
+        assert!(!is_frame_start(&[0x9e, 0xa8, b'x']));
+    }
+
+    #[test]
     fn chunk_file_names_round_trip() {
         let p = chunk_file(Path::new("d"), 0x1A);
         assert_eq!(p, Path::new("d/0000001A.chunk"));
