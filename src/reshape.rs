@@ -397,8 +397,9 @@ pub(crate) fn build(
 
 /// Make the store's chunks the `new` list (in order), inside transaction
 /// `tx`, keeping the reused old chunks where they are stored: free old slots
-/// take new data, the rest is appended or deleted, and one reorder of the
-/// chunk index puts them in place.
+/// take new data, the rest is appended (in one operation, whatever their
+/// number: [`Tx::append_chunks`]) or deleted, and one reorder of the chunk
+/// index puts them in place.
 pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     let n_old = tx.nchunks();
     let mut reused = vec![false; n_old as usize];
@@ -409,7 +410,7 @@ pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     }
     let mut free = (0..n_old).filter(|&k| !reused[k as usize]);
     let mut slot_of = Vec::with_capacity(new.len());
-    let mut count = n_old;
+    let mut appended = Vec::new();
     for b in new {
         match b {
             Built::Reuse(k) => slot_of.push(k),
@@ -419,13 +420,13 @@ pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
                     slot_of.push(slot);
                 }
                 None => {
-                    tx.append_chunk(&bytes)?;
-                    slot_of.push(count);
-                    count += 1;
+                    slot_of.push(n_old + appended.len() as i64);
+                    appended.push(bytes);
                 }
             },
         }
     }
+    tx.append_chunks(&appended)?;
     let unused: Vec<i64> = free.collect();
     for &slot in unused.iter().rev() {
         tx.delete_chunk(slot)?;
