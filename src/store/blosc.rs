@@ -763,30 +763,6 @@ fn compress_offsets(offsets: &[i64]) -> Result<Vec<u8>> {
     ctx.compress(&bytes)
 }
 
-/// A contiguous frame `old` with `chunks` (of `nbytes` uncompressed bytes in
-/// all) appended, for a super-chunk whose offsets index is `offsets`.
-fn appended_frame(old: &[u8], offsets: &[i64], chunks: &[&[u8]], nbytes: i64) -> Result<Vec<u8>> {
-    let len = old.len() as u64;
-    let tail = old.get(old.len().saturating_sub(frame::TRAILER_TAIL)..).unwrap_or_default();
-    let s = frame::Sections::read(old, tail, len).ok_or_else(|| unreadable(None))?;
-    let (h, data_end) = (s.header_len as usize, (s.header_len + s.cbytes as u64) as usize);
-    let plan = frame::plan_append(offsets, false, s.cbytes, chunks);
-    let index = compress_offsets(&plan.offsets)?;
-    let trailer = &old[s.trailer_at as usize..];
-    let mut out = Vec::new();
-    let new_len = data_end + plan.cbytes as usize + index.len() + trailer.len();
-    out.try_reserve_exact(new_len)
-        .map_err(|_| Error::blosc(format!("allocating {new_len} bytes for the frame"), None))?;
-    out.extend_from_slice(&old[..data_end]);
-    for &(i, _) in &plan.stored {
-        out.extend_from_slice(chunks[i]);
-    }
-    out.extend_from_slice(&index);
-    out.extend_from_slice(trailer);
-    frame::patch_header(&mut out[..h], new_len as u64, s.nbytes + nbytes, s.cbytes + plan.cbytes);
-    Ok(out)
-}
-
 /// The error for a frame whose sections cannot be found where c-blosc2 put them.
 fn unreadable(path: Option<&str>) -> Error {
     Error::InvalidFormat(format!(
@@ -1518,20 +1494,98 @@ impl SChunk {
         Ok(())
     }
 
-    /// [`SChunk::append_chunks`] on a frame in memory: the new frame, as a
-    /// new super-chunk.
-    fn append_in_memory(&self, offsets: &[i64], chunks: &[&[u8]], nbytes: i64) -> Result<SChunk> {
+    /// [`SChunk::append_chunks`] on a frame in memory: the frame's buffer
+    /// grown in place (`realloc`, as c-blosc2 grows it: no copy of the data
+    /// section when the allocator can extend it) and handed to a new
+    /// super-chunk, which is returned. This one must then be dropped
+    /// (without it, its frame is gone); on an error it is left as it was.
+    fn append_in_memory(&mut self, offsets: &[i64], chunks: &[&[u8]], nbytes: i64) -> Result<SChunk> {
         let (p, len, needs_free) = self.to_cframe_raw()?;
-        // SAFETY: c-blosc2 handed back len readable bytes at p (the super-chunk's own frame, which lives as long
-        // as &self, or a copy we free below).
-        let old = unsafe { std::slice::from_raw_parts(p, len as usize) }.to_vec();
         if needs_free {
-            // SAFETY: a copy c-blosc2 allocated for us.
+            // SAFETY: a copy c-blosc2 allocated for us (not expected for a contiguous frame in memory).
             unsafe { free(p.cast()) };
+            return Err(Error::blosc("growing a frame in memory that the super-chunk does not hold", None));
         }
-        let frame = appended_frame(&old, offsets, chunks, nbytes)?;
-        // SAFETY: frame is a live buffer of frame.len() bytes; copy = true.
-        unsafe { Self::from_cframe(frame.as_ptr(), frame.len(), true) }
+        let len = len as usize;
+        // SAFETY: the super-chunk's own frame: len bytes, alive while self is.
+        let old = unsafe { raw_bytes(p, len) };
+        let tail = &old[len.saturating_sub(frame::TRAILER_TAIL)..];
+        let s = frame::Sections::read(old, tail, len as u64).ok_or_else(|| unreadable(None))?;
+        let plan = frame::plan_append(offsets, false, s.cbytes, chunks);
+        let index = compress_offsets(&plan.offsets)?;
+        let data_end = (s.header_len + s.cbytes as u64) as usize;
+        let trailer = old[s.trailer_at as usize..].to_vec();
+        // What the append overwrites, to put back if the result cannot be read.
+        let (old_tail, old_head) = (old[data_end..].to_vec(), old[..frame::HEADER_MINLEN].to_vec());
+        let new_len = data_end + plan.cbytes as usize + index.len() + trailer.len();
+        // SAFETY: the frame's buffer is malloc'ed by c-blosc2 (or by from_cframe) and owned by the super-chunk,
+        // which from now on does not free it; realloc keeps it valid when it fails.
+        let q = unsafe {
+            b::blosc2_schunk_avoid_cframe_free(self.as_ptr(), true);
+            let q = libc::realloc(p.cast(), new_len).cast::<u8>();
+            if q.is_null() {
+                b::blosc2_schunk_avoid_cframe_free(self.as_ptr(), false);
+                return Err(Error::blosc(format!("allocating {new_len} bytes for the frame"), None));
+            }
+            q
+        };
+        // SAFETY: q holds new_len bytes, the first len of them the old frame's; nothing else refers to them
+        // (self's frame pointer is stale now and never read again: self is dropped or replaced below).
+        let buf = unsafe { std::slice::from_raw_parts_mut(q, new_len) };
+        let mut at = data_end;
+        for &(i, _) in &plan.stored {
+            buf[at..at + chunks[i].len()].copy_from_slice(chunks[i]);
+            at += chunks[i].len();
+        }
+        buf[at..at + index.len()].copy_from_slice(&index);
+        buf[at + index.len()..].copy_from_slice(&trailer);
+        frame::patch_header(
+            &mut buf[..s.header_len as usize],
+            new_len as u64,
+            s.nbytes + nbytes,
+            s.cbytes + plan.cbytes,
+        );
+        // SAFETY: q is a malloc'ed buffer of new_len bytes that nothing else owns.
+        match unsafe { Self::own_frame(q, new_len, true) } {
+            Ok(sc) => Ok(sc),
+            Err(e) => {
+                // Put the old frame back and read it again in place of self.
+                buf[data_end..len].copy_from_slice(&old_tail);
+                buf[..frame::HEADER_MINLEN].copy_from_slice(&old_head);
+                // SAFETY: as above; a failed shrink leaves q (larger than len) valid.
+                let back = unsafe {
+                    let r = libc::realloc(q.cast(), len).cast::<u8>();
+                    Self::own_frame(if r.is_null() { q } else { r }, len, false)
+                };
+                match back {
+                    Ok(mut back) => {
+                        back.carry_settings(self);
+                        *self = back;
+                        Err(e)
+                    }
+                    // The frame that was sound a moment ago: nothing left to hold the array.
+                    Err(_) => std::process::abort(),
+                }
+            }
+        }
+    }
+
+    /// A super-chunk over the malloc'ed contiguous frame `p` of `len` bytes,
+    /// which it then owns (and frees), checked with [`frame_check`] first
+    /// when `check` says so.
+    ///
+    /// # Safety
+    /// `p` is a `malloc`'ed buffer of `len` initialised bytes that nothing else owns or uses.
+    unsafe fn own_frame(p: *mut u8, len: usize, check: bool) -> Result<Self> {
+        if check {
+            // SAFETY: as the caller guarantees.
+            frame_check::check_cframe(unsafe { raw_bytes(p, len) }, inflate)?;
+        }
+        // SAFETY: as the caller guarantees; with copy = false blosc2 reads the buffer in place.
+        let sc = Self::wrap(unsafe { b::blosc2_schunk_from_buffer(p, len as i64, false) }, "reading the frame buffer")?;
+        // SAFETY: sc is frame-backed by p, which it now owns and frees.
+        unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
+        Ok(sc)
     }
 
     /// Give this super-chunk (just read back from a frame) the compression

@@ -295,6 +295,77 @@ mod tests {
         assert_eq!(chunk_id("1A.chunk"), None);
     }
 
+    /// A chunk header whose special kind is `kind`, of `len` bytes.
+    fn chunk(kind: u8, len: usize) -> Vec<u8> {
+        let mut c = vec![0u8; len];
+        c[CHUNK_POS_SPECIAL] = kind << 4;
+        c
+    }
+
+    #[test]
+    fn appends_are_planned_as_c_blosc2_stores_them() {
+        let zero = chunk(blosc2_sys::BLOSC2_SPECIAL_ZERO as u8, 32);
+        let nan = chunk(blosc2_sys::BLOSC2_SPECIAL_NAN as u8, 32);
+        let value = chunk(blosc2_sys::BLOSC2_SPECIAL_VALUE as u8, 40);
+        let data = chunk(0, 100);
+        let new: Vec<&[u8]> = vec![&data, &zero, &value, &nan, &data];
+        let special = |kind: u32| (SPECIAL_OFFSET | u64::from(kind) << 56) as i64;
+        // Contiguous: stored chunks follow the data section's 500 bytes.
+        let p = plan_append(&[0, 250], false, 500, &new);
+        assert_eq!(
+            p.offsets,
+            vec![
+                0,
+                250,
+                500,
+                special(blosc2_sys::BLOSC2_SPECIAL_ZERO),
+                600,
+                special(blosc2_sys::BLOSC2_SPECIAL_NAN),
+                640
+            ]
+        );
+        assert_eq!(p.stored, vec![(0, 500), (2, 600), (4, 640)]);
+        assert_eq!(p.cbytes, 240);
+        // Sparse: new chunk files numbered past the largest in use (specials do not count).
+        let p = plan_append(&[3, special(1), 7], true, 0, &new);
+        assert_eq!(&p.offsets[3..], &[8, special(1), 9, special(2), 10]);
+        assert_eq!(p.stored, vec![(0, 8), (2, 9), (4, 10)]);
+        let p = plan_append(&[special(1)], true, 0, &new[..1]);
+        assert_eq!(p.offsets, vec![special(1), 0]);
+    }
+
+    #[test]
+    fn sections_come_from_header_and_trailer_end() {
+        let mut head = vec![0u8; HEADER_MINLEN];
+        head[..2].copy_from_slice(&HEADER_START);
+        head[POS_MAGIC..POS_MAGIC + 8].copy_from_slice(MAGIC);
+        for (at, m) in [
+            (POS_HEADER_LEN, 0xd2),
+            (POS_FRAME_LEN, 0xcf),
+            (POS_NBYTES, 0xd3),
+            (POS_CBYTES, 0xd3),
+            (POS_CHUNKSIZE, 0xd2),
+        ] {
+            head[at - 1] = m;
+        }
+        head[POS_HEADER_LEN..POS_HEADER_LEN + 4].copy_from_slice(&120i32.to_be_bytes());
+        head[POS_CHUNKSIZE..POS_CHUNKSIZE + 4].copy_from_slice(&64i32.to_be_bytes());
+        patch_header(&mut head, 1000, 6400, 700);
+        let mut tail = vec![0u8; TRAILER_TAIL];
+        tail[0] = 0xce;
+        tail[1..5].copy_from_slice(&60u32.to_be_bytes());
+        tail[5] = 0xd8;
+        let s = Sections::read(&head, &tail, 1000).unwrap();
+        assert_eq!(
+            s,
+            Sections { header_len: 120, nbytes: 6400, cbytes: 700, chunksize: 64, trailer_at: 940, len: 1000 }
+        );
+        // A length the header does not state, a damaged marker: not read.
+        assert!(Sections::read(&head, &tail, 999).is_none());
+        tail[5] = 0;
+        assert!(Sections::read(&head, &tail, 1000).is_none());
+    }
+
     #[test]
     fn magic() {
         let mut head = vec![0x9e, 0xa8];
