@@ -250,6 +250,9 @@ int main(int argc, char **argv) {
     printf("---:|\n");
     fflush(stdout);
 
+    /* Warm up (untimed): the libraries' first calls start thread pools and fault pages in. */
+    for (int c = 0; c < NCOLS; c++) run_once(c, MEM, 10);
+
     for (int st = 0; st < NSTORAGES; st++) {
         bool skip[NCOLS] = {false};
         for (int ki = 0; ki < nks; ki++) {

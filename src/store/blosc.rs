@@ -1477,7 +1477,7 @@ impl SChunk {
             nbytes += info.nbytes as i64;
             stored.push(&c[..info.cbytes]);
         }
-        if rest.len() < 2 || stored.len() != rest.len() || self.raw().frame.is_null() || self.borrowed {
+        if rest.is_empty() || stored.len() != rest.len() || self.raw().frame.is_null() || self.borrowed {
             return rest.iter().try_for_each(|c| self.append_chunk(c));
         }
         let offsets = self.frame_offsets()?;
