@@ -336,6 +336,7 @@ impl Array {
                 for b in reshape::build(ctx, g, m, group, reuse)? {
                     let chunk = match b {
                         Built::Data(chunk) => chunk,
+                        Built::Zeros(chunk) => chunk.to_vec(),
                         Built::Reuse(k) => self.store.chunk(k)?.bytes().to_vec(),
                     };
                     bytes += chunk.len();
