@@ -12,12 +12,13 @@
  *                   array made directly, with its K + 1 chunks);
  *   - b2nd_resize:  c-blosc2 2.15's b2nd_resize on a b2nd array made the same way.
  * Each cell is the median (and the maximum) of the repetitions (5 up to 10k
- * chunks, 3 above) in milliseconds; creating the starting array and removing
- * files are not timed. After every caterva resize the first chunk, an item
+ * chunks, 3 above; see --quick) in milliseconds; creating the starting
+ * array and removing files are not timed. After every caterva resize the first chunk, an item
  * of the last one and the item count are checked (and, on disk, the array
  * is reopened and checked again, untimed). A cell whose median for the
- * previous K was over the time limit (2 s per repetition; --quick 0.5 s) is
- * not run: it would take at least ten times as long ("skipped").
+ * previous K was over the time limit (2 s per repetition; --quick 0.1 s) is
+ * not run: it would take at least ten times as long ("skipped"). --quick
+ * also makes 3 repetitions (5 otherwise; --reps N sets them).
  * The last column is the time per added chunk of ours (resize), in µs.
  *
  * Journal syncs (CATERVA_JOURNAL_SYNC) are whatever the environment says
@@ -192,11 +193,14 @@ static void fmt_ms(char *out, size_t n, double ms) {
 }
 
 int main(int argc, char **argv) {
-    bool quick = false;
+    bool quick = false, reps_set = false;
     int reps_small = 5, reps_big = 3;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = true;
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps_small = reps_big = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+            reps_small = reps_big = atoi(argv[++i]);
+            reps_set = true;
+        }
         else {
             fprintf(stderr, "usage: %s [--quick] [--reps N]\n", argv[0]);
             return 2;
@@ -205,7 +209,8 @@ int main(int argc, char **argv) {
     if (reps_small < 1) reps_small = reps_big = 1;
     int64_t ks[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
     int nks = quick ? 5 : 7;
-    double limit_ms = quick ? 500 : 2000;
+    double limit_ms = quick ? 100 : 2000;
+    if (quick && !reps_set) reps_small = reps_big = 3;
 
     blosc2_init();
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
