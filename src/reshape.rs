@@ -14,6 +14,8 @@
 //! - otherwise built item by item: old regions read block-wise, buffer rows
 //!   copied, the rest zeros.
 
+use std::sync::Arc;
+
 use crate::context::Context;
 use crate::engine::{self, Buffers, UserBuf, Worker};
 use crate::error::Result;
@@ -85,14 +87,15 @@ impl AxisMap {
 
     /// The runs intersecting `[lo, hi)`, clipped to it: `(lo, hi, source)`.
     fn pieces(&self, lo: i64, hi: i64) -> Vec<(i64, i64, Source)> {
-        self.segs
-            .iter()
-            .filter(|s| s.lo < hi && s.hi > lo)
-            .map(|s| {
-                let a = s.lo.max(lo);
-                (a, s.hi.min(hi), s.src.shifted(a - s.lo))
-            })
-            .collect()
+        self.pieces_iter(lo, hi).collect()
+    }
+
+    /// [`AxisMap::pieces`], one at a time.
+    fn pieces_iter(&self, lo: i64, hi: i64) -> impl Iterator<Item = (i64, i64, Source)> + '_ {
+        self.segs.iter().filter(move |s| s.lo < hi && s.hi > lo).map(move |s| {
+            let a = s.lo.max(lo);
+            (a, s.hi.min(hi), s.src.shifted(a - s.lo))
+        })
     }
 }
 
@@ -132,6 +135,8 @@ pub(crate) enum Built {
     Reuse(i64),
     /// Compressed bytes.
     Data(Vec<u8>),
+    /// The zero chunk (a special chunk), shared by every new chunk of zeros.
+    Zeros(Arc<[u8]>),
 }
 
 /// What one axis of a new chunk is, for [`classify`].
@@ -147,21 +152,22 @@ enum AxisFate {
 }
 
 fn axis_fate(map: &AxisMap, o: i64, valid: i64, c: i64, old_len: i64) -> AxisFate {
-    let pieces = map.pieces(o, o + valid);
-    if pieces.iter().all(|p| p.2 == Source::Fill) {
+    // (No allocation: this runs once per axis of every chunk of the new array.)
+    if map.pieces_iter(o, o + valid).all(|p| p.2 == Source::Fill) {
         return AxisFate::AllFill;
     }
-    let Some(&(lo, hi, Source::Old(p))) = pieces.first() else { return AxisFate::Mixed };
+    let mut pieces = map.pieces_iter(o, o + valid);
+    let Some((lo, hi, Source::Old(p))) = pieces.next() else { return AxisFate::Mixed };
     if lo != o || p % c != 0 {
         return AxisFate::Mixed;
     }
     let old_valid = c.min(old_len - p);
-    match pieces.len() {
-        1 if old_valid == valid => AxisFate::Same(p / c),
-        1 => AxisFate::Shrunk(p / c, valid, old_valid),
+    match (pieces.next(), pieces.next()) {
+        (None, _) if old_valid == valid => AxisFate::Same(p / c),
+        (None, _) => AxisFate::Shrunk(p / c, valid, old_valid),
         // The old chunk ended where the new items start: they grow into its
         // padding and read what it holds, as the original library did.
-        2 if pieces[1].2 == Source::Fill && hi - lo == old_valid => AxisFate::Same(p / c),
+        (Some((_, _, Source::Fill)), None) if hi - lo == old_valid => AxisFate::Same(p / c),
         _ => AxisFate::Mixed,
     }
 }
@@ -338,40 +344,60 @@ pub(crate) fn build(
     parts: &[ChunkPart],
     reuse: bool,
 ) -> Result<Vec<Built>> {
+    build_with(ctx, new_geom, m, reuse, parts.len(), |f| parts.iter().cloned().for_each(f))
+}
+
+/// [`build`] of every chunk of `new_geom`, in order, planned one at a time:
+/// only the chunks with work to do are kept with their part (a plan of every
+/// part of a million chunks would take hundreds of megabytes).
+pub(crate) fn build_all(ctx: &Context, new_geom: &Geometry, m: &Mapping<'_>, reuse: bool) -> Result<Vec<Built>> {
+    let region = new_geom.full_region();
+    let count = usize::try_from(new_geom.nchunks_in(&region)).unwrap_or(usize::MAX);
+    build_with(ctx, new_geom, m, reuse, count, |f| new_geom.for_each_chunk_in(&region, f))
+}
+
+/// [`build`] of the `count` parts `each` hands out, in order.
+fn build_with(
+    ctx: &Context,
+    new_geom: &Geometry,
+    m: &Mapping<'_>,
+    reuse: bool,
+    count: usize,
+    each: impl FnOnce(&mut dyn FnMut(ChunkPart)),
+) -> Result<Vec<Built>> {
     let same_layout = new_geom.chunkshape_full() == m.old_geom.chunkshape_full()
         && new_geom.blockshape_full() == m.old_geom.blockshape_full()
         && new_geom.ndim() == m.old_geom.ndim()
         && m.kept.iter().enumerate().all(|(i, &k)| k == Some(i) || m.old_geom.ndim() == 0);
     let comp = ctx.compression();
-    let zeros = repeat_chunk(
+    let zeros: Arc<[u8]> = repeat_chunk(
         comp,
         new_geom.itemsize(),
         new_geom.block_nbytes(),
         new_geom.chunk_nbytes(),
         &vec![0u8; new_geom.itemsize()],
-    )?;
+    )?
+    .into();
     // Plan every chunk first (cheap), so that only the chunks with work to
     // do are spread over the threads.
-    let plans: Vec<Plan> = parts.iter().map(|p| classify(new_geom, m, same_layout, p)).collect();
-    let mut out: Vec<Option<Built>> = Vec::with_capacity(parts.len());
+    let mut out: Vec<Option<Built>> = Vec::new();
+    engine::reserve(&mut out, count, || format!("the plan of {count} chunks"))?;
     let mut todo = Vec::new();
-    for (i, plan) in plans.into_iter().enumerate() {
-        match plan {
-            Plan::Zeros => out.push(Some(Built::Data(zeros.clone()))),
-            Plan::Reuse(k) if reuse => out.push(Some(Built::Reuse(k))),
-            Plan::Reuse(k) => {
-                out.push(None);
-                todo.push((i, Plan::Patch(k, Vec::new())));
-            }
-            plan => {
-                out.push(None);
-                todo.push((i, plan));
-            }
+    each(&mut |part: ChunkPart| match classify(new_geom, m, same_layout, &part) {
+        Plan::Zeros => out.push(Some(Built::Zeros(zeros.clone()))),
+        Plan::Reuse(k) if reuse => out.push(Some(Built::Reuse(k))),
+        Plan::Reuse(k) => {
+            todo.push((out.len(), Plan::Patch(k, Vec::new()), part));
+            out.push(None);
         }
-    }
+        plan => {
+            todo.push((out.len(), plan, part));
+            out.push(None);
+        }
+    });
     let split = engine::write_split(ctx, new_geom, todo.len());
     let nthreads = split.blosc;
-    let work = |w: &mut Worker, (i, plan): &(usize, Plan)| -> Result<(usize, Vec<u8>)> {
+    let work = |w: &mut Worker, (i, plan, part): &(usize, Plan, ChunkPart)| -> Result<(usize, Vec<u8>)> {
         let compressed = match plan {
             Plan::Patch(k, clear) => {
                 let Worker { codecs, bufs } = w;
@@ -382,7 +408,7 @@ pub(crate) fn build(
                 codecs.compress(comp, new_geom, &bufs.scratch, nthreads)
             }
             _ => {
-                assemble(w, new_geom, m, &parts[*i])?;
+                assemble(w, new_geom, m, part)?;
                 let Worker { codecs, bufs } = w;
                 codecs.compress(comp, new_geom, &bufs.out, nthreads)
             }
@@ -397,8 +423,9 @@ pub(crate) fn build(
 
 /// Make the store's chunks the `new` list (in order), inside transaction
 /// `tx`, keeping the reused old chunks where they are stored: free old slots
-/// take new data, the rest is appended or deleted, and one reorder of the
-/// chunk index puts them in place.
+/// take new data, the rest is appended (in one operation, whatever their
+/// number: [`Tx::append_chunks`]) or deleted, and one reorder of the chunk
+/// index puts them in place.
 pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     let n_old = tx.nchunks();
     let mut reused = vec![false; n_old as usize];
@@ -409,23 +436,28 @@ pub(crate) fn apply_in_place(tx: &mut Tx<'_>, new: Vec<Built>) -> Result<()> {
     }
     let mut free = (0..n_old).filter(|&k| !reused[k as usize]);
     let mut slot_of = Vec::with_capacity(new.len());
-    let mut count = n_old;
-    for b in new {
-        match b {
-            Built::Reuse(k) => slot_of.push(k),
-            Built::Data(bytes) => match free.next() {
-                Some(slot) => {
-                    tx.update_chunks(&[(slot, &bytes)])?;
-                    slot_of.push(slot);
-                }
-                None => {
-                    tx.append_chunk(&bytes)?;
-                    slot_of.push(count);
-                    count += 1;
-                }
-            },
+    let mut appended: Vec<&[u8]> = Vec::new();
+    for b in &new {
+        let bytes: &[u8] = match b {
+            Built::Reuse(k) => {
+                slot_of.push(*k);
+                continue;
+            }
+            Built::Data(d) => d,
+            Built::Zeros(z) => z,
+        };
+        match free.next() {
+            Some(slot) => {
+                tx.update_chunks(&[(slot, bytes)])?;
+                slot_of.push(slot);
+            }
+            None => {
+                slot_of.push(n_old + appended.len() as i64);
+                appended.push(bytes);
+            }
         }
     }
+    tx.append_chunks(&appended)?;
     let unused: Vec<i64> = free.collect();
     for &slot in unused.iter().rev() {
         tx.delete_chunk(slot)?;

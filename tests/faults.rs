@@ -191,6 +191,18 @@ fn writes() -> Vec<Write> {
             run: |_, _, _, a| on(a).resize(&[41, 20], None),
         },
         Write {
+            name: "resize (grow by 80 chunks of zeros)",
+            checksums: true,
+            existing: true,
+            run: |_, _, _, a| on(a).resize(&[30, 17 + 6 * 20], None),
+        },
+        Write {
+            name: "append (18 chunks of data)",
+            checksums: true,
+            existing: true,
+            run: |_, _, _, a| on(a).append(&items(48 * 17, 17), 0),
+        },
+        Write {
             name: "resize (shrink)",
             checksums: true,
             existing: true,

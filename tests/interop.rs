@@ -83,6 +83,17 @@ const OURS: &[Ours] = &[
         dtype: Some("<i4"),
         appended: 9,
     },
+    // One-item chunk rows: each append and the final resize add several
+    // chunks at once (one pass over the frame: `Tx::append_chunks`).
+    Ours {
+        name: "i2_grown_many",
+        shape: &[0, 6],
+        chunks: &[1, 2],
+        blocks: &[1, 2],
+        itemsize: 2,
+        dtype: Some("<i2"),
+        appended: 9,
+    },
 ];
 
 /// Write every case of [`OURS`] in each of the four storages (in-memory

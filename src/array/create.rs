@@ -328,14 +328,26 @@ impl Array {
         let cparams = ctx.config().cparams;
         Array::create_with(ctx, &new, |tx, g| {
             let parts = engine::plan(g, &g.full_region())?;
+            // Chunks go in by the many (one pass over the frame each time:
+            // `Tx::append_chunks`), once this much of them is waiting.
+            const PENDING_BYTES: usize = 64 << 20;
+            let (mut pending, mut bytes) = (Vec::new(), 0);
             for group in parts.chunks(engine::batch_len(ctx)) {
                 for b in reshape::build(ctx, g, m, group, reuse)? {
-                    match b {
-                        Built::Data(bytes) => tx.append_chunk(&bytes)?,
-                        Built::Reuse(k) => tx.append_chunk(self.store.chunk(k)?.bytes())?,
-                    }
+                    let chunk = match b {
+                        Built::Data(chunk) => chunk,
+                        Built::Zeros(chunk) => chunk.to_vec(),
+                        Built::Reuse(k) => self.store.chunk(k)?.bytes().to_vec(),
+                    };
+                    bytes += chunk.len();
+                    pending.push(chunk);
+                }
+                if bytes >= PENDING_BYTES {
+                    tx.append_chunks(&std::mem::take(&mut pending))?;
+                    bytes = 0;
                 }
             }
+            tx.append_chunks(&pending)?;
             for (name, content) in vl {
                 tx.vlmeta_put(name, content, false, &cparams)?;
             }

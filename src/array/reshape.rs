@@ -4,7 +4,6 @@
 
 use super::create::{kept_axes, padded_axes, Derived};
 use super::Array;
-use crate::engine;
 use crate::error::{invalid, Error, Result};
 use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
@@ -208,7 +207,6 @@ impl Array {
         if new_geom == self.geom {
             return Ok(());
         }
-        let parts = engine::plan(&new_geom, &new_geom.full_region())?;
         let built = {
             let m = Mapping {
                 old_geom: &self.geom,
@@ -217,7 +215,7 @@ impl Array {
                 kept: kept_axes(&(0..self.ndim()).collect::<Vec<_>>()),
                 buffer,
             };
-            reshape::build(&self.ctx, &new_geom, &m, &parts, true)?
+            reshape::build_all(&self.ctx, &new_geom, &m, true)?
         };
         let dtype = self.dtype();
         self.store.write(|tx| {

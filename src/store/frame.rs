@@ -178,6 +178,121 @@ pub(crate) fn data_section(head: &[u8], len: u64) -> Option<(u64, u64)> {
     (header_len >= HEADER_MINLEN as u64 && data_end <= len).then_some((header_len, data_end))
 }
 
+/// `uint64` frame length, big-endian (`FRAME_LEN`); msgpack marker `0xcf` before it.
+pub(crate) const POS_FRAME_LEN: usize = 16;
+/// `int64` uncompressed bytes, big-endian (`FRAME_NBYTES`); marker `0xd3` before it.
+pub(crate) const POS_NBYTES: usize = 30;
+/// `int32` chunk size, big-endian (`FRAME_CHUNKSIZE`); marker `0xd2` before it.
+pub(crate) const POS_CHUNKSIZE: usize = 58;
+/// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
+/// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
+pub(crate) const TRAILER_TAIL: usize = 23;
+/// The flags byte of a chunk header that holds its special kind (bits 4-6).
+const CHUNK_POS_SPECIAL: usize = 31;
+/// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
+pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
+
+/// Where the sections of a frame (a sparse frame's index) lie, from its
+/// header and the end of its trailer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sections {
+    /// Header length: the data section (or, sparse, the offsets chunk) starts here.
+    pub header_len: u64,
+    /// Uncompressed bytes of all chunks (the header's `nbytes`).
+    pub nbytes: i64,
+    /// Compressed bytes of the stored chunks (the header's `cbytes`).
+    pub cbytes: i64,
+    /// The chunk size the header gives.
+    pub chunksize: i32,
+    /// Where the trailer starts (the offsets chunk ends).
+    pub trailer_at: u64,
+    /// The frame's length (the file's, or the index's).
+    pub len: u64,
+}
+
+impl Sections {
+    /// The sections of a frame of `len` bytes whose first [`HEADER_MINLEN`]
+    /// bytes are `head` and last [`TRAILER_TAIL`] bytes `tail`; `None`
+    /// unless the markers are where c-blosc2 writes them and the lengths fit.
+    pub(crate) fn read(head: &[u8], tail: &[u8], len: u64) -> Option<Sections> {
+        let be = |at: usize, n: usize| head.get(at..at + n);
+        let markers = [
+            (POS_HEADER_LEN, 0xd2),
+            (POS_FRAME_LEN, 0xcf),
+            (POS_NBYTES, 0xd3),
+            (POS_CBYTES, 0xd3),
+            (POS_CHUNKSIZE, 0xd2),
+        ];
+        if !has_magic(head) || markers.iter().any(|&(at, m)| head.get(at - 1) != Some(&m)) {
+            return None;
+        }
+        let header_len = u64::try_from(i32::from_be_bytes(be(POS_HEADER_LEN, 4)?.try_into().ok()?)).ok()?;
+        let stated = u64::from_be_bytes(be(POS_FRAME_LEN, 8)?.try_into().ok()?);
+        let nbytes = i64::from_be_bytes(be(POS_NBYTES, 8)?.try_into().ok()?);
+        let cbytes = i64::from_be_bytes(be(POS_CBYTES, 8)?.try_into().ok()?);
+        let chunksize = i32::from_be_bytes(be(POS_CHUNKSIZE, 4)?.try_into().ok()?);
+        if tail.len() != TRAILER_TAIL || tail[0] != 0xce || tail[5] != 0xd8 || stated != len {
+            return None;
+        }
+        let trailer_len = u64::from(u32::from_be_bytes(tail[1..5].try_into().ok()?));
+        let trailer_at = len.checked_sub(trailer_len)?;
+        (header_len >= HEADER_MINLEN as u64 && trailer_at >= header_len && nbytes >= 0 && cbytes >= 0)
+            .then_some(Sections { header_len, nbytes, cbytes, chunksize, trailer_at, len })
+    }
+}
+
+/// Write a frame's new length and sizes into its header.
+pub(crate) fn patch_header(header: &mut [u8], len: u64, nbytes: i64, cbytes: i64) {
+    header[POS_FRAME_LEN..POS_FRAME_LEN + 8].copy_from_slice(&len.to_be_bytes());
+    header[POS_NBYTES..POS_NBYTES + 8].copy_from_slice(&nbytes.to_be_bytes());
+    header[POS_CBYTES..POS_CBYTES + 8].copy_from_slice(&cbytes.to_be_bytes());
+}
+
+/// Chunks to append to a frame, as c-blosc2's `frame_append_chunk` would
+/// store them one by one.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Appended {
+    /// The whole new offsets index (the old entries, then one per new chunk).
+    pub offsets: Vec<i64>,
+    /// The new chunks that are stored (not special), in order: their index
+    /// among the new chunks and where they go (the byte offset in the data
+    /// section of a contiguous frame, the chunk file number of a sparse one).
+    pub stored: Vec<(usize, i64)>,
+    /// Compressed bytes the stored chunks add.
+    pub cbytes: i64,
+}
+
+/// Plan appending `chunks` (each its `cbytes` bytes, `cbytes[i]`) to a frame
+/// whose offsets index is `old` and data section holds `data_len` bytes. A
+/// chunk of zeros, NaNs or uninitialised items is stored in its index entry
+/// alone; the others go at the end of the data section (contiguous) or in
+/// new chunk files numbered past the largest in use (sparse).
+pub(crate) fn plan_append(old: &[i64], sparse: bool, data_len: i64, chunks: &[&[u8]]) -> Appended {
+    let mut offsets = Vec::with_capacity(old.len() + chunks.len());
+    offsets.extend_from_slice(old);
+    let mut next_id = old.iter().copied().max().unwrap_or(-1).max(-1) + 1;
+    let mut at = data_len;
+    let mut stored = Vec::new();
+    for (i, c) in chunks.iter().enumerate() {
+        let kind = c.get(CHUNK_POS_SPECIAL).map_or(0, |f| (f >> 4) & blosc2_sys::BLOSC2_SPECIAL_MASK as u8);
+        let special =
+            [blosc2_sys::BLOSC2_SPECIAL_ZERO, blosc2_sys::BLOSC2_SPECIAL_NAN, blosc2_sys::BLOSC2_SPECIAL_UNINIT];
+        if special.contains(&u32::from(kind)) {
+            offsets.push((SPECIAL_OFFSET | u64::from(kind) << 56) as i64);
+        } else if sparse {
+            offsets.push(next_id);
+            stored.push((i, next_id));
+            next_id += 1;
+        } else {
+            offsets.push(at);
+            stored.push((i, at));
+            at += c.len() as i64;
+        }
+    }
+    let cbytes = stored.iter().map(|&(i, _)| chunks[i].len() as i64).sum();
+    Appended { offsets, stored, cbytes }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +316,77 @@ mod tests {
         assert_eq!(chunk_id("0000001A.chunk"), Some(0x1A));
         assert_eq!(chunk_id("0000001a.chunk"), None);
         assert_eq!(chunk_id("1A.chunk"), None);
+    }
+
+    /// A chunk header whose special kind is `kind`, of `len` bytes.
+    fn chunk(kind: u8, len: usize) -> Vec<u8> {
+        let mut c = vec![0u8; len];
+        c[CHUNK_POS_SPECIAL] = kind << 4;
+        c
+    }
+
+    #[test]
+    fn appends_are_planned_as_c_blosc2_stores_them() {
+        let zero = chunk(blosc2_sys::BLOSC2_SPECIAL_ZERO as u8, 32);
+        let nan = chunk(blosc2_sys::BLOSC2_SPECIAL_NAN as u8, 32);
+        let value = chunk(blosc2_sys::BLOSC2_SPECIAL_VALUE as u8, 40);
+        let data = chunk(0, 100);
+        let new: Vec<&[u8]> = vec![&data, &zero, &value, &nan, &data];
+        let special = |kind: u32| (SPECIAL_OFFSET | u64::from(kind) << 56) as i64;
+        // Contiguous: stored chunks follow the data section's 500 bytes.
+        let p = plan_append(&[0, 250], false, 500, &new);
+        assert_eq!(
+            p.offsets,
+            vec![
+                0,
+                250,
+                500,
+                special(blosc2_sys::BLOSC2_SPECIAL_ZERO),
+                600,
+                special(blosc2_sys::BLOSC2_SPECIAL_NAN),
+                640
+            ]
+        );
+        assert_eq!(p.stored, vec![(0, 500), (2, 600), (4, 640)]);
+        assert_eq!(p.cbytes, 240);
+        // Sparse: new chunk files numbered past the largest in use (specials do not count).
+        let p = plan_append(&[3, special(1), 7], true, 0, &new);
+        assert_eq!(&p.offsets[3..], &[8, special(1), 9, special(2), 10]);
+        assert_eq!(p.stored, vec![(0, 8), (2, 9), (4, 10)]);
+        let p = plan_append(&[special(1)], true, 0, &new[..1]);
+        assert_eq!(p.offsets, vec![special(1), 0]);
+    }
+
+    #[test]
+    fn sections_come_from_header_and_trailer_end() {
+        let mut head = vec![0u8; HEADER_MINLEN];
+        head[..2].copy_from_slice(&HEADER_START);
+        head[POS_MAGIC..POS_MAGIC + 8].copy_from_slice(MAGIC);
+        for (at, m) in [
+            (POS_HEADER_LEN, 0xd2),
+            (POS_FRAME_LEN, 0xcf),
+            (POS_NBYTES, 0xd3),
+            (POS_CBYTES, 0xd3),
+            (POS_CHUNKSIZE, 0xd2),
+        ] {
+            head[at - 1] = m;
+        }
+        head[POS_HEADER_LEN..POS_HEADER_LEN + 4].copy_from_slice(&120i32.to_be_bytes());
+        head[POS_CHUNKSIZE..POS_CHUNKSIZE + 4].copy_from_slice(&64i32.to_be_bytes());
+        patch_header(&mut head, 1000, 6400, 700);
+        let mut tail = vec![0u8; TRAILER_TAIL];
+        tail[0] = 0xce;
+        tail[1..5].copy_from_slice(&60u32.to_be_bytes());
+        tail[5] = 0xd8;
+        let s = Sections::read(&head, &tail, 1000).unwrap();
+        assert_eq!(
+            s,
+            Sections { header_len: 120, nbytes: 6400, cbytes: 700, chunksize: 64, trailer_at: 940, len: 1000 }
+        );
+        // A length the header does not state, a damaged marker: not read.
+        assert!(Sections::read(&head, &tail, 999).is_none());
+        tail[5] = 0;
+        assert!(Sections::read(&head, &tail, 1000).is_none());
     }
 
     #[test]

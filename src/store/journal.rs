@@ -17,6 +17,12 @@
 //!   rewrites the chunk's own file (a special chunk truncates it), or a new
 //!   file numbered as for an append if the chunk was special; a delete
 //!   removes the chunk's file.
+//! - An append of many chunks at once (`Tx::append_chunks`, written by
+//!   `blosc::append_on_disk` rather than by c-blosc2) writes the same places
+//!   as that many appends: the new chunks from `header_len + cbytes` on (new
+//!   chunk files numbered past every number in use), then the offsets chunk
+//!   and trailer after them, the truncation, the header. It is one
+//!   operation ([`Op::Append`]) for the journal.
 //!
 //! So before the first change of an array-level write (`Array` arms its
 //! super-chunk's journal around each write), `<urlpath>.caterva-journal` is

@@ -811,6 +811,40 @@ impl Tx<'_> {
         self.track(|sc, t| chunk_hash(sc, t, n).map(|h| t.push(h)))
     }
 
+    /// Append compressed chunks, in order, as one operation: journaled once,
+    /// written in one pass over the frame ([`SChunk::append_chunks`]), the
+    /// checksum table extended once. Growing by K chunks costs O(K) (plus
+    /// one rewrite of the offsets index), where K calls of
+    /// [`Tx::append_chunk`] would rewrite it K times.
+    pub(crate) fn append_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[C]) -> Result<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        self.place_marker()?;
+        let n = self.sc.nchunks();
+        self.before(&[Op::Append])?;
+        let refs: Vec<&[u8]> = chunks.iter().map(AsRef::as_ref).collect();
+        let done = self.sc.append_chunks(&refs);
+        // In memory a failure may leave some chunks appended (nothing rolls
+        // them back): the table follows what is there.
+        let applied = (self.sc.nchunks() - n).clamp(0, refs.len() as i64);
+        if let Some(t) = self.sums.as_mut() {
+            for i in 0..applied {
+                // A version-2 table hashes special chunks by meaning: the bytes
+                // given hash as c-blosc2 hands them back (version 1 reads them back).
+                let c = refs[i as usize];
+                let h = if t.version() >= 2 {
+                    t.hash(blosc::chunk_info(c).map_or(c, |info| &c[..info.cbytes]))
+                } else {
+                    chunk_hash(self.sc, t, n + i)?
+                };
+                t.push(h);
+            }
+        }
+        done?;
+        self.journal.after()
+    }
+
     /// Replace several chunks, in order (journaled in one go).
     pub(crate) fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
         // An unreadable header: blosc2 refuses it below, but save as if it fitted.

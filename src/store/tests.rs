@@ -58,6 +58,8 @@ const WRITES: &[(&str, Write)] = &[
     ("set_orthogonal_selection", |a| a.set_orthogonal_selection(&[&[0], &[1, 7, 11], &[0, 9]], &[5; 12], &[1, 3, 2])),
     ("resize (grow)", |a| a.resize(&[1, 17, 13], None)),
     ("resize (shrink, inside)", |a| a.resize(&[1, 6, 10], Some(&[0, 2, 0]))),
+    ("resize (grow by many chunks)", |a| a.resize(&[1, 12, 34], None)),
+    ("append (many chunks)", |a| a.append(&[4; 2 * 12 * 24], 2)),
     ("insert", |a| a.insert(&[3; 2 * 20], 1, 4)),
     ("append", |a| a.append(&[4; 2 * 12], 2)),
     ("delete", |a| a.delete(1, 3, 7)),
