@@ -12,7 +12,7 @@ use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Built, Mapping};
 use crate::store::blosc::{self, Layout, Special, Storage, MAX_METALAYERS};
-use crate::store::{overlap, overlap_error, Overlap, Store, Tx};
+use crate::store::{overlap, overlap_error, Batch, Overlap, Store, Tx};
 
 /// How a new array's chunks are initialised.
 enum Fill<'a> {
@@ -328,10 +328,7 @@ impl Array {
         let cparams = ctx.config().cparams;
         Array::create_with(ctx, &new, |tx, g| {
             let parts = engine::plan(g, &g.full_region())?;
-            // Chunks go in by the many (one pass over the frame each time:
-            // `Tx::append_chunks`), once this much of them is waiting.
-            const PENDING_BYTES: usize = 64 << 20;
-            let (mut pending, mut bytes) = (Vec::new(), 0);
+            let mut batch = Batch::default();
             for group in parts.chunks(engine::batch_len(ctx)) {
                 for b in reshape::build(ctx, g, m, group, reuse)? {
                     let chunk = match b {
@@ -339,15 +336,10 @@ impl Array {
                         Built::Zeros(chunk) => chunk.to_vec(),
                         Built::Reuse(k) => self.store.chunk(k)?.bytes().to_vec(),
                     };
-                    bytes += chunk.len();
-                    pending.push(chunk);
-                }
-                if bytes >= PENDING_BYTES {
-                    tx.append_chunks(&std::mem::take(&mut pending))?;
-                    bytes = 0;
+                    batch.push(tx, chunk)?;
                 }
             }
-            tx.append_chunks(&pending)?;
+            batch.flush(tx)?;
             for (name, content) in vl {
                 tx.vlmeta_put(name, content, false, &cparams)?;
             }
@@ -374,21 +366,20 @@ fn fill_chunks(ctx: &Context, tx: &mut Tx<'_>, g: &Geometry, fill: Fill<'_>) -> 
         Fill::Value(v) if v.iter().all(|&b| b == 0) => tx.fill_special(nchunks, g.chunk_nbytes(), Special::Zeros),
         Fill::Value(v) => {
             let chunk = blosc::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), v)?;
-            for _ in 0..nchunks {
-                tx.append_chunk(&chunk)?;
-            }
-            Ok(())
+            tx.append_repeated(&chunk, nchunks)
         }
         Fill::Buffer(buf) => {
             let region = g.full_region();
             let parts = engine::plan(g, &region)?;
-            // Bounded batches keep at most a few compressed chunks per worker in memory.
+            let mut batch = Batch::default();
+            // Chunks are built a bounded group at a time (a few per worker), and
+            // appended by the many.
             for group in parts.chunks(engine::batch_len(ctx)) {
                 for (_, chunk) in engine::build_chunks(ctx, None, g, &region, group, buf, g.shape())? {
-                    tx.append_chunk(&chunk)?;
+                    batch.push(tx, chunk)?;
                 }
             }
-            Ok(())
+            batch.flush(tx)
         }
     }
 }

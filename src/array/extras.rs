@@ -16,7 +16,7 @@ use crate::geometry::{c_strides, checked_product, Geometry, MAX_DIM};
 use crate::meta;
 use crate::reshape::{self, AxisMap, Mapping, Source};
 use crate::store::blosc::{self, Special, Storage};
-use crate::store::{overlap, overlap_error, Overlap, Store};
+use crate::store::{overlap, overlap_error, Batch, Overlap, Store};
 
 impl Array {
     /// The chunks that the region `start..stop` touches, by chunk number
@@ -140,7 +140,7 @@ impl Array {
             } else {
                 let chunk =
                     blosc::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), &value)?;
-                (0..g.nchunks()).try_for_each(|_| tx.append_chunk(&chunk))
+                tx.append_repeated(&chunk, g.nchunks())
             }
         })
     }
@@ -335,9 +335,11 @@ impl Array {
         };
         let cparams = ctx.config().cparams;
         Array::create_with(ctx, &new, |tx, _| {
+            let mut batch = Batch::default();
             for k in 0..self.store.nchunks() {
-                tx.append_chunk(self.store.chunk(k)?.bytes())?;
+                batch.push(tx, self.store.chunk(k)?.bytes().to_vec())?;
             }
+            batch.flush(tx)?;
             for (name, content) in &vl {
                 tx.vlmeta_put(name, content, false, &cparams)?;
             }

@@ -728,6 +728,38 @@ fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], m
     Ok(())
 }
 
+/// Chunks appended by the many: each pushed chunk waits until
+/// [`Batch::BYTES`] of them do, then they go in with one
+/// [`Tx::append_chunks`] (one pass over the frame). A new array's or a
+/// copy's chunks go in this way, so building N chunks costs O(N).
+#[derive(Default)]
+pub(crate) struct Batch {
+    pending: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Compressed bytes that wait before they are appended.
+    pub(crate) const BYTES: usize = 64 << 20;
+
+    /// Append `chunk` after those pushed before it (now, or with later ones).
+    pub(crate) fn push(&mut self, tx: &mut Tx<'_>, chunk: Vec<u8>) -> Result<()> {
+        self.bytes += chunk.len();
+        self.pending.push(chunk);
+        if self.bytes >= Self::BYTES {
+            self.flush(tx)?;
+        }
+        Ok(())
+    }
+
+    /// Append what waits.
+    pub(crate) fn flush(&mut self, tx: &mut Tx<'_>) -> Result<()> {
+        tx.append_chunks(&std::mem::take(&mut self.pending))?;
+        self.bytes = 0;
+        Ok(())
+    }
+}
+
 /// A transaction on a [`Store`]: its operations are the only writes there
 /// are. Each one is journaled (on a persistent store, inside
 /// [`Store::write`]) before it runs and recorded in the checksum table after.
@@ -843,6 +875,19 @@ impl Tx<'_> {
         }
         done?;
         self.journal.after()
+    }
+
+    /// Append `chunk` `n` times, [`Batch::BYTES`] of them at a time (a
+    /// value-filled array: one chunk, many times).
+    pub(crate) fn append_repeated(&mut self, chunk: &[u8], n: i64) -> Result<()> {
+        let per_batch = (Batch::BYTES / chunk.len().max(1)).max(1) as i64;
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(per_batch);
+            self.append_chunks(&vec![chunk; k as usize])?;
+            left -= k;
+        }
+        Ok(())
     }
 
     /// Replace several chunks, in order (journaled in one go).
