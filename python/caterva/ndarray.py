@@ -96,13 +96,26 @@ class VLMeta(MutableMapping):
         return len(self.arr._a.vlmeta_names())
 
 
-def _selection(key, shape):
-    """Per-axis selections for `key` (NumPy basic indexing, plus 1-d integer
-    and boolean arrays applied per axis: orthogonal indexing).
+def _is_array_index(k):
+    """Whether `k`, one entry of an index, is an array or list of them
+    (NumPy's advanced indexing), not an integer, slice, None or `...`."""
+    if k is Ellipsis or isinstance(k, (slice, int, np.integer, bool, np.bool_)):
+        return False
+    return not (isinstance(k, np.ndarray) and k.ndim == 0)
 
-    Returns (sel, out) where sel[i] is ("int", i) / ("range", start, stop) /
-    ("list", indices) for array axis i, and out lists the result's axes:
-    an array axis number, or None for a new axis."""
+
+def _selection(key, shape, orthogonal=False):
+    """Per-axis selections for `key` (NumPy basic indexing, plus 1-d integer
+    and boolean arrays applied per axis: orthogonal indexing). Outside
+    `orthogonal` (a.oindex), a key with several index arrays is refused:
+    NumPy would pair them.
+
+    Returns (sel, out, move): sel[i] is ("int", i) / ("range", start, stop) /
+    ("list", indices) for array axis i; out lists the result's axes in the
+    order of the key (an array axis number, or None for a new axis); move,
+    when not None, is the position in out of an index array's axis that
+    NumPy puts first (its advanced indices are not next to each other).
+"""
     if not isinstance(key, tuple):
         key = (key,)
     ndim = len(shape)
@@ -119,8 +132,22 @@ def _selection(key, shape):
             items.append(k)
     if not any(k is Ellipsis for k in key):
         items += [slice(None)] * (ndim - used)
+    arrays = sum(1 for k in items if k is not None and _is_array_index(k))
+    if arrays > 1 and not orthogonal:
+        raise IndexError(
+            "several index arrays: NumPy pairs them (vectorized indexing), python-caterva's [] applied each "
+            "to its own axis; say which: a.vindex[...] for NumPy's paired coordinates, a.oindex[...] for "
+            "one selection per axis"
+        )
     sel, out, axis = [], [], 0
-    for k in items:
+    # NumPy (outside oindex): with an index array, integers are advanced
+    # indices too, and when the advanced indices are not next to each other
+    # the array's axis comes first in the result.
+    advanced, array_out = [], None
+    for p, k in enumerate(items):
+        if k is not None and (_is_array_index(k) or isinstance(k, (int, np.integer)) or
+                              (isinstance(k, np.ndarray) and k.ndim == 0)):
+            advanced.append(p)
         if k is None:
             out.append(None)
             continue
@@ -157,9 +184,13 @@ def _selection(key, shape):
             if a.size and (a.min() < -n or a.max() >= n):
                 raise IndexError(f"index out of bounds for axis {axis} with size {n}")
             sel.append(("list", np.where(a < 0, a + n, a)))
+            array_out = len(out)
             out.append(axis)
         axis += 1
-    return sel, out
+    move = None
+    if arrays == 1 and not orthogonal and advanced != list(range(advanced[0], advanced[-1] + 1)):
+        move = array_out
+    return sel, out, move
 
 
 def _lengths(sel):
@@ -360,37 +391,67 @@ class NDArray:
                 self.refresh()
 
     def __getitem__(self, key):
-        """Items selected by `key` as a NumPy array: integers, slices (any
-        step), `...`, None, and 1-d integer or boolean arrays (each
-        selecting along its own axis: orthogonal indexing)."""
-        sel, out = _selection(key, self.shape)
+        """Items selected by `key` as a NumPy array, as NumPy selects them:
+        integers, slices (any step), `...`, None, one 1-d integer or boolean
+        array, and a boolean mask of the array's shape. Several index
+        arrays are refused (NumPy pairs them, python-caterva did not): use
+        :attr:`vindex` or :attr:`oindex`."""
+        mask = _full_mask(key, self.shape)
+        if mask is not None:
+            return self.vindex[np.nonzero(mask)]
+        return self._get(*_selection(key, self.shape))
+
+    def _get(self, sel, out, move=None):
         buf = self._read(sel)
         res = buf.reshape(_result_shape(sel, out))
+        if move is not None:
+            res = np.moveaxis(res, move, 0)
         if res.ndim == 0 and not any(o is None for o in out):
             return res[()]
         return res
 
-    def _coerce(self, value):
-        """`value` as items of this array's dtype: bytes of the same size are
+    def _coerce(self, value, shape, scalar):
+        """`value` as a C-order array of `shape` items of this array's dtype,
+        cast and broadcast exactly as NumPy's `a[key] = value` does (the
+        same errors: OverflowError, TypeError, ValueError); `scalar`: the
+        key selects one item with integers only. Bytes of the item size are
         taken as they are for arrays without a dtype (python-caterva's)."""
         if isinstance(value, NDArray):
             value = value[()]
-        v = np.asarray(value)
-        if v.dtype != self._dtype and self._dtype.kind in "SV" and v.dtype.itemsize == self.itemsize and v.dtype.kind not in "SU":
-            return np.ascontiguousarray(v).view(self._dtype)
-        return np.asarray(v, dtype=self._dtype)
+        if self._dtype.kind in "SV":
+            v = np.asarray(value)
+            if v.dtype != self._dtype and v.dtype.itemsize == self.itemsize and v.dtype.kind not in "SU":
+                value = np.ascontiguousarray(v).view(self._dtype)
+        out = np.empty(shape, dtype=self._dtype)
+        if scalar:
+            out[()] = value
+        else:
+            out[...] = value
+        return out
 
     def __setitem__(self, key, value):
-        """Write `value` (broadcast as NumPy does) to the items `key` selects."""
+        """Write `value` to the items `key` selects, cast and broadcast as
+        NumPy does (a value NumPy refuses raises the same exception, and
+        nothing is written)."""
         self._check_writable()
-        sel, out = _selection(key, self.shape)
-        v = self._coerce(value)
-        v = np.broadcast_to(v, _result_shape(sel, out))
+        mask = _full_mask(key, self.shape)
+        if mask is not None:
+            self.vindex[np.nonzero(mask)] = value
+            return
+        self._set(*_selection(key, self.shape), value)
+
+    def _set(self, sel, out, move, value):
+        scalar = all(s[0] == "int" for s in sel) and not any(o is None for o in out)
+        natural = _result_shape(sel, out)
+        if move is None:
+            v = self._coerce(value, natural, scalar)
+        else:
+            moved = (natural[move],) + natural[:move] + natural[move + 1 :]
+            v = np.moveaxis(self._coerce(value, moved, scalar), 0, move)
         lens = _lengths(sel)
         if math.prod(lens) == 0:
             return
-        v = np.ascontiguousarray(v.reshape(lens))
-        flat = v.reshape(-1).view(np.uint8)
+        flat = np.ascontiguousarray(v.reshape(lens)).reshape(-1).view(np.uint8)
         if all(s[0] != "list" for s in sel):
             start = [s[1] for s in sel]
             stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
@@ -398,6 +459,22 @@ class NDArray:
         else:
             lists = [[s[1]] if s[0] == "int" else (list(range(s[1], s[2])) if s[0] == "range" else s[1].tolist()) for s in sel]
             self._a.set_orthogonal(lists, flat)
+
+    @property
+    def oindex(self):
+        """Orthogonal selection: each index array selects along its own axis
+        (`a.oindex[[0, 2], [1, 3]]` is a 2x2 block), what python-caterva's
+        `[]` did; zarr and python-blosc2 call it `oindex` too. Reads and
+        writes."""
+        return _OIndex(self)
+
+    @property
+    def vindex(self):
+        """NumPy's vectorized (paired) selection: a tuple of one integer
+        array per axis, broadcast together (`a.vindex[[0, 1], [2, 3]]` is
+        the items (0, 2) and (1, 3)), or a boolean mask of the array's
+        shape. Reads and writes (the last of repeated coordinates wins)."""
+        return _VIndex(self)
 
     def __array__(self, dtype=None, copy=None):
         a = self._read([("range", 0, n) for n in self.shape])
@@ -430,7 +507,7 @@ class NDArray:
         length 1 (python-caterva's `slice`)."""
         from .constructors import _prepare, asarray
 
-        sel, _ = _selection(key, self.shape)
+        sel, _, _ = _selection(key, self.shape)
         if all(s[0] != "list" for s in sel) and math.prod(_lengths(sel)):
             start = [s[1] for s in sel]
             stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
@@ -458,7 +535,9 @@ class NDArray:
         if not -self.ndim <= axis < self.ndim:
             raise np.exceptions.AxisError(axis, self.ndim)
         axis %= self.ndim
-        v = self._coerce(values)
+        if isinstance(values, NDArray):
+            values = values[()]
+        v = self._coerce(values, np.shape(values), False)
         shape = list(self.shape)
         if v.ndim == self.ndim - 1:
             v = np.expand_dims(v, axis)
@@ -550,6 +629,129 @@ class NDArray:
 
     def __dask_tokenize__(self):
         return ("caterva.NDArray", self._token)
+
+
+def _full_mask(key, shape):
+    """The boolean mask `key` is, when it is one array of the array's shape
+    (NumPy's `a[a > 5]`); None otherwise."""
+    if isinstance(key, tuple):
+        if len(key) != 1:
+            return None
+        key = key[0]
+    if isinstance(key, (np.ndarray, list)) and not isinstance(key, (str, bytes)):
+        k = np.asarray(key)
+        if k.dtype == bool and k.ndim > 1:
+            if k.shape != tuple(shape):
+                raise IndexError(f"boolean index of shape {k.shape} does not match the array's shape {tuple(shape)}")
+            return k
+    return None
+
+
+class _OIndex:
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __getitem__(self, key):
+        return self.arr._get(*_selection(key, self.arr.shape, orthogonal=True))
+
+    def __setitem__(self, key, value):
+        self.arr._check_writable()
+        self.arr._set(*_selection(key, self.arr.shape, orthogonal=True), value)
+
+
+# A paired selection reads (and a paired write reads, changes and writes back)
+# the box of the distinct coordinates it names on each axis when that box
+# holds at most this many items, or this many per point; else point by point.
+_VINDEX_BOX_ITEMS = 1 << 22
+_VINDEX_BOX_PER_POINT = 8
+
+
+class _VIndex:
+    def __init__(self, arr):
+        self.arr = arr
+
+    def _points(self, key):
+        """The coordinate arrays of `key` (broadcast, non-negative) and the
+        result's shape."""
+        shape = self.arr.shape
+        mask = _full_mask(key, shape)
+        if mask is not None:
+            key = np.nonzero(mask)
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(shape):
+            raise IndexError(
+                f"vindex needs one integer array per axis ({len(shape)}), or a boolean mask of the array's shape"
+            )
+        idx = []
+        for axis, (k, n) in enumerate(zip(key, shape)):
+            a = np.asarray(k)
+            if a.dtype == bool:
+                raise IndexError("vindex takes integer arrays, or one boolean mask of the array's shape")
+            if a.size == 0:
+                a = a.astype(np.int64)
+            if a.dtype.kind not in "iu":
+                raise IndexError(f"vindex takes integer arrays, not {a.dtype}")
+            a = a.astype(np.int64)
+            if a.size and (a.min() < -n or a.max() >= n):
+                raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+            idx.append(np.where(a < 0, a + n, a))
+        try:
+            idx = np.broadcast_arrays(*idx)
+        except ValueError as e:
+            raise IndexError(f"shape mismatch: the index arrays cannot be broadcast together ({e})") from None
+        return [i.reshape(-1) for i in idx], idx[0].shape if idx else ()
+
+    def _box(self, flat):
+        """(per-axis distinct coordinates, each point's position in them) when
+        the box they span is small enough to read whole, else None."""
+        uniq, pos = [], []
+        for c in flat:
+            u, inv = np.unique(c, return_inverse=True)
+            uniq.append(u)
+            pos.append(inv)
+        items = math.prod(len(u) for u in uniq)
+        npoints = len(flat[0]) if flat else 0
+        if items <= max(_VINDEX_BOX_ITEMS, _VINDEX_BOX_PER_POINT * npoints):
+            return uniq, tuple(pos)
+        return None
+
+    def __getitem__(self, key):
+        arr = self.arr
+        flat, shape = self._points(key)
+        npoints = len(flat[0]) if flat else 1
+        if npoints == 0:
+            return np.empty(shape, dtype=arr.dtype)
+        box = self._box(flat)
+        if box is not None:
+            uniq, pos = box
+            block = arr._read([("list", u) for u in uniq])
+            return block[pos].reshape(shape)
+        out = np.empty(npoints, dtype=arr.dtype)
+        for p in range(npoints):
+            out[p] = arr._read([("int", int(c[p])) for c in flat]).reshape(())
+        return out.reshape(shape)
+
+    def __setitem__(self, key, value):
+        arr = self.arr
+        arr._check_writable()
+        flat, shape = self._points(key)
+        v = arr._coerce(value, shape, False).reshape(-1)
+        npoints = len(flat[0]) if flat else 1
+        if npoints == 0:
+            return
+        box = self._box(flat)
+        if box is not None:
+            uniq, pos = box
+            sel = [("list", u) for u in uniq]
+            block = arr._read(sel)
+            block[pos] = v
+            lists = [u.tolist() for u in uniq]
+            arr._a.set_orthogonal(lists, np.ascontiguousarray(block).reshape(-1).view(np.uint8))
+            return
+        for p in range(npoints):
+            one = np.ascontiguousarray(v[p : p + 1])
+            arr._a.set_orthogonal([[int(c[p])] for c in flat], one.view(np.uint8))
 
 
 class _Info:

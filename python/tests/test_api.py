@@ -147,15 +147,25 @@ def test_random_slicing_against_numpy(tmp_path, kind):
     for _ in range(300):
         key = _random_key(rng, shape)
         want = _numpy_index(ref, key)
-        got = a[tuple(key)]
+        got = a.oindex[tuple(key)]
         assert np.shape(got) == want.shape, key
         np.testing.assert_array_equal(got, want, err_msg=str(key))
+        # [] is NumPy's indexing: the same as NumPy's with at most one index
+        # array, refused with several (NumPy would pair them).
+        if sum(isinstance(k, np.ndarray) for k in key) > 1:
+            with pytest.raises(IndexError, match="oindex"):
+                a[tuple(key)]
+        else:
+            want = ref[tuple(key)]
+            got = a[tuple(key)]
+            assert np.shape(got) == want.shape, key
+            np.testing.assert_array_equal(got, want, err_msg=str(key))
     # And writes: random keys, random values, mirrored into the NumPy array.
     for _ in range(100):
         key = _random_key(rng, shape)
         view_shape = _numpy_index(ref, key).shape
         vals = rng.integers(-500, 500, size=view_shape).astype(np.int32)
-        a[tuple(key)] = vals
+        a.oindex[tuple(key)] = vals
         # Mirror with np.ix_-style assignment.
         idx = []
         for n, k in zip(shape, key):
@@ -168,6 +178,65 @@ def test_random_slicing_against_numpy(tmp_path, kind):
         full_shape = tuple(len(i) for i in idx)
         ref[np.ix_(*idx)] = vals.reshape(full_shape)
     np.testing.assert_array_equal(a[:], ref)
+
+
+@pytest.mark.parametrize("kind", STORAGES)
+def test_numpy_indexing_reads_and_writes_against_numpy(tmp_path, kind):
+    """[] and vindex against NumPy's own indexing, random keys and values,
+    reads and writes, and the errors NumPy raises."""
+    rng = np.random.default_rng(7)
+    shape = (9, 7, 5)
+    ref = rng.integers(-100, 100, size=shape).astype(np.int16)
+    a = cat.asarray(ref, chunks=(4, 3, 2), blocks=(2, 2, 2), **where(kind, tmp_path))
+    for _ in range(200):
+        key = _random_key(rng, shape)
+        # At most one index array: NumPy's semantics, integers as advanced
+        # indices included (the array's axis goes first when they are apart).
+        arrays = [i for i, k in enumerate(key) if isinstance(k, np.ndarray)]
+        for i in arrays[1:]:
+            key[i] = slice(None)
+        if rng.random() < 0.2:
+            key.insert(int(rng.integers(0, len(key) + 1)), None)
+        key = tuple(key)
+        want = ref[key]
+        got = a[key]
+        assert np.shape(got) == np.shape(want), key
+        np.testing.assert_array_equal(got, want, err_msg=str(key))
+        vals = rng.integers(-300, 300, size=np.shape(want))
+        for v in [vals, int(rng.integers(-9, 9)), vals.astype(np.float64) + 0.5]:
+            ref[key] = v
+            a[key] = v
+        np.testing.assert_array_equal(a[...], ref, err_msg=str(key))
+    # Paired coordinates and boolean masks (vindex, and a[mask]).
+    for _ in range(60):
+        npts = int(rng.integers(0, 12))
+        idx = tuple(rng.integers(-n, n, size=npts) for n in shape)
+        np.testing.assert_array_equal(a.vindex[idx], ref[idx])
+        vals = rng.integers(-50, 50, size=npts)
+        a.vindex[idx] = vals
+        ref[idx] = vals
+        mask = rng.random(shape) < 0.1
+        np.testing.assert_array_equal(a[mask], ref[mask])
+        a[mask] = 7
+        ref[mask] = 7
+        np.testing.assert_array_equal(a[...], ref)
+    two = (np.array([[0], [3]]), np.array([1, 2, 4]), np.array(2))
+    np.testing.assert_array_equal(a.vindex[two], ref[two])
+    # The same values refused, with the same exceptions, nothing written.
+    before = ref.copy()
+    for key, value in [(0, 2**40), ((0, 0, 0), 1 + 2j), ((slice(None), 0, 0), [2**40] * 9), ((1, 1, 1), "x"),
+                       ((1, 1, 1), np.nan), ((2,), np.ones(4)), ((0, 0, 0), None), ((0, 0, 0), np.float64(1e20))]:
+        with pytest.raises(Exception) as theirs:
+            ref.copy()[key] = value
+        with pytest.raises(type(theirs.value)):
+            a[key] = value
+    np.testing.assert_array_equal(a[...], before)
+    with pytest.raises(IndexError, match="vindex"):
+        a[[0, 1], [2, 3]]
+    with pytest.raises(IndexError):
+        a.vindex[[0, 1], [2, 3]]  # one array per axis
+    with pytest.raises(IndexError):
+        a[np.ones((9, 7), bool)]
 
 
 def test_basic_indexing_cases():

@@ -83,7 +83,10 @@ impl Placement {
             None
         };
         let mut stored: Vec<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
-        stored.sort_unstable();
+        // Usually in order already (appends go at the end): then no sort is needed.
+        if !stored.windows(2).all(|w| w[0] < w[1]) {
+            stored.sort_unstable();
+        }
         let damage = frame_check::first_repeated(&stored).map(|o| {
             let kind = if contiguous { "offset" } else { "chunk file number" };
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
