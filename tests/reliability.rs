@@ -479,3 +479,55 @@ fn flips_of_the_index_and_chunk_sizes_never_read_as_other_data() {
     assert!(silent.is_empty(), "{} of {flips} flips read as other data:\n{}", silent.len(), silent.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An array whose context has a filter that needs whole items (trunc_prec)
+/// updates and copies its metadata, which is compressed as bytes.
+#[test]
+fn metadata_of_arrays_with_item_filters_updates_and_copies() {
+    let dir = scratch_dir("rel_vlmeta_trunc");
+    let mut cfg = Config::default();
+    cfg.cparams.filters = [0, 0, 0, 0, caterva::codec::filter::TRUNC_PREC, caterva::codec::filter::SHUFFLE];
+    cfg.cparams.filters_meta = [0, 0, 0, 0, 20, 0];
+    let ctx = Context::new(cfg).unwrap();
+    for contiguous in [true, false] {
+        let url = dir.join(format!("t-{contiguous}.b2nd"));
+        let _ = Array::remove(&s(&url));
+        let st = storage(Some(&url), contiguous);
+        let params = Params { itemsize: 4, shape: vec![30], dtype: Some("<f4".into()) };
+        let data: Vec<u8> = (0..30).flat_map(|i| (i as f32 * 0.5).to_le_bytes()).collect();
+        let mut a = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
+        a.vlmeta_add("note", b"first").unwrap();
+        for k in 0..3 {
+            a.vlmeta_update("note", format!("value {k}").as_bytes()).unwrap();
+        }
+        let frame = a.to_cframe().unwrap();
+        drop(a);
+        let a = Array::open(&ctx, &s(&url)).unwrap();
+        assert_eq!(a.vlmeta_get("note").unwrap(), b"value 2");
+        let b = Array::from_cframe(&ctx, &frame).unwrap();
+        assert_eq!(b.vlmeta_get("note").unwrap(), b"value 2");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A frame whose header names filters nobody registered (255, as the
+/// fuzzer made it): copying it (`to_cframe` of a file array, `save`) stores
+/// its metadata again, which must not use those filters (c-blosc2's failed
+/// update then freed the old value twice).
+#[test]
+fn copies_of_frames_with_unusable_parameters_keep_their_metadata() {
+    let dir = scratch_dir("rel_bad_params");
+    let src = common::manifest_dir().join("fuzz/regressions/open_file/vlmeta-copy-compression-fails-double-free");
+    let url = dir.join("f.b2frame");
+    std::fs::copy(&src, &url).unwrap();
+    let a = Array::open(&ctx(), &s(&url)).unwrap();
+    let frame = a.to_cframe().unwrap();
+    let b = Array::from_cframe(&ctx(), &frame).unwrap();
+    for name in ["info", "tiny"] {
+        assert_eq!(b.vlmeta_get(name).unwrap(), a.vlmeta_get(name).unwrap(), "{name}");
+    }
+    let copy = dir.join("copy.b2frame");
+    a.save(&s(&copy)).unwrap();
+    assert_eq!(Array::open(&ctx(), &s(&copy)).unwrap().vlmeta_get("tiny").unwrap(), a.vlmeta_get("tiny").unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}

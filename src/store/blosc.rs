@@ -1862,9 +1862,28 @@ fn check_meta_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The compression parameters c-blosc2 compresses a vlmetalayer with.
+/// The compression parameters a vlmetalayer is compressed with: the
+/// codec and level of `cparams`, as bytes (typesize 1), with a byte
+/// shuffle (a no-op at that size) and nothing else. So that compressing
+/// metadata cannot fail: c-blosc2 2.15's `blosc2_vlmeta_update` frees the
+/// old content before it compresses the new and leaves the pointer
+/// dangling when that fails (a double free when the super-chunk goes).
+/// Filters that need whole items (`trunc_prec` wants 4 or 8 bytes), a
+/// dictionary, a codec c-blosc2 does not ship (a plugin, or garbage in a
+/// damaged frame's header, which a copy starts from) and a level past 9
+/// are left out or replaced (ZSTD; 9).
 fn vlmeta_cparams(cparams: &CParams) -> b::blosc2_cparams {
-    Compression::plain(*cparams).to_blosc(1, 0, 1)
+    let mut c = *cparams;
+    if crate::codec::name(c.codec).is_none() {
+        c.codec = crate::codec::ZSTD;
+    }
+    c.codec_meta = 0;
+    c.clevel = c.clevel.min(9);
+    c.use_dict = false;
+    c.splitmode = b::BLOSC_FORWARD_COMPAT_SPLIT as i32;
+    c.filters = [0, 0, 0, 0, 0, crate::codec::filter::SHUFFLE];
+    c.filters_meta = [0; 6];
+    Compression::plain(c).to_blosc(1, 0, 1)
 }
 
 /// `content` compressed as [`SChunk::vlmeta_put`] stores it: what an open
