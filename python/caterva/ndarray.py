@@ -5,6 +5,7 @@ import ast
 import math
 import operator
 import uuid
+import warnings
 from collections.abc import Mapping, MutableMapping
 
 import numpy as np
@@ -13,6 +14,9 @@ from . import _caterva
 from .utils import Codec, Filter
 
 _NOT_WRITABLE = "the array was opened read-only (mode='r')"
+
+# numpy.exceptions is NumPy 1.25 and later; older ones keep AxisError at the top.
+_AxisError = getattr(getattr(np, "exceptions", np), "AxisError", None) or np.AxisError
 
 
 def np_dtype(dtype, itemsize):
@@ -477,8 +481,39 @@ class NDArray:
         return _VIndex(self)
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a caterva array is compressed: NumPy cannot view it without a copy (copy=False)")
         a = self._read([("range", 0, n) for n in self.shape])
         return a if dtype is None else a.astype(dtype, copy=False)
+
+    def _item(self, to):
+        """`to` (float, int, complex, bool) of the one item of a 0-d or
+        one-item array, as NumPy converts it."""
+        if self.nitems != 1:
+            raise TypeError(f"only arrays of one item can be converted to Python scalars (this has {self.nitems})")
+        return to(self[(0,) * self.ndim])
+
+    def __float__(self):
+        return self._item(float)
+
+    def __int__(self):
+        return self._item(int)
+
+    def __complex__(self):
+        return self._item(complex)
+
+    def __bool__(self):
+        if self.nitems != 1:
+            raise ValueError(
+                "the truth value of an array with more than one item (or none) is ambiguous; use np.asarray(a).any()"
+            )
+        return self._item(bool)
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
 
     def to_buffer(self, **kwargs):
         """The whole array, C order, as bytes."""
@@ -497,6 +532,12 @@ class NDArray:
         unless others are given (the constructors' keyword arguments)."""
         from .constructors import _prepare
 
+        itemsize = kwargs.pop("itemsize", None)
+        if itemsize is not None:
+            # python-caterva's copy took it (and could not change it).
+            warnings.warn("copy() ignores 'itemsize' (python-caterva's): it is the array's", DeprecationWarning, stacklevel=2)
+            if int(itemsize) != self.itemsize:
+                raise ValueError(f"itemsize {itemsize} is not the array's ({self.itemsize}): copy() cannot change it")
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks)
         kw, mode = _prepare(self.shape, self.itemsize, kwargs)
@@ -533,7 +574,7 @@ class NDArray:
     def _slabs(self, values, axis):
         axis = operator.index(axis)
         if not -self.ndim <= axis < self.ndim:
-            raise np.exceptions.AxisError(axis, self.ndim)
+            raise _AxisError(axis, self.ndim)
         axis %= self.ndim
         if isinstance(values, NDArray):
             values = values[()]
@@ -567,7 +608,7 @@ class NDArray:
         self._check_writable()
         axis = operator.index(axis)
         if not -self.ndim <= axis < self.ndim:
-            raise np.exceptions.AxisError(axis, self.ndim)
+            raise _AxisError(axis, self.ndim)
         axis %= self.ndim
         n = self.shape[axis]
         if isinstance(index, slice):

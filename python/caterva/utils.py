@@ -2,6 +2,7 @@
 
 from enum import Enum
 import math
+import warnings
 
 import numpy as np
 
@@ -33,6 +34,26 @@ _KWARGS = {
 }
 
 
+# python-caterva 0.7.3's names for three of them (it read options with
+# kwargs.get, so its scripts pass these): taken, with a DeprecationWarning.
+_ALIASES = {"cname": "codec", "complevel": "clevel", "use_dict": "usedict"}
+
+
+def rename_aliases(kwargs):
+    """`kwargs` with python-caterva's names of options replaced by ours
+    (a DeprecationWarning says which); giving both is an error."""
+    if not any(k in kwargs for k in _ALIASES):
+        return kwargs
+    kwargs = dict(kwargs)
+    for old, new in _ALIASES.items():
+        if old in kwargs:
+            if new in kwargs:
+                raise TypeError(f"give {new!r} or python-caterva's {old!r}, not both")
+            warnings.warn(f"{old!r} is python-caterva's name: use {new!r}", DeprecationWarning, stacklevel=4)
+            kwargs[new] = kwargs.pop(old)
+    return kwargs
+
+
 def _value(x):
     return x.value if isinstance(x, Enum) else int(x)
 
@@ -40,6 +61,7 @@ def _value(x):
 def native_kwargs(shape, itemsize, kwargs):
     """The dict the native layer takes: python-caterva's keyword arguments
     checked, enums turned into numbers, default partitions filled in."""
+    kwargs = rename_aliases(kwargs)
     unknown = set(kwargs) - _KWARGS
     if unknown:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")

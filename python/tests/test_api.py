@@ -462,3 +462,32 @@ def test_gil_is_released():
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_scalars_iteration_copies_and_python_caterva_names():
+    """Conversions, iteration and copies as NumPy does them; python-caterva's
+    keyword names taken with a DeprecationWarning (issue 25, items 7 and 8)."""
+    zero_d = cat.asarray(np.array(2.5))
+    one = cat.asarray(np.array([7], dtype=np.int32))
+    many = cat.asarray(np.arange(6.0).reshape(2, 3))
+    assert float(zero_d) == 2.5 and int(zero_d) == 2 and complex(zero_d) == 2.5 and bool(zero_d)
+    assert float(one) == 7.0 and int(one) == 7 and bool(one) and not bool(cat.zeros((1,), dtype="i2"))
+    for to in (float, int, bool):
+        with pytest.raises((TypeError, ValueError)):
+            to(many)
+    with pytest.raises(TypeError, match="0-d"):
+        iter(zero_d).__next__()
+    assert [r.tolist() for r in many] == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    with pytest.raises(ValueError, match="copy=False"):
+        np.asarray(many, copy=False)
+    np.testing.assert_array_equal(np.asarray(many, copy=True), np.arange(6.0).reshape(2, 3))
+    with pytest.warns(DeprecationWarning, match="codec"):
+        a = cat.zeros((10,), 8, chunks=(5,), blocks=(5,), cname=cat.Codec.ZSTD, use_dict=0, complevel=9)
+    assert a.codec == cat.Codec.ZSTD and a.clevel == 9
+    with pytest.raises(TypeError, match="not both"):
+        cat.zeros((10,), 8, codec=cat.Codec.LZ4, cname=cat.Codec.ZSTD)
+    with pytest.warns(DeprecationWarning, match="itemsize"):
+        b = a.copy(itemsize=8, chunks=(10,), blocks=(5,))
+    assert b.chunks == (10,)
+    with pytest.raises(ValueError):
+        a.copy(itemsize=4)
