@@ -531,3 +531,39 @@ fn copies_of_frames_with_unusable_parameters_keep_their_metadata() {
     assert_eq!(Array::open(&ctx(), &s(&copy)).unwrap().vlmeta_get("tiny").unwrap(), a.vlmeta_get("tiny").unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 25: c-blosc2 writes at most 16 vlmetalayers into a frame; the 17th
+/// failed inside c-blosc2 for files, and for arrays in memory only later,
+/// when they were saved or serialised. It is refused up front everywhere,
+/// with the array unchanged. A fixed-size metalayer holds at most 16 MiB.
+#[test]
+fn the_seventeenth_vlmetalayer_and_oversized_metalayers_are_refused() {
+    let dir = scratch_dir("vlmeta-count");
+    for (ctx, room) in [(ctx(), 16), (checksummed(), 15)] {
+        for (url, contiguous) in [(None, false), (Some(dir.join("c.b2frame")), true), (Some(dir.join("s.b2nd")), false)]
+        {
+            let mut a = make(&ctx, url.as_deref(), contiguous);
+            for i in 0..room {
+                a.vlmeta_add(&format!("k{i}"), &[i as u8; 3]).unwrap();
+            }
+            let e = a.vlmeta_add("extra", b"x").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert!(e.to_string().contains("no room for vlmetalayer 'extra'"), "{e}");
+            a.vlmeta_update("k0", b"longer content").unwrap();
+            let b = Array::from_cframe(&ctx, &a.to_cframe().unwrap()).unwrap();
+            assert_eq!(b.vlmeta_get("k0").unwrap(), b"longer content");
+            if let Some(u) = &url {
+                drop(a);
+                let a = Array::open(&ctx, &s(u)).unwrap();
+                assert!(!a.vlmeta_exists("extra").unwrap());
+                assert_eq!(a.vlmeta_get(&format!("k{}", room - 1)).unwrap(), [(room - 1) as u8; 3]);
+            }
+        }
+    }
+    let mut st = storage(None, false);
+    st.metalayers = vec![caterva::Metalayer { name: "m".into(), content: vec![0; (16 << 20) + 1] }];
+    let e = Array::zeros(&ctx(), &params(10), &st).unwrap_err();
+    assert!(e.kind() == ErrorKind::InvalidArgument && e.to_string().contains("at most 16777216"), "{e}");
+    st.metalayers[0].content.pop();
+    assert_eq!(Array::zeros(&ctx(), &params(10), &st).unwrap().meta_get("m").unwrap().len(), 16 << 20);
+}

@@ -6,11 +6,11 @@ import math
 import operator
 import uuid
 import warnings
-from collections.abc import Mapping, MutableMapping
 
 import numpy as np
 
 from . import _caterva
+from .metadata import Meta, VLMeta
 from .utils import Codec, Filter
 
 _NOT_WRITABLE = "the array was opened read-only (mode='r')"
@@ -35,69 +35,6 @@ def dtype_str(d):
     """The string recorded in the b2nd metalayer for a NumPy dtype."""
     d = np.dtype(d)
     return str(d.descr) if d.fields is not None else d.str
-
-
-class Meta(Mapping):
-    """The fixed-size metalayers of an array, as python-caterva exposed them
-    (`arr.meta`): contents are bytes; updates keep their length."""
-
-    def __init__(self, ndarray):
-        self.arr = ndarray
-
-    def __contains__(self, key):
-        return self.arr._a.meta_exists(key)
-
-    def __getitem__(self, key):
-        if key not in self:
-            raise KeyError(key)
-        return self.arr._a.meta_get(key)
-
-    def __setitem__(self, key, value):
-        self.arr._check_writable()
-        self.arr._a.meta_update(key, bytes(value))
-
-    def get(self, key, default=None):
-        return self[key] if key in self else default
-
-    def keys(self):
-        return self.arr._a.meta_names()
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def __len__(self):
-        return len(self.keys())
-
-
-class VLMeta(MutableMapping):
-    """The variable-length metalayers of an array (`arr.vlmeta`): contents
-    are bytes (a str is stored UTF-8 encoded). They cannot be deleted."""
-
-    def __init__(self, ndarray):
-        self.arr = ndarray
-
-    def __contains__(self, key):
-        return isinstance(key, str) and self.arr._a.vlmeta_exists(key)
-
-    def __getitem__(self, key):
-        if key not in self:
-            raise KeyError(key)
-        return self.arr._a.vlmeta_get(key)
-
-    def __setitem__(self, key, value):
-        self.arr._check_writable()
-        if isinstance(value, str):
-            value = value.encode()
-        self.arr._a.vlmeta_set(key, bytes(value))
-
-    def __delitem__(self, key):
-        raise TypeError("vlmetalayers cannot be deleted")
-
-    def __iter__(self):
-        return iter(self.arr._a.vlmeta_names())
-
-    def __len__(self):
-        return len(self.arr._a.vlmeta_names())
 
 
 def _is_array_index(k):

@@ -1,10 +1,12 @@
 """Codec and filter enums, and the keyword arguments shared by the constructors."""
 
-from enum import Enum
 import math
 import warnings
+from enum import Enum
 
 import numpy as np
+
+from .metadata import meta_content
 
 
 class Codec(Enum):
@@ -95,7 +97,8 @@ def native_kwargs(shape, itemsize, kwargs):
     kw["checksums"] = bool(kwargs.get("checksums", False))
     meta = kwargs.get("meta")
     if meta:
-        kw["meta"] = [(k.decode() if isinstance(k, bytes) else str(k), bytes(v)) for k, v in meta.items()]
+        kw["meta"] = [(n, meta_content(n, v)) for n, v in ((k.decode() if isinstance(k, bytes) else str(k), v)
+                                                           for k, v in meta.items())]
     return kw
 
 

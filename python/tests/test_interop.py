@@ -179,3 +179,48 @@ def test_user_script_of_python_caterva_runs_unchanged(tmp_path):
     r = subprocess.run([peer_python("caterva", "CATERVA_INTEROP_CATERVA_PYTHON"), "script.py"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+# Values both sides build from this source: vlmeta exchanged by value.
+VLMETA_SRC = """{
+    "str": "texte é", "int": -5, "big": 2**64 - 1, "float": 0.25, "bool": True, "none": None,
+    "list": [1, "x", [2.5]], "tuple": (1, ("a", None)), "dict": {"a": [1, {"b": b"\\x00"}]},
+    "bytes": b"\\x00\\xff", "complex": 1.5 - 2j, "set": {3, 4},
+    "array": np.arange(6, dtype=">i4").reshape(2, 3),
+    "records": np.array([(1.5, b"ab")], dtype=[("x", "<f8"), ("y", "S2")]),
+}"""
+
+VLMETA_CHECK = """
+def same(g, w):
+    if isinstance(w, np.ndarray):
+        return isinstance(g, np.ndarray) and g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    return g == w and type(g) is type(w)
+for k, w in want.items():
+    assert same(got[k], w), (k, got[k], w)
+assert set(got) == set(want), (set(got), set(want))
+"""
+
+
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_vlmeta_exchanged_with_python_blosc2(tmp_path, contiguous):
+    """Issue 25: python-blosc2 could not read a str caterva wrote (and then
+    failed vlmeta.getall() for the whole array); blosc2's values showed up
+    here as raw msgpack."""
+    ours, theirs = tmp_path / ("o.b2frame" if contiguous else "o.b2nd"), tmp_path / ("t.b2frame" if contiguous else "t.b2nd")
+    a = cat.zeros((6,), np.float64, urlpath=str(ours), contiguous=contiguous)
+    want = eval(VLMETA_SRC)
+    for k, v in want.items():
+        a.vlmeta[k] = v
+    a.close()
+    blosc2("import sys, numpy as np, blosc2\n"
+           "want = " + VLMETA_SRC + "\n"
+           "b = blosc2.open(sys.argv[1], mode='a')\n"
+           "got = b.vlmeta.getall()\n"
+           + VLMETA_CHECK +
+           "b.vlmeta['from_blosc2'] = {'ok': (1, 2)}\n"
+           "c = blosc2.zeros((6,), dtype=np.float64, urlpath=sys.argv[2], contiguous=sys.argv[3] == '1', mode='w')\n"
+           "for k, v in want.items():\n"
+           "    c.vlmeta[k] = v\n", ours, theirs, int(contiguous))
+    got = cat.open(theirs).vlmeta.getall()
+    exec(VLMETA_CHECK, {"np": np, "got": got, "want": want})
+    assert cat.open(ours).vlmeta["from_blosc2"] == {"ok": (1, 2)}

@@ -156,6 +156,9 @@ pub(crate) fn check_user_vlmeta(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The most bytes a user's fixed-size metalayer may hold.
+const MAX_METALAYER_LEN: usize = 16 << 20;
+
 pub(super) fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
     if list.len() > MAX_METALAYERS - 1 {
         invalid!("{} metalayers given; at most {} fit beside 'caterva'", list.len(), MAX_METALAYERS - 1);
@@ -170,8 +173,13 @@ pub(super) fn check_user_metalayers(list: &[Metalayer]) -> Result<()> {
         if list[..i].iter().any(|o| o.name == m.name) {
             invalid!("metalayer '{}' given twice", m.name);
         }
-        if i32::try_from(m.content.len()).is_err() {
-            invalid!("metalayer '{}' is larger than 2 GiB", m.name);
+        if m.content.len() > MAX_METALAYER_LEN {
+            invalid!(
+                "metalayer '{}' holds {} bytes; a fixed-size metalayer holds at most {MAX_METALAYER_LEN} \
+                 (16 MiB: it lies in the frame's header, which every open reads whole; use a vlmetalayer)",
+                m.name,
+                m.content.len()
+            );
         }
     }
     Ok(())

@@ -68,7 +68,7 @@ pub struct StorageParams {
     pub contiguous: bool,
     /// Where to persist it; `None` keeps it in memory.
     pub urlpath: Option<String>,
-    /// Fixed-size user metalayers, at most 15.
+    /// Fixed-size user metalayers, at most 15, each of at most 16 MiB.
     pub metalayers: Vec<Metalayer>,
 }
 

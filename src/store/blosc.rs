@@ -42,6 +42,12 @@ use crate::fork::PerProcess;
 pub(crate) const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
 /// Maximum number of variable-length metalayers (`BLOSC2_MAX_VLMETALAYERS`).
 pub(crate) const MAX_VLMETALAYERS: usize = b::BLOSC2_MAX_VLMETALAYERS as usize;
+/// The most vlmetalayers c-blosc2 writes into a frame's trailer
+/// (`frame_update_trailer` refuses more than `BLOSC2_MAX_METALAYERS`, though
+/// a super-chunk in memory holds up to [`MAX_VLMETALAYERS`]). Every array is
+/// held to it, so that one in memory can still be saved or serialised; the
+/// checksum table, when kept, is one of them.
+pub(crate) const FRAME_VLMETALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
 /// Bytes c-blosc2 may add to a compressed buffer (`BLOSC2_MAX_OVERHEAD`).
 pub(crate) const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
 /// Longest metalayer name c-blosc2 accepts (`BLOSC2_METALAYER_NAME_MAXLEN`).
@@ -1377,8 +1383,12 @@ impl SChunk {
                 let why = if update { "does not exist" } else { "already exists" };
                 return Err(Error::InvalidArgument(format!("vlmetalayer '{name}' {why}")));
             }
-            if !update && usize::try_from(self.raw().nvlmetalayers).unwrap_or(0) >= MAX_VLMETALAYERS {
-                return Err(Error::InvalidArgument(format!("no room for vlmetalayer '{name}'")));
+            let count = usize::try_from(self.raw().nvlmetalayers).unwrap_or(0);
+            if count + usize::from(!update) > FRAME_VLMETALAYERS {
+                return Err(Error::InvalidArgument(format!(
+                    "no room for vlmetalayer '{name}': the array has {count}, and c-blosc2 writes at most \
+                     {FRAME_VLMETALAYERS} into a frame"
+                )));
             }
             let len =
                 i32::try_from(content.len()).map_err(|_| Error::InvalidArgument("vlmetalayer too large".into()))?;
