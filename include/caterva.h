@@ -190,7 +190,8 @@
 #define CATERVA_BLZ_CHECKSUM_SHA512 8
 
 /**
- * Longest dtype string `caterva_set_dtype` accepts.
+ * Longest dtype string `caterva_set_dtype` accepts on an array made with a
+ * dtype no longer than this (the room every new array keeps).
  */
 #define CATERVA_DTYPE_MAXLEN 64
 

@@ -28,6 +28,12 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Nothing is at the path (C callers get `CATERVA_ERR_INVALID_STORAGE`,
+    /// as for [`Error::InvalidStorage`]).
+    NotFound {
+        /// The path.
+        path: String,
+    },
     /// The bytes on disk or in a buffer are not a valid caterva array (a
     /// damaged frame, contradictory metalayers, a corrupt journal).
     InvalidFormat(String),
@@ -70,6 +76,8 @@ pub enum ErrorKind {
     NullPointer,
     /// [`Error::InvalidStorage`].
     InvalidStorage,
+    /// [`Error::NotFound`].
+    NotFound,
     /// [`Error::InvalidFormat`].
     InvalidFormat,
     /// [`Error::Blosc`].
@@ -85,6 +93,11 @@ impl Error {
     pub(crate) fn blosc(op: impl Into<String>, code: impl Into<Option<i64>>) -> Self {
         let code = code.into().map(|c| i32::try_from(c).unwrap_or(i32::MIN));
         Error::Blosc { op: op.into(), code }
+    }
+
+    /// Nothing at `path`.
+    pub(crate) fn not_found(path: &str) -> Self {
+        Error::NotFound { path: path.to_owned() }
     }
 
     /// An unusable storage at `path`.
@@ -115,6 +128,7 @@ impl Error {
             Error::InvalidIndex(_) => ErrorKind::InvalidIndex,
             Error::NullPointer(_) => ErrorKind::NullPointer,
             Error::InvalidStorage { .. } => ErrorKind::InvalidStorage,
+            Error::NotFound { .. } => ErrorKind::NotFound,
             Error::InvalidFormat(_) => ErrorKind::InvalidFormat,
             Error::Blosc { .. } => ErrorKind::Blosc,
             Error::Io { .. } => ErrorKind::Io,
@@ -143,6 +157,7 @@ impl fmt::Display for Reason<'_> {
             Error::Blosc { op, code: Some(c) } => write!(f, "{op} failed (blosc2 error {c})"),
             Error::Blosc { op, code: None } => write!(f, "{op} failed"),
             Error::Io { op, message, .. } => write!(f, "{op}: {message}"),
+            Error::NotFound { path } => write!(f, "'{path}' does not exist"),
         }
     }
 }
@@ -152,7 +167,8 @@ impl fmt::Display for Error {
         let kind = match self.kind() {
             ErrorKind::InvalidArgument => "invalid argument",
             ErrorKind::Blosc => "blosc2 failed",
-            ErrorKind::InvalidStorage => "invalid storage",
+            // Kept as caterva 0.5's callers read it ("invalid storage: '/x' does not exist").
+            ErrorKind::InvalidStorage | ErrorKind::NotFound => "invalid storage",
             ErrorKind::NullPointer => "null pointer",
             ErrorKind::InvalidFormat => "invalid format",
             ErrorKind::Io => "i/o error",

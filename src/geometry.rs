@@ -19,6 +19,13 @@ pub const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
 /// offsets (8 bytes each) in one chunk, itself at most [`MAX_CHUNK_BYTES`].
 pub const MAX_CHUNKS: i64 = MAX_CHUNK_BYTES / 8;
 
+/// The largest item, in bytes: one item per chunk, at most
+/// [`MAX_CHUNK_BYTES`]. Items over 255 bytes (NumPy `<U100`, records with
+/// sub-arrays) are compressed with a typesize that divides them, as
+/// python-blosc2 stores them; the C ABI's `itemsize` (a `uint8_t`) holds
+/// only up to 255.
+pub const MAX_ITEMSIZE: usize = MAX_CHUNK_BYTES as usize;
+
 /// `ceil(x / m)` for `x >= 0`, `m > 0`.
 #[must_use]
 pub fn div_ceil(x: i64, m: i64) -> i64 {
@@ -82,7 +89,7 @@ pub fn for_each_index(lo: &[i64], hi: &[i64], mut f: impl FnMut(&[i64])) {
 /// The shape and the two-level partition of an array, validated.
 ///
 /// Invariants (checked by [`Geometry::new`]): `ndim <= 8`, `1 <= itemsize <=
-/// 255`, `shape[i] >= 0`; on a non-empty axis `1 <= blockshape[i] <=
+/// MAX_ITEMSIZE`, `shape[i] >= 0`; on a non-empty axis `1 <= blockshape[i] <=
 /// chunkshape[i]`; on an empty axis either both partitions are 0 or they obey
 /// the same rule (a real chunkshape lets the axis grow later); one chunk fits
 /// in a Blosc2 chunk.
@@ -109,8 +116,8 @@ impl Geometry {
         if chunkshape.len() != ndim || blockshape.len() != ndim {
             invalid!("shape, chunkshape and blockshape must have the same length");
         }
-        if itemsize == 0 || itemsize > 255 {
-            invalid!("itemsize {itemsize} is not in 1..=255");
+        if itemsize == 0 || itemsize > MAX_ITEMSIZE {
+            invalid!("itemsize {itemsize} is not in 1..={MAX_ITEMSIZE}");
         }
         for i in 0..ndim {
             let (s, c, b) = (shape[i], chunkshape[i], blockshape[i]);

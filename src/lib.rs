@@ -3,7 +3,8 @@
 //! Compressed N-dimensional arrays on Blosc2 super-chunks, with a C ABI that
 //! is a drop-in replacement for the original `libcaterva` 0.5.
 //!
-//! An [`Array`] of up to 8 dimensions and any item size (1..=255 bytes) is cut
+//! An [`Array`] of up to 8 dimensions and any item size (up to 2 GiB; 255
+//! bytes through the C ABI) is cut
 //! into chunks, and each chunk into blocks. Reading a slice decompresses only
 //! the blocks it touches, in parallel across chunks. Arrays live in memory, in
 //! one file (a contiguous frame) or in a directory with one file per chunk (a
@@ -56,7 +57,7 @@ pub use array::copy_buffer;
 pub use array::{blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, StorageParams};
 pub use context::{Config, Context};
 pub use error::{Error, ErrorKind, Result};
-pub use geometry::{for_each_index, Geometry, Region, MAX_DIM};
+pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;
 pub use partition::{propose_partitions, Access, PartitionHints, Partitions};
 pub use store::blosc::CParams;

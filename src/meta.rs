@@ -85,7 +85,8 @@ pub fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype:
 }
 
 /// Room kept for the dtype string in a `b2nd` metalayer written by this
-/// library, so that a dtype set after creation (up to this many bytes) fits:
+/// library, so that a dtype set after creation (up to this many bytes, or
+/// the length of the dtype it was made with if longer) fits:
 /// c-blosc2 metalayers never grow. The encoding is zero-padded; readers
 /// decode from the front.
 pub const DTYPE_RESERVE: usize = 64;
@@ -101,16 +102,23 @@ pub fn default_dtype(itemsize: usize) -> String {
     }
 }
 
-/// Check a NumPy dtype string: printable ASCII, at most `DTYPE_RESERVE`
-/// bytes, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`, `<M8[ns]`…) an
-/// item size equal to `itemsize`. Structured dtypes are taken as given.
+/// The longest dtype string: a record dtype's description grows with its
+/// fields (python-blosc2 sets no limit; the metalayer is read whole at
+/// every open).
+pub const MAX_DTYPE_LEN: usize = 1 << 20;
+
+/// Check a NumPy dtype string: 1 to [`MAX_DTYPE_LEN`] bytes, no control
+/// characters, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`,
+/// `<M8[ns]`…) an item size equal to `itemsize`. Structured dtypes (of any
+/// description length) are taken as given.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] otherwise.
 pub fn check_dtype(dtype: &str, itemsize: usize) -> Result<()> {
-    if dtype.is_empty() || dtype.len() > DTYPE_RESERVE || !dtype.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if dtype.is_empty() || dtype.len() > MAX_DTYPE_LEN || dtype.chars().any(char::is_control) {
+        let shown: String = dtype.chars().take(80).collect();
         return Err(Error::InvalidArgument(format!(
-            "dtype '{dtype}' must be 1 to {DTYPE_RESERVE} printable ASCII characters"
+            "dtype '{shown}' must be 1 to {MAX_DTYPE_LEN} bytes without control characters"
         )));
     }
     let body = dtype.trim_start_matches(['<', '>', '|', '=']);

@@ -18,7 +18,7 @@
 //! that little padding is stored or decompressed.
 
 use crate::error::{invalid, Result};
-use crate::geometry::{div_ceil, Geometry, MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_DIM};
+use crate::geometry::{div_ceil, Geometry, MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_DIM, MAX_ITEMSIZE};
 
 /// How an array will mostly be read; it decides the sizes and the shapes of
 /// the chunks and blocks that [`propose_partitions`] proposes.
@@ -119,7 +119,7 @@ pub struct Partitions {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when `itemsize`
-/// is not in 1..=255, `shape` has more than 8 axes or a negative length,
+/// is not in 1..=[`MAX_ITEMSIZE`](crate::geometry::MAX_ITEMSIZE), `shape` has more than 8 axes or a negative length,
 /// `Planes`' axis is not an axis of the array, a size hint or the thread
 /// count is 0, or the array is too large for any partition (its size in
 /// bytes overflows 64 bits, or it would need chunks over 2 GiB).
@@ -128,8 +128,8 @@ pub fn propose_partitions(itemsize: usize, shape: &[i64], hints: &PartitionHints
     if ndim > MAX_DIM {
         invalid!("ndim {ndim} is larger than {MAX_DIM}");
     }
-    if itemsize == 0 || itemsize > 255 {
-        invalid!("itemsize {itemsize} is not in 1..=255");
+    if itemsize == 0 || itemsize > MAX_ITEMSIZE {
+        invalid!("itemsize {itemsize} is not in 1..={MAX_ITEMSIZE}");
     }
     if let Some(i) = shape.iter().position(|&s| s < 0) {
         invalid!("shape[{i}] = {} is negative", shape[i]);
@@ -471,7 +471,7 @@ mod tests {
     fn bad_input_is_refused() {
         let h = hints(Access::Balanced);
         let msg = |r: Result<Partitions>| r.unwrap_err().message();
-        assert!(msg(propose_partitions(0, &[10], &h)).contains("itemsize 0 is not in 1..=255"));
+        assert!(msg(propose_partitions(0, &[10], &h)).contains("itemsize 0 is not in 1..="));
         assert!(msg(propose_partitions(256, &[10], &h)).contains("itemsize 256"));
         assert!(msg(propose_partitions(8, &[1; 9], &h)).contains("ndim 9"));
         assert!(msg(propose_partitions(8, &[10, -1], &h)).contains("shape[1] = -1 is negative"));

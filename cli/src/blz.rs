@@ -107,7 +107,9 @@ fn reporter(label: &'static str, enabled: bool) -> impl FnMut(i64, i64) {
 
 fn failure(what: &str, path: &str, e: &caterva::Error) -> Failure {
     match e.kind() {
-        ErrorKind::InvalidStorage | ErrorKind::Io => Failure::Open(format!("cannot {what} '{path}': {e}")),
+        ErrorKind::InvalidStorage | ErrorKind::NotFound | ErrorKind::Io => {
+            Failure::Open(format!("cannot {what} '{path}': {e}"))
+        }
         _ => Failure::Failed(format!("cannot {what} '{path}': {e}")),
     }
 }

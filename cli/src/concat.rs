@@ -52,7 +52,7 @@ pub fn run(a: &Args) -> Outcome {
     let out = progress::spinner("concat", a.run.wanted(), || first.concatenate(&ctx, &second, a.axis, &storage))
         .map_err(|e| match e.kind() {
             ErrorKind::InvalidArgument => Failure::Usage(e.message()),
-            ErrorKind::InvalidStorage => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
+            ErrorKind::InvalidStorage | ErrorKind::NotFound => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
             _ => Failure::Failed(format!("cannot write '{}': {e}", a.dst)),
         })?;
     if a.run.quiet {

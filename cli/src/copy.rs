@@ -122,7 +122,7 @@ pub fn run(a: &Args) -> Outcome {
         match e.kind() {
             // The partitions asked for do not fit the array.
             ErrorKind::InvalidArgument if partitions => Failure::Usage(e.message()),
-            ErrorKind::InvalidStorage => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
+            ErrorKind::InvalidStorage | ErrorKind::NotFound => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
             _ => Failure::Failed(format!("cannot write '{}': {e}", a.dst)),
         }
     })?;

@@ -1,12 +1,13 @@
 """The module-level constructors of python-caterva, with NumPy dtypes."""
 
+import math
 import os
 
 import numpy as np
 
 from . import _caterva
 from .ndarray import NDArray, dtype_str, np_dtype
-from .utils import native_kwargs
+from .utils import default_nthreads, native_kwargs
 
 _MODES = ("w-", "w")
 
@@ -23,27 +24,38 @@ def _prepare(shape, itemsize, kwargs):
     url = kw.get("urlpath")
     if url is not None and mode == "w-" and os.path.lexists(url):
         raise FileExistsError(f"Can not create the file {url}. It already exists!")
+    if url is not None and mode == "w" and os.path.lexists(url) and os.path.isdir(url) == kw["contiguous"]:
+        # An array of the other storage kind (a frame file where a directory
+        # is asked for, or the reverse): the core replaces arrays of one kind
+        # only, so it goes first (the core removes only arrays).
+        _caterva.remove(url)
     return kw, "a"
 
 
 def _itemsize_dtype(itemsize, dtype):
     """(itemsize, dtype) from python-caterva's `itemsize` and/or our `dtype`;
-    an `itemsize` that is not an int is taken as a dtype. Without a dtype,
-    items are bytes (`S<itemsize>`), as python-caterva returned them."""
+    an `itemsize` that is not an int is taken as a dtype. With an itemsize
+    and no dtype, items are bytes (`S<itemsize>`), as python-caterva
+    returned them; with neither, float64 (NumPy's, python-blosc2's and
+    zarr's default)."""
     if itemsize is not None and not isinstance(itemsize, (int, np.integer)):
         if dtype is not None:
             raise TypeError("give the dtype once")
         itemsize, dtype = None, itemsize
+    if dtype is None and itemsize is None:
+        dtype = np.float64
     if dtype is not None:
         d = np.dtype(dtype)
         if itemsize is not None and int(itemsize) != d.itemsize:
             raise ValueError(f"itemsize {itemsize} does not match dtype {d} ({d.itemsize} bytes)")
+        if d.itemsize == 0:
+            raise ValueError(f"dtype {d} has items of 0 bytes; give its length ('U10', 'S4')")
+        if d.hasobject:
+            raise TypeError(f"dtype {d} holds Python objects, which an array of bytes cannot store")
         return d.itemsize, d
-    if itemsize is None:
-        raise TypeError("give an itemsize or a dtype")
     itemsize = int(itemsize)
-    if not 1 <= itemsize <= 255:
-        raise ValueError(f"itemsize must be 1 to 255 bytes, not {itemsize}")
+    if not 1 <= itemsize <= _caterva.MAX_ITEMSIZE:
+        raise ValueError(f"itemsize must be 1 to {_caterva.MAX_ITEMSIZE} bytes, not {itemsize}")
     return itemsize, np.dtype(f"S{itemsize}")
 
 
@@ -94,6 +106,10 @@ def from_buffer(buffer, shape, itemsize=None, dtype=None, **kwargs):
     """A new array holding `buffer` (bytes-like, C order, of `shape`)."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
     data = np.frombuffer(memoryview(buffer).cast("B"), dtype=np.uint8)
+    need = math.prod(_shape(shape)) * itemsize
+    if data.size != need:
+        raise ValueError(f"buffer holds {data.size} bytes; shape {tuple(_shape(shape))} of {itemsize}-byte items "
+                         f"needs {need}")
     return _make("buffer", shape, itemsize, dtype, kwargs, data)
 
 
@@ -113,7 +129,7 @@ def copy(array, **kwargs):
     return array.copy(**kwargs)
 
 
-def open(urlpath, mode="a", nthreads=1):
+def open(urlpath, mode="a", nthreads=None):
     """Open a persisted array: a frame file or a sparse-frame directory,
     written by this package, python-caterva, python-blosc2 or C. `mode`
     'a' reads and writes, 'r' only reads (writes raise ValueError). Many
@@ -122,13 +138,14 @@ def open(urlpath, mode="a", nthreads=1):
     others' writes after :meth:`NDArray.refresh`."""
     if mode not in ("r", "a", "r+"):
         raise ValueError(f"mode must be 'r' or 'a', not {mode!r}")
-    a = _caterva.open(os.fspath(urlpath), {"nthreads": int(nthreads)})
+    nthreads = default_nthreads() if nthreads is None else int(nthreads)
+    a = _caterva.open(os.fspath(urlpath), {"nthreads": nthreads})
     return NDArray(a, _mode="r" if mode == "r" else "a")
 
 
 def from_cframe(cframe, copy=True, **kwargs):
     """An in-memory array from a contiguous frame (bytes, from :meth:`NDArray.to_cframe`)."""
-    nthreads = int(kwargs.pop("nthreads", 1))
+    nthreads = int(kwargs.pop("nthreads", default_nthreads()))
     if kwargs:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
     a = _caterva.from_cframe(memoryview(cframe).cast("B"), {"nthreads": nthreads})

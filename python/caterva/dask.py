@@ -15,7 +15,8 @@ def to_caterva(x, urlpath, chunks=None, blocks=None, compute=True, **kwargs):
     """Store the dask array `x` in a new persisted array at `urlpath`
     (a sparse-frame directory unless ``contiguous=True``), written in
     parallel by Dask's workers. `chunks` defaults to `x`'s chunk shape
-    (`x` is rechunked to it when they differ). The array keeps checksums
+    (`x` is rechunked to it when they differ). An array already at
+    `urlpath` is an error unless ``mode="w"``. The array keeps checksums
     unless ``checksums=False``. Returns the array when
     `compute`, else ``(array, delayed)`` to compute later."""
     import dask.array as da
@@ -25,7 +26,8 @@ def to_caterva(x, urlpath, chunks=None, blocks=None, compute=True, **kwargs):
     chunks = tuple(int(c) for c in chunks)
     if tuple(c[0] if c else 0 for c in x.chunks) != chunks[: x.ndim] or any(len(set(c[:-1])) > 1 for c in x.chunks):
         x = x.rechunk(chunks)
-    kwargs.setdefault("mode", "w")
+    # As da.to_zarr: an existing array is an error unless mode="w" says replace it.
+    kwargs.setdefault("mode", "w-")
     # Readers of an array being written recognise a chunk rewritten under
     # them by its checksum (and read it again).
     kwargs.setdefault("checksums", True)

@@ -4,6 +4,7 @@ dtypes and indexing, over the native array (caterva._caterva.Array)."""
 import ast
 import math
 import operator
+import os
 import uuid
 import warnings
 
@@ -156,7 +157,11 @@ class NDArray:
         self._mode = _mode
         self._dtype = np_dtype(_native.dtype, _native.itemsize)
         self._token = uuid.uuid4().hex
-        self._persisted = _native.info()["urlpath"] is not None
+        url = _native.info()["urlpath"]
+        self._persisted = url is not None
+        # Pickles name the array by this path: a relative one would be
+        # resolved against the unpickler's working directory.
+        self._abspath = os.path.abspath(url) if url is not None else None
         self.kwargs = kwargs
 
     # -- attributes -----------------------------------------------------
@@ -596,7 +601,7 @@ class NDArray:
         return False
 
     def __reduce__(self):
-        url = None if self._a.closed else self.urlpath
+        url = None if self._a.closed else self._abspath
         if url is not None:
             from .constructors import open as open_
 

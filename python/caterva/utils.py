@@ -1,11 +1,10 @@
 """Codec and filter enums, and the keyword arguments shared by the constructors."""
 
-import math
+import os
 import warnings
 from enum import Enum
 
-import numpy as np
-
+from . import _caterva
 from .metadata import meta_content
 
 
@@ -69,13 +68,15 @@ def native_kwargs(shape, itemsize, kwargs):
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
     kw = {}
     shape = tuple(int(s) for s in shape)
+    nthreads = int(kwargs.get("nthreads", default_nthreads()))
     chunks = kwargs.get("chunks")
     blocks = kwargs.get("blocks")
+    if chunks is None and blocks is not None:
+        raise ValueError("blocks were given without chunks")
     if chunks is None:
-        chunks = default_chunks(shape, itemsize)
-    chunks = tuple(int(c) for c in chunks)
-    if blocks is None:
-        blocks = default_blocks(chunks, itemsize)
+        chunks, blocks = _caterva.propose_partitions(itemsize, list(shape), nthreads=nthreads)
+    elif blocks is None:
+        chunks, blocks = _caterva.propose_partitions(itemsize, list(shape), chunks=[int(c) for c in chunks])
     kw["chunks"] = list(chunks)
     kw["blocks"] = [int(b) for b in blocks]
     kw["urlpath"] = kwargs.get("urlpath")
@@ -92,7 +93,7 @@ def native_kwargs(shape, itemsize, kwargs):
         kw["filters"] = [_value(f) for f in kwargs["filters"]]
     if "filtersmeta" in kwargs:
         kw["filtersmeta"] = [int(m) for m in kwargs["filtersmeta"]]
-    kw["nthreads"] = int(kwargs.get("nthreads", 1))
+    kw["nthreads"] = nthreads
     kw["usedict"] = bool(kwargs.get("usedict", False))
     kw["checksums"] = bool(kwargs.get("checksums", False))
     meta = kwargs.get("meta")
@@ -110,19 +111,10 @@ def thread_kwargs(kwargs):
     return kw
 
 
-def default_chunks(shape, itemsize, target=4 * 2**20):
-    """Chunks of about `target` bytes: halve the longest axis until they fit."""
-    chunks = [max(1, s) for s in shape]
-    while math.prod(chunks) * itemsize > target and max(chunks) > 1:
-        i = int(np.argmax(chunks))
-        chunks[i] = (chunks[i] + 1) // 2
-    return tuple(chunks)
-
-
-def default_blocks(chunks, itemsize, target=64 * 2**10):
-    """Blocks of about `target` bytes inside `chunks`."""
-    blocks = [max(1, c) for c in chunks]
-    while math.prod(blocks) * itemsize > target and max(blocks) > 1:
-        i = int(np.argmax(blocks))
-        blocks[i] = (blocks[i] + 1) // 2
-    return tuple(blocks)
+def default_nthreads():
+    """Threads an array uses unless told: the CPUs this process may run on
+    (python-blosc2's default too; python-caterva's was 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -32,14 +32,15 @@ use pyo3::types::{PyBytes, PyDict};
 
 create_exception!(_caterva, CatervaError, PyRuntimeError, "A caterva failure: bad format, corruption, or c-blosc2.");
 
-/// The library's error as a Python exception, with its message.
+/// The library's error as a Python exception, with its message, by its
+/// kind (and an I/O error's own kind): never by its text.
 fn to_py(e: caterva::Error) -> PyErr {
     let msg = e.to_string();
+    let missing = matches!(e, caterva::Error::Io { kind: std::io::ErrorKind::NotFound, .. });
     match e.kind() {
         ErrorKind::InvalidArgument | ErrorKind::InvalidIndex | ErrorKind::NullPointer => PyValueError::new_err(msg),
-        ErrorKind::InvalidStorage | ErrorKind::Io if msg.contains("does not exist") => {
-            PyFileNotFoundError::new_err(msg)
-        }
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        ErrorKind::Io if missing => PyFileNotFoundError::new_err(msg),
         ErrorKind::InvalidStorage | ErrorKind::Io => PyOSError::new_err(msg),
         _ => CatervaError::new_err(msg),
     }
@@ -537,6 +538,39 @@ fn check_dtype(dtype: &str, itemsize: usize) -> PyRes<()> {
     caterva::check_dtype(dtype, itemsize).map_err(to_py)
 }
 
+/// The core's chunk and block shapes (`caterva::propose_partitions`) for an
+/// array of `shape` with `itemsize`-byte items: `access` is `balanced`,
+/// `small-reads`, `scans` or `planes:AXIS`. Given `chunks`, only blocks are
+/// proposed, for a chunk of that shape.
+#[pyfunction]
+#[pyo3(signature = (itemsize, shape, access="balanced", chunks=None, nthreads=None))]
+fn propose_partitions(
+    itemsize: usize,
+    shape: Vec<i64>,
+    access: &str,
+    chunks: Option<Vec<i64>>,
+    nthreads: Option<usize>,
+) -> PyRes<(Vec<i32>, Vec<i32>)> {
+    let access = caterva::Access::by_name(access).ok_or_else(|| {
+        PyValueError::new_err(format!("access '{access}' is not one of balanced, small-reads, scans, planes:AXIS"))
+    })?;
+    let mut hints = caterva::PartitionHints { access, threads: nthreads, ..Default::default() };
+    let Some(chunks) = chunks else {
+        let p = caterva::propose_partitions(itemsize, &shape, &hints).map_err(to_py)?;
+        return Ok((p.chunkshape, p.blockshape));
+    };
+    // Blocks for the given chunk: the chunk is the whole "array", one chunk of it.
+    if chunks.len() != shape.len() {
+        return Err(PyValueError::new_err(format!("chunks {chunks:?} do not have one entry per axis of {shape:?}")));
+    }
+    let bytes = chunks.iter().try_fold(itemsize, |n, &c| usize::try_from(c.max(1)).ok().and_then(|c| n.checked_mul(c)));
+    hints.chunk_bytes = bytes;
+    hints.threads = Some(1);
+    let p = caterva::propose_partitions(itemsize, &chunks, &hints).map_err(to_py)?;
+    let narrow = |v: &[i64]| v.iter().map(|&c| i32::try_from(c).unwrap_or(i32::MAX)).collect();
+    Ok((narrow(&chunks), p.blockshape))
+}
+
 /// The c-blosc2 version in use.
 #[pyfunction]
 fn blosc2_version() -> String {
@@ -553,6 +587,8 @@ fn _caterva(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remove, m)?)?;
     m.add_function(wrap_pyfunction!(check_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(blosc2_version, m)?)?;
+    m.add_function(wrap_pyfunction!(propose_partitions, m)?)?;
     m.add("CatervaError", m.py().get_type::<CatervaError>())?;
+    m.add("MAX_ITEMSIZE", caterva::MAX_ITEMSIZE)?;
     Ok(())
 }

@@ -584,3 +584,82 @@ def test_meta_takes_bytes_only():
         cat.zeros((4,), np.int8, meta={"m": bytes((16 << 20) + 1)})
     b = cat.zeros((4,), np.int8, meta={"m": bytes(16 << 20)})
     assert len(b.meta["m"]) == 16 << 20
+
+
+def test_numpy_defaults_and_rough_edges(tmp_path, monkeypatch):
+    # Issue 25, item 7: float64 by default (NumPy, python-blosc2, zarr).
+    a = cat.zeros((10, 3))
+    assert a.dtype == np.float64 and a[:].dtype == np.float64
+    assert cat.empty(5).dtype == np.float64 and cat.zeros((4,), dtype="i2").dtype == np.int16
+    with pytest.raises(ValueError, match="0 bytes"):
+        cat.zeros((4,), dtype="U")
+    with pytest.raises(TypeError, match="Python objects"):
+        cat.zeros((4,), dtype=object)
+    # from_buffer: surplus or missing bytes are an error, as np.frombuffer(...).reshape is.
+    for n in (79, 81, 88):
+        with pytest.raises(ValueError, match="needs 80"):
+            cat.from_buffer(bytes(n), (10,), dtype="f8")
+    assert cat.from_buffer(bytes(80), (10,), dtype="f8")[:].sum() == 0
+    # Threads: the CPUs this process may use, not 1.
+    assert cat.utils.default_nthreads() >= 1
+    # A pickle of an array opened by a relative path names the array, wherever it is unpickled.
+    monkeypatch.chdir(tmp_path)
+    r = cat.asarray(np.arange(4), urlpath="rel.b2nd")
+    blob = pickle.dumps(r)
+    monkeypatch.chdir("/")
+    assert (pickle.loads(blob)[:] == np.arange(4)).all()
+    monkeypatch.chdir(tmp_path)
+    # mode="w" replaces an array of the other storage kind, both ways; never something else.
+    for contiguous in (True, False, True):
+        w = cat.asarray(np.arange(3) + contiguous, urlpath="kind.b2nd", contiguous=contiguous, mode="w")
+        assert w.contiguous == contiguous and (cat.open("kind.b2nd")[:] == np.arange(3) + contiguous).all()
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(OSError):
+        cat.zeros((3,), urlpath=str(tmp_path / "notes.txt"), contiguous=False, mode="w")
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    # Errors by kind, not by message: a missing array is FileNotFoundError.
+    with pytest.raises(FileNotFoundError):
+        cat.open(tmp_path / "missing.b2nd")
+
+
+def test_default_partitions_come_from_the_core():
+    # Issue 25, item 9: the core's benchmarked propose_partitions, not a Python heuristic.
+    for shape, dt in [((1000, 1000), "f8"), ((7,), "i1"), ((50, 60, 70), "U10"), ((0, 5), "f4")]:
+        a = cat.zeros(shape, dtype=dt)
+        chunks, blocks = cat._caterva.propose_partitions(np.dtype(dt).itemsize, list(shape), nthreads=cat.utils.default_nthreads())
+        assert a.chunks == tuple(chunks) and a.blocks == tuple(blocks), (shape, a.chunks, a.blocks)
+    b = cat.zeros((1000, 1000), dtype="f8", chunks=(100, 1000))
+    assert b.chunks == (100, 1000) and all(x <= c for x, c in zip(b.blocks, b.chunks))
+    with pytest.raises(ValueError, match="blocks were given without chunks"):
+        cat.zeros((10,), blocks=(5,))
+    with pytest.raises(ValueError, match="access"):
+        cat._caterva.propose_partitions(8, [10], access="sideways")
+
+
+@pytest.mark.parametrize("kind", STORAGES)
+def test_wide_items_and_long_record_dtypes(tmp_path, kind):
+    # Issue 25, item 5: record dtypes over 64 characters, items over 255 bytes.
+    dtypes = [np.dtype([(f"field_{i}", "<f4") for i in range(5)]), np.dtype("<U100"),
+              np.dtype([("a", "<f8", (40,)), ("b", "S3")]), np.dtype("V1000")]
+    for i, dt in enumerate(dtypes):
+        ref = np.frombuffer(np.random.default_rng(i).integers(0, 255, 13 * 4 * dt.itemsize, dtype=np.uint8).tobytes(),
+                            dtype=dt).reshape(13, 4) if dt.fields is None and dt.kind == "V" else np.zeros((13, 4), dtype=dt)
+        if dt.kind == "U":
+            ref = np.array([[f"{r}-{c} " * (r + c) for c in range(4)] for r in range(13)], dtype=dt)
+        elif dt.fields and "a" in dt.names:
+            ref["a"] = np.arange(13 * 4 * 40).reshape(13, 4, 40)
+            ref["b"] = b"xyz"
+        elif dt.fields:
+            for j, name in enumerate(dt.names):
+                ref[name] = np.arange(52).reshape(13, 4) * (j + 1)
+        a = cat.asarray(ref, chunks=(5, 3), blocks=(2, 2), **where(kind, tmp_path, f"w{i}"))
+        assert a.dtype == dt and a.itemsize == dt.itemsize
+        a[2:4, 1] = ref[7:9, 3]
+        want = ref.copy()
+        want[2:4, 1] = ref[7:9, 3]
+        if kind != "memory":
+            a.close()
+            a = cat.open(where(kind, tmp_path, f"w{i}")["urlpath"])
+        assert a[:].tobytes() == want.tobytes() and a[5:12:3, ::2].tobytes() == want[5:12:3, ::2].tobytes()
+        a.resize((15, 4))
+        assert a[13:].tobytes() == bytes(2 * 4 * dt.itemsize)

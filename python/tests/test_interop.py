@@ -224,3 +224,66 @@ def test_vlmeta_exchanged_with_python_blosc2(tmp_path, contiguous):
     got = cat.open(theirs).vlmeta.getall()
     exec(VLMETA_CHECK, {"np": np, "got": got, "want": want})
     assert cat.open(ours).vlmeta["from_blosc2"] == {"ok": (1, 2)}
+
+
+# Issue 25: record dtypes of any description length and items over 255 bytes.
+WIDE_DTYPES = {
+    "records5": "np.dtype([(f'field_{i}', '<f4') for i in range(5)])",
+    "records40": "np.dtype([(f'a_rather_long_field_name_{i}', '<i8' if i % 2 else '>f8') for i in range(40)])",
+    "U100": "np.dtype('<U100')",
+    "subarrays": "np.dtype([('a', '<f8', (40,)), ('b', 'S3'), ('c', '<i2', (2, 3))])",
+    "S300": "np.dtype('S300')",
+    # python-blosc2 shuffles <U by 4-byte characters (SHUFFLE's filters_meta), which
+    # c-blosc2 2.15 ignores: these read as other characters without the regrouping.
+    "U5": "np.dtype('<U5')",
+    "U7": "np.dtype('<U7')",
+    "U1": "np.dtype('<U1')",
+}
+
+
+def wide_values(np, dt, n):
+    raw = (np.arange(n * dt.itemsize, dtype=np.uint64) * 2654435761 % 251).astype(np.uint8)
+    v = raw.view(dt) if dt.fields else np.frombuffer(raw.tobytes(), dtype=dt)
+    if dt.kind == "U":
+        v = np.array([f"value {i} " * (i % 11) for i in range(n)], dtype=dt)
+    if dt.fields:  # no NaN payloads: compare by bytes and by value
+        v = v.copy()
+        for name in dt.names:
+            if v[name].dtype.kind == "f":
+                v[name] = np.arange(v[name].size, dtype=v[name].dtype).reshape(v[name].shape)
+    return v
+
+
+@pytest.mark.parametrize("name", sorted(WIDE_DTYPES))
+@pytest.mark.parametrize("contiguous", [False, True])
+def test_wide_dtypes_exchanged_with_python_blosc2(tmp_path, name, contiguous):
+    dt = eval(WIDE_DTYPES[name])
+    ref = wide_values(np, dt, 37)
+    ours, theirs = tmp_path / f"o-{contiguous}.b2nd", tmp_path / f"t-{contiguous}.b2nd"
+    a = cat.asarray(ref, chunks=(16,), blocks=(4,), urlpath=str(ours), contiguous=contiguous)
+    assert a.dtype == dt and a.itemsize == dt.itemsize
+    a.close()
+    np.save(tmp_path / "ref.npy", ref)
+    blosc2("""
+        import sys, numpy as np, blosc2
+        ref = np.load(sys.argv[1])
+        b = blosc2.open(sys.argv[2])
+        assert b.dtype == ref.dtype, (b.dtype, ref.dtype)
+        assert b[:].tobytes() == ref.tobytes() and (b[5:30:3] == ref[5:30:3]).all()
+        c = blosc2.asarray(ref, urlpath=sys.argv[3], mode="w", chunks=(10,), blocks=(5,),
+                           contiguous=sys.argv[4] == "1")
+        c[3] = ref[30]
+    """, tmp_path / "ref.npy", ours, theirs, int(contiguous))
+    want = ref.copy()
+    want[3] = ref[30]
+    t = cat.open(theirs)
+    assert t.dtype == dt and t.itemsize == dt.itemsize
+    assert t[:].tobytes() == want.tobytes() and (t[2:9] == want[2:9]).all()
+    t[7] = ref[0]  # and written here, read back there
+    t.close()
+    want[7] = ref[0]
+    np.save(tmp_path / "want.npy", want)
+    blosc2("""
+        import sys, numpy as np, blosc2
+        assert blosc2.open(sys.argv[1])[:].tobytes() == np.load(sys.argv[2]).tobytes()
+    """, theirs, tmp_path / "want.npy")

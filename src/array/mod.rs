@@ -38,7 +38,7 @@ use crate::store::{Replaced, Store};
 /// Element size and shape of a new array (`caterva_params_t`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Params {
-    /// Bytes per item, 1..=255.
+    /// Bytes per item, 1..=[`MAX_ITEMSIZE`](crate::MAX_ITEMSIZE) (the C ABI's: 1..=255).
     pub itemsize: usize,
     /// Shape, 0..=8 dimensions; 0 entries are allowed (empty axes).
     pub shape: Vec<i64>,

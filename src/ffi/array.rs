@@ -77,8 +77,9 @@ unsafe fn create(
         let s = unsafe { storage_from_c(deref(storage, "storage")?, p.shape.len()) }?;
         let out = out_ptr(array, "array")?;
         let arr = build(&c.ctx, &p, &s)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -228,8 +229,9 @@ pub unsafe extern "C" fn caterva_from_schunk(
                 return Err(e);
             }
         };
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -284,8 +286,9 @@ pub unsafe extern "C" fn caterva_from_cframe(
         // SAFETY: buf is valid; with copy == false the caller keeps it alive (contract above).
         let store = unsafe { Store::from_cframe(buf.as_ptr(), buf.len(), copy) }?;
         let arr = Array::wrap(&c.ctx, store)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -307,8 +310,9 @@ pub unsafe extern "C" fn caterva_open(
         let url = unsafe { string(urlpath, "urlpath") }?;
         let out = out_ptr(array, "array")?;
         let arr = Array::open(&c.ctx, url)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }

@@ -126,8 +126,9 @@ unsafe fn import_with(
         // SAFETY: caller's contract.
         let s = unsafe { storage_for(storage, ndim) }?;
         let arr = build(&c.ctx, path, &s)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }

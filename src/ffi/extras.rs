@@ -220,8 +220,9 @@ pub unsafe extern "C" fn caterva_nans(
         }
         let out = out_ptr(array, "array")?;
         let arr = Array::nans(&c.ctx, &p, &s)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -264,8 +265,9 @@ pub unsafe extern "C" fn caterva_concatenate(
         let st = unsafe { storage_from_c(deref(storage, "storage")?, a.array.ndim()) }?;
         let out = out_ptr(array, "array")?;
         let arr = a.array.concatenate(&c.ctx, &b.array, i64::from(axis), &st)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -354,8 +356,9 @@ pub unsafe extern "C" fn caterva_open_offset(
         let url = unsafe { string(urlpath, "urlpath") }?;
         let out = out_ptr(array, "array")?;
         let arr = Array::open_offset(&c.ctx, url, offset)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }

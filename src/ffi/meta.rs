@@ -378,7 +378,8 @@ pub unsafe extern "C" fn caterva_deserialize_meta(
     }
 }
 
-/// Longest dtype string `caterva_set_dtype` accepts.
+/// Longest dtype string `caterva_set_dtype` accepts on an array made with a
+/// dtype no longer than this (the room every new array keeps).
 pub const CATERVA_DTYPE_MAXLEN: usize = 64;
 const _: () = assert!(CATERVA_DTYPE_MAXLEN == meta::DTYPE_RESERVE);
 

@@ -230,7 +230,7 @@ pub(crate) fn code(e: &Error) -> c_int {
     use crate::error::ErrorKind as K;
     match e.kind() {
         K::InvalidArgument | K::InvalidFormat => CATERVA_ERR_INVALID_ARGUMENT,
-        K::InvalidStorage => CATERVA_ERR_INVALID_STORAGE,
+        K::InvalidStorage | K::NotFound => CATERVA_ERR_INVALID_STORAGE,
         K::NullPointer => CATERVA_ERR_NULL_POINTER,
         K::InvalidIndex => CATERVA_ERR_INVALID_INDEX,
         // Blosc, Io, Corrupt, and any class added later.

@@ -184,8 +184,9 @@ unsafe fn derive(
         let st = unsafe { storage_from_c(deref(storage, "storage")?, s.array.ndim()) }?;
         let out = out_ptr(array, "array")?;
         let arr = build(&c.ctx, &s.array, &st)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
         // SAFETY: out is non-NULL and writable.
-        unsafe { *out = ArrayBox::into_raw(arr, c.config()) };
+        unsafe { *out = raw };
         Ok(CATERVA_SUCCEED)
     })
 }

@@ -226,7 +226,19 @@ pub(crate) struct ArrayBox {
 
 impl ArrayBox {
     /// Box an array for C; `cfg` is the configuration its context was made from.
-    pub(crate) fn into_raw(array: Array, cfg: &caterva_config_t) -> *mut caterva_array_t {
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for items of more than 255 bytes (python-blosc2
+    /// writes them; the Rust and Python APIs read them), which
+    /// `caterva_array_t.itemsize` (a `uint8_t`) cannot describe.
+    pub(crate) fn into_raw(array: Array, cfg: &caterva_config_t) -> Result<*mut caterva_array_t> {
+        if array.itemsize() > usize::from(u8::MAX) {
+            return Err(Error::InvalidArgument(format!(
+                "the array's items have {} bytes; caterva_array_t.itemsize (uint8_t) holds at most 255: \
+                 read it with the Rust or Python API",
+                array.itemsize()
+            )));
+        }
         // SAFETY: all-zero is a valid caterva_array_t (integers, NULL pointers).
         let public: caterva_array_t = unsafe { std::mem::zeroed() };
         let b = slots::alloc(ArrayBox { public, cfg: *cfg, array });
@@ -235,7 +247,7 @@ impl ArrayBox {
             (*b).public.cfg = &mut (*b).cfg;
             (*b).sync();
         }
-        b.cast()
+        Ok(b.cast())
     }
 
     /// The array behind `p`, for a call that changes it: NULL and pointers
@@ -411,4 +423,32 @@ pub(crate) unsafe fn storage_from_c(s: &caterva_storage_t, ndim: usize) -> Resul
         urlpath,
         metalayers,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ArrayBox;
+    use crate::{Array, Config, Context, ErrorKind, Params, StorageParams};
+
+    /// `caterva_array_t.itemsize` is a `uint8_t`: an array of larger items
+    /// (python-blosc2 writes them) is refused at the C boundary, never
+    /// handed over with a truncated item size.
+    #[test]
+    fn items_over_255_bytes_are_refused_at_the_c_boundary() {
+        let ctx = Context::new(Config::default()).unwrap();
+        let st = StorageParams { chunkshape: vec![4], blockshape: vec![2], ..StorageParams::default() };
+        // SAFETY: all-zero is a valid caterva_config_t.
+        let cfg = unsafe { std::mem::zeroed() };
+        let wide = Array::zeros(&ctx, &Params { itemsize: 256, shape: vec![8], dtype: None }, &st).unwrap();
+        let e = ArrayBox::into_raw(wide, &cfg).unwrap_err();
+        assert!(e.kind() == ErrorKind::InvalidArgument && e.to_string().contains("256 bytes"), "{e}");
+        let narrow = Array::zeros(&ctx, &Params { itemsize: 255, shape: vec![8], dtype: None }, &st).unwrap();
+        let p = ArrayBox::into_raw(narrow, &cfg).unwrap();
+        // SAFETY: p is a live array from into_raw.
+        assert_eq!(unsafe { (*p).itemsize }, 255);
+        let mut p = p;
+        // SAFETY: p is a live array, ours alone.
+        unsafe { ArrayBox::free(&mut p) }.unwrap();
+        assert!(p.is_null());
+    }
 }

@@ -50,6 +50,35 @@ pub(crate) const MAX_VLMETALAYERS: usize = b::BLOSC2_MAX_VLMETALAYERS as usize;
 pub(crate) const FRAME_VLMETALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
 /// Bytes c-blosc2 may add to a compressed buffer (`BLOSC2_MAX_OVERHEAD`).
 pub(crate) const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
+
+/// The largest typesize a Blosc2 chunk records (`BLOSC_MAX_TYPESIZE`): its
+/// header holds it in one byte.
+const CHUNK_MAX_TYPESIZE: usize = b::BLOSC_MAX_TYPESIZE as usize;
+
+/// The typesize chunks of `itemsize`-byte items are compressed with, and
+/// record: the item size up to 255 bytes; beyond, the largest divisor of
+/// the item that a chunk can record, so that shuffling still groups the
+/// bytes of each field or character (a `<U100` item of 400 bytes: 200).
+/// The super-chunk (the frame's header) records the whole item size, as
+/// python-blosc2 writes it.
+pub(crate) fn chunk_typesize(itemsize: usize) -> usize {
+    if itemsize <= CHUNK_MAX_TYPESIZE {
+        return itemsize.max(1);
+    }
+    (1..=CHUNK_MAX_TYPESIZE).rev().find(|d| itemsize % d == 0).unwrap_or(1)
+}
+
+/// Whether a chunk recording `typesize` may hold `itemsize`-byte items:
+/// the same size up to 255 bytes; beyond, any divisor of the item (ours
+/// record [`chunk_typesize`]; c-blosc2 records 1 when it is given more than
+/// 255, as for python-blosc2's chunks).
+pub(crate) fn typesize_fits(itemsize: usize, typesize: usize) -> bool {
+    if itemsize <= CHUNK_MAX_TYPESIZE {
+        typesize == itemsize
+    } else {
+        typesize >= 1 && itemsize % typesize == 0
+    }
+}
 /// Longest metalayer name c-blosc2 accepts (`BLOSC2_METALAYER_NAME_MAXLEN`).
 pub(crate) const METALAYER_NAME_MAXLEN: usize = 31;
 
@@ -260,6 +289,14 @@ impl Compression {
         cp.nthreads = nthreads.clamp(1, i16::MAX as usize) as i16;
         cp.filters = c.filters;
         cp.filters_meta = c.filters_meta;
+        // c-blosc2 2.15 shuffles by the typesize whatever SHUFFLE's meta
+        // says, and records the meta; newer readers shuffle by a non-zero
+        // meta ([`grouped_shuffle`]). Record what was done.
+        for (f, m) in cp.filters.iter().zip(cp.filters_meta.iter_mut()) {
+            if *f == b::BLOSC_SHUFFLE as u8 {
+                *m = 0;
+            }
+        }
         if let Some(p) = self.prefilter {
             cp.prefilter = p.func;
             cp.preparams = p.params;
@@ -311,7 +348,7 @@ impl CCtx {
     pub(crate) fn new(comp: &Compression, typesize: usize, blocksize: usize, nthreads: usize) -> Result<Self> {
         init();
         // SAFETY: the parameters are passed by value; a NULL return is handled.
-        let p = unsafe { b::blosc2_create_cctx(comp.to_blosc(typesize, blocksize, nthreads)) };
+        let p = unsafe { b::blosc2_create_cctx(comp.to_blosc(chunk_typesize(typesize), blocksize, nthreads)) };
         NonNull::new(p).map(CCtx).ok_or_else(|| Error::blosc("creating a compression context", None))
     }
 
@@ -405,8 +442,87 @@ impl DCtx {
         if rc < 0 {
             return Err(blosc_err("decompression", i64::from(rc)));
         }
+        if let Some((typesize, group)) = grouped_shuffle(chunk.bytes())? {
+            let blocksize = info.blocksize.max(1);
+            let mut scratch = Vec::new();
+            for (i, block) in dst.chunks_mut(blocksize).enumerate() {
+                if mask.map_or(true, |m| !m.get(i).copied().unwrap_or(true)) {
+                    regroup(block, typesize, group, &mut scratch);
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// The shuffle a chunk records that c-blosc2 2.15 does not perform: newer
+/// c-blosc2 (python-blosc2 4.x, for `<U` arrays) shuffles by SHUFFLE's
+/// `filters_meta` bytes when it is not 0, not by the typesize; 2.15 ignores
+/// the meta and unshuffles by the typesize, which gives other bytes.
+/// `Some((typesize, group))` for such a chunk: its blocks, decoded by
+/// c-blosc2 2.15, are put right by [`regroup`].
+///
+/// # Errors
+/// [`Error::InvalidFormat`] when that shuffle comes with other filters:
+/// undoing it after them would not give the items back.
+pub(crate) fn grouped_shuffle(bytes: &[u8]) -> Result<Option<(usize, usize)>> {
+    let (Some(&flags), Some(&flags2)) = (bytes.get(2), bytes.get(31)) else {
+        return Ok(None);
+    };
+    let extended = flags & 0x05 == 0x05;
+    let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
+    if !extended || special || flags & b::BLOSC_MEMCPYED as u8 != 0 {
+        return Ok(None);
+    }
+    let (Some(filters), Some(metas)) = (bytes.get(16..22), bytes.get(24..30)) else {
+        return Ok(None);
+    };
+    let typesize = usize::from(bytes[3]).max(1);
+    let shuffle = b::BLOSC_SHUFFLE as u8;
+    let Some(i) =
+        (0..filters.len()).find(|&i| filters[i] == shuffle && metas[i] != 0 && usize::from(metas[i]) != typesize)
+    else {
+        return Ok(None);
+    };
+    if filters.iter().enumerate().any(|(j, &f)| j != i && f != b::BLOSC_NOFILTER as u8) {
+        return Err(Error::InvalidFormat(format!(
+            "a chunk shuffles by {}-byte groups (SHUFFLE with filters_meta {}, written by c-blosc2 2.16 or \
+             later) together with other filters {filters:?}, which c-blosc2 {} cannot decode",
+            metas[i],
+            metas[i],
+            blosc2_version()
+        )));
+    }
+    Ok(Some((typesize, usize::from(metas[i]))))
+}
+
+/// Put right a block that c-blosc2 2.15 unshuffled by `typesize` though it
+/// was shuffled by `group` bytes ([`grouped_shuffle`]): shuffle it back by
+/// `typesize`, then unshuffle it by `group` (c-blosc2's `shuffle_generic`
+/// and `unshuffle_generic`: the tail past the last whole group is as is).
+fn regroup(block: &mut [u8], typesize: usize, group: usize, scratch: &mut Vec<u8>) {
+    scratch.clear();
+    scratch.resize(block.len(), 0);
+    if typesize > 1 {
+        let n = block.len() / typesize;
+        for j in 0..typesize {
+            for i in 0..n {
+                scratch[j * n + i] = block[i * typesize + j];
+            }
+        }
+        let whole = n * typesize;
+        scratch[whole..].copy_from_slice(&block[whole..]);
+        block.copy_from_slice(scratch);
+    }
+    let n = block.len() / group;
+    for i in 0..n {
+        for j in 0..group {
+            scratch[i * group + j] = block[j * n + i];
+        }
+    }
+    let whole = n * group;
+    scratch[whole..].copy_from_slice(&block[whole..]);
+    block.copy_from_slice(scratch);
 }
 
 impl Chunk<'_> {
@@ -488,6 +604,9 @@ impl DCtx {
         }
         if rc != dstsize {
             return Err(Error::InvalidFormat(format!("block {nblock} decompressed to {rc} bytes, not {dstsize}")));
+        }
+        if let Some((typesize, group)) = grouped_shuffle(bytes)? {
+            regroup(dst, typesize, group, &mut Vec::new());
         }
         Ok(())
     }
@@ -731,9 +850,16 @@ pub(crate) fn repeat_chunk(
     value: &[u8],
 ) -> Result<Vec<u8>> {
     init();
+    if typesize > CHUNK_MAX_TYPESIZE && value.iter().any(|&x| x != 0) {
+        // A chunk repeats a value of at most 255 bytes: larger items are
+        // compressed like any chunk (they repeat, so they shrink well).
+        let items = value.repeat(nbytes / typesize.max(1));
+        let mut cctx = CCtx::new(comp, typesize, blocksize, 1)?;
+        return cctx.compress(&items);
+    }
     let cap = MAX_OVERHEAD + typesize;
     let mut out = vec![0u8; cap];
-    let cp = comp.to_blosc(typesize, blocksize, 1);
+    let cp = comp.to_blosc(chunk_typesize(typesize), blocksize, 1);
     // SAFETY: out has cap bytes; value has typesize bytes (checked by callers).
     let rc = unsafe {
         if value.iter().all(|&x| x == 0) {
@@ -2022,4 +2148,54 @@ pub(crate) fn compress_blosc1(cname: &str, clevel: u8, shuffle: u8, typesize: us
 /// buffer; [`Error::Blosc`] if it does not decompress.
 pub(crate) fn decompress_into(dctx: &mut DCtx, src: &[u8], dst: &mut [u8]) -> Result<()> {
     dctx.decompress(&Chunk::from_slice(src), dst, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunk_typesize, regroup, typesize_fits};
+
+    fn shuffle(ts: usize, src: &[u8]) -> Vec<u8> {
+        let n = src.len() / ts;
+        let mut out = src.to_vec();
+        for j in 0..ts {
+            for i in 0..n {
+                out[j * n + i] = src[i * ts + j];
+            }
+        }
+        out
+    }
+
+    fn unshuffle(ts: usize, src: &[u8]) -> Vec<u8> {
+        let n = src.len() / ts;
+        let mut out = src.to_vec();
+        for i in 0..n {
+            for j in 0..ts {
+                out[i * ts + j] = src[j * n + i];
+            }
+        }
+        out
+    }
+
+    /// A block shuffled by `group` bytes (newer c-blosc2), unshuffled by
+    /// the typesize (c-blosc2 2.15), comes back whole after `regroup`,
+    /// tails past the last whole group included.
+    #[test]
+    fn regroup_undoes_a_shuffle_by_groups() {
+        for (typesize, group, len) in [(1, 4, 400), (20, 4, 200), (20, 4, 213), (28, 4, 1000), (8, 2, 77), (3, 5, 64)] {
+            let block: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            let mut got = unshuffle(typesize, &shuffle(group, &block));
+            regroup(&mut got, typesize, group, &mut Vec::new());
+            assert_eq!(got, block, "typesize {typesize}, group {group}, {len} bytes");
+        }
+    }
+
+    #[test]
+    fn chunk_typesizes_divide_the_item() {
+        for itemsize in [1, 8, 255, 256, 300, 400, 509, 1021 * 3, 1 << 20] {
+            let t = chunk_typesize(itemsize);
+            assert!((1..=255).contains(&t) && itemsize % t == 0 && typesize_fits(itemsize, t), "{itemsize}: {t}");
+        }
+        assert_eq!(chunk_typesize(400), 200);
+        assert!(typesize_fits(400, 1) && !typesize_fits(400, 3) && !typesize_fits(8, 1) && typesize_fits(8, 8));
+    }
 }

@@ -117,6 +117,7 @@ use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
+use super::blosc::typesize_fits;
 use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
 use super::io::Served;
 use crate::error::{Error, Result};
@@ -1078,8 +1079,9 @@ fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, typesize: i64, 
     if ch.nbytes != nbytes {
         return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
     }
-    // c-blosc2 compresses every chunk of a super-chunk with its typesize.
-    if i64::from(ch.typesize) != typesize {
+    // c-blosc2 compresses every chunk of a super-chunk with its typesize
+    // (or, for items over 255 bytes, one that divides it).
+    if !usize::try_from(typesize).is_ok_and(|t| typesize_fits(t, usize::from(ch.typesize))) {
         return Err(s.err(3, format!("{what} has items of {} bytes; the frame's are of {typesize}", ch.typesize)));
     }
     Ok(())

@@ -189,7 +189,7 @@ impl Store {
         paths::clean_temporaries(urlpath);
         journal::recover(urlpath)?;
         if std::fs::symlink_metadata(urlpath).is_err() {
-            return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist")));
+            return Err(Error::not_found(urlpath));
         }
         let mut store = Self::adopt_file(SChunk::open(urlpath, Chunks::Later)?)?;
         store.seen = store.fingerprint();

@@ -40,7 +40,7 @@ impl Store {
         let _lock = lock::wait_for(urlpath)?;
         journal::recover(urlpath)?;
         match std::fs::symlink_metadata(urlpath) {
-            Err(_) => return Err(Error::storage(Some(urlpath), format!("'{urlpath}' does not exist"))),
+            Err(_) => return Err(Error::not_found(urlpath)),
             Ok(md) if !md.is_file() => {
                 return Err(Error::storage(Some(urlpath), format!("'{urlpath}' is not a regular file")))
             }

@@ -29,7 +29,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{frame, frame_check};
+use super::{blosc, frame, frame_check};
 use crate::error::{Error, Result};
 
 /// Bytes of a Blosc2 chunk header.
@@ -187,7 +187,7 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
     if cbytes < HEADER || cbytes > nbytes + HEADER {
         return Err(corrupt(&path, n, "has a damaged header"));
     }
-    if nbytes != want.nbytes || usize::from(head[3]) != want.typesize {
+    if nbytes != want.nbytes || !blosc::typesize_fits(want.typesize, usize::from(head[3])) {
         let (typesize, want_nbytes, want_typesize) = (head[3], want.nbytes, want.typesize);
         return Err(corrupt(
             &path,

@@ -38,7 +38,7 @@ impl Store {
         let held = Held(lock::wait_for(&url)?);
         journal::recover(&url)?;
         if std::fs::symlink_metadata(&url).is_err() {
-            return Err(Error::storage(Some(&url), format!("'{url}' does not exist any more")));
+            return Err(Error::not_found(&url));
         }
         // A write in place (a chunk of the same size, in a frame without
         // checksums) leaves the fingerprint as it was and this handle's view
