@@ -571,7 +571,9 @@ mod tests {
     #[test]
     fn rejects_bad_partitions() {
         assert!(Geometry::new(0, &[1], &[1], &[1]).is_err());
-        assert!(Geometry::new(256, &[1], &[1], &[1]).is_err());
+        assert!(Geometry::new(256, &[1], &[1], &[1]).is_ok());
+        assert!(Geometry::new(MAX_ITEMSIZE + 1, &[1], &[1], &[1]).is_err());
+        assert!(Geometry::new(MAX_ITEMSIZE, &[2], &[2], &[1]).is_err()); // a chunk over 2 GiB
         assert!(Geometry::new(1, &[-1], &[1], &[1]).is_err());
         assert!(Geometry::new(1, &[4], &[2], &[3]).is_err());
         assert!(Geometry::new(1, &[4], &[0], &[0]).is_err());

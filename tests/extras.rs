@@ -653,7 +653,7 @@ fn arrays_saved_into_one_file_open_at_their_offsets_here_and_in_python_blosc2() 
     }
     assert_eq!(Array::open_offset(&plain, &pack_s, -1).unwrap_err().kind(), ErrorKind::InvalidArgument);
     let missing = dir.join("missing").to_string_lossy().into_owned();
-    assert_eq!(Array::open_offset(&plain, &missing, 0).unwrap_err().kind(), ErrorKind::InvalidStorage);
+    assert_eq!(Array::open_offset(&plain, &missing, 0).unwrap_err().kind(), ErrorKind::NotFound);
     // A file cut inside its last frame: that frame is refused, the others open.
     let cut = dir.join("cut.bin");
     std::fs::write(&cut, &before[..before.len() - 5]).unwrap();

@@ -104,7 +104,7 @@ fn refresh_follows_a_resize_and_reports_a_removed_array() {
     assert_eq!(values(&b)[40 * 30..], vec![7; 600][..]);
     Array::remove(&url).unwrap();
     let e = a.refresh().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(e.to_string().contains("does not exist"), "{e}");
     // An array in memory has nothing to refresh.
     let params = Params { itemsize: 1, shape: vec![4], dtype: None };
