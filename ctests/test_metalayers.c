@@ -307,8 +307,72 @@ static int test_max_metalayers(const test_case_t *tc) {
     return 0;
 }
 
+/* A frame holds at most 16 vlmetalayers (c-blosc2 writes no more into its
+ * trailer): the 17th is refused up front, in every storage, and the array
+ * is unchanged, saved and reopened with its 16. */
+static int test_max_vlmetalayers(const test_case_t *tc) {
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx = NULL;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    char path[256] = "";
+    caterva_params_t params = {0};
+    caterva_storage_t storage = {0};
+    char *url = NULL;
+    if (tc->backend.persistent) {
+        snprintf(path, sizeof(path), "ctest_max_vlmeta%s", tc->backend.contiguous ? ".b2frame" : ".b2nd");
+        caterva_remove(ctx, path);
+        url = path;
+    }
+    h_small_params(&params, &storage, url, tc->backend.contiguous);
+    caterva_array_t *arr = NULL;
+    CHECK_OK(caterva_zeros(ctx, &params, &storage, &arr));
+    char name[16];
+    uint8_t content[3] = {1, 2, 3};
+    caterva_metalayer_t vl = {.name = name, .sdata = content, .size = 3};
+    for (int i = 0; i < 16; i++) {
+        snprintf(name, sizeof(name), "v%d", i);
+        content[0] = (uint8_t)i;
+        CHECK_OK(caterva_vlmeta_add(ctx, arr, &vl));
+    }
+    snprintf(name, sizeof(name), "extra");
+    CHECK_RC(caterva_vlmeta_add(ctx, arr, &vl), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(caterva_last_error(), "no room for vlmetalayer 'extra'") != NULL);
+    if (expect_missing(ctx, arr, "extra", true)) {
+        return 1;
+    }
+    uint8_t *frame = NULL;
+    int64_t len = 0;
+    bool needs_free = false;
+    CHECK_OK(caterva_to_cframe(ctx, arr, &frame, &len, &needs_free));
+    caterva_array_t *back = NULL;
+    CHECK_OK(caterva_from_cframe(ctx, frame, len, true, &back));
+    if (needs_free) {
+        free(frame);
+    }
+    content[0] = 15;
+    if (expect_layer(ctx, back, "v15", content, 3, true)) {
+        return 1;
+    }
+    CHECK_OK(caterva_free(ctx, &back));
+    CHECK_OK(caterva_free(ctx, &arr));
+    if (url != NULL) {
+        CHECK_OK(caterva_open(ctx, url, &arr));
+        if (expect_layer(ctx, arr, "v15", content, 3, true) || expect_missing(ctx, arr, "extra", true)) {
+            return 1;
+        }
+        CHECK_OK(caterva_free(ctx, &arr));
+        CHECK_OK(caterva_remove(ctx, url));
+    }
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 void suite_metalayers(void) {
     RUN_ALL_CASES(test_metalayers);
     RUN_CASE(test_caterva_meta_reserved);
     RUN_CASE(test_max_metalayers);
+    for (size_t b = 0; b < 4; b++) {
+        test_case_t tc = {.itemsize = 4, .backend = BACKENDS[b]};
+        h_report("test_max_vlmetalayers", &tc, test_max_vlmetalayers(&tc));
+    }
 }
