@@ -501,28 +501,25 @@ pub(crate) fn grouped_shuffle(bytes: &[u8]) -> Result<Option<(usize, usize)>> {
 /// `typesize`, then unshuffle it by `group` (c-blosc2's `shuffle_generic`
 /// and `unshuffle_generic`: the tail past the last whole group is as is).
 fn regroup(block: &mut [u8], typesize: usize, group: usize, scratch: &mut Vec<u8>) {
-    scratch.clear();
-    scratch.resize(block.len(), 0);
     if typesize > 1 {
         let n = block.len() / typesize;
-        for j in 0..typesize {
-            for i in 0..n {
-                scratch[j * n + i] = block[i * typesize + j];
-            }
-        }
-        let whole = n * typesize;
-        scratch[whole..].copy_from_slice(&block[whole..]);
-        block.copy_from_slice(scratch);
+        transpose(block, scratch, n, typesize); // shuffle: n items of typesize bytes
     }
     let n = block.len() / group;
-    for i in 0..n {
-        for j in 0..group {
-            scratch[i * group + j] = block[j * n + i];
+    transpose(block, scratch, group, n); // unshuffle: group streams of n bytes
+}
+
+/// `block`'s first `rows * cols` bytes, read as a `rows` x `cols` matrix,
+/// transposed in place (through `scratch`); the tail stays as is.
+fn transpose(block: &mut [u8], scratch: &mut Vec<u8>, rows: usize, cols: usize) {
+    let whole = rows * cols;
+    scratch.clear();
+    scratch.extend_from_slice(&block[..whole]);
+    for r in 0..rows {
+        for c in 0..cols {
+            block[c * rows + r] = scratch[r * cols + c];
         }
     }
-    let whole = n * group;
-    scratch[whole..].copy_from_slice(&block[whole..]);
-    block.copy_from_slice(scratch);
 }
 
 impl Chunk<'_> {
