@@ -18,7 +18,7 @@ from .dask import to_caterva
 from .utils import Codec, Filter
 
 try:
-    __version__ = _version("caterva")
+    __version__ = _version("caterva-rs")  # the distribution; `caterva` on PyPI is python-caterva
 except PackageNotFoundError:  # pragma: no cover - running from the source tree
     __version__ = "0.8.0"
 
