@@ -77,6 +77,7 @@ impl Default for Config {
 /// takes precedence. Recovery at open syncs its rollback unless that
 /// variable is set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Durability {
     /// Survives a power loss or an operating-system crash: the journal is
     /// synced (data and directory entry) before the array changes, and the
