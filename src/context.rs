@@ -90,7 +90,10 @@ pub enum Durability {
     /// the frame); to a sparse-frame directory, 3 plus one per chunk file
     /// it writes, plus one for the directory when the write creates or
     /// removes chunk files. Creating, saving and replacing an array sync
-    /// the new copy before renaming it into place. The default.
+    /// the new copy before renaming it into place. A handle set back to
+    /// `Full` after writes at [`Durability::Process`] makes the whole array
+    /// durable at its next write (of a sparse frame, every chunk file is
+    /// synced then). The default.
     #[default]
     Full,
     /// Survives a killed or crashed process, not a power loss: no syncs.

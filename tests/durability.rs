@@ -138,6 +138,36 @@ fn new_chunk_files_and_creation_sync_at_full_only() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A handle that wrote without syncing and then syncs again makes the
+/// whole array durable at its first synced write: a sparse frame's index
+/// names files that earlier writes made, so all of them are synced then
+/// (the journal's data and name, the index, each chunk file, the
+/// directory), and only what it wrote from the next write on.
+#[test]
+fn the_first_full_write_after_process_ones_syncs_the_whole_directory() {
+    if !Durability::Full.syncs() {
+        return; // CATERVA_JOURNAL_SYNC=0: nothing syncs.
+    }
+    let dir = scratch("switch");
+    let path = dir.join("a.b2nd");
+    // Four chunk files, made without syncs, and a fifth appended so.
+    let mut arr = make(&ctx(false, Durability::Process), &path, false);
+    let (syncs, _) = count(&dir, || arr.append(&items(10 * SHAPE[1], 3), 0).unwrap());
+    assert_eq!(syncs, 0);
+    arr.set_durability(Durability::Full);
+    let (syncs, _) = count(&dir, || write_row(&mut arr, 3, 4).unwrap());
+    assert_eq!(syncs, 2 + 1 + 5 + 1, "the first write at Full after writes at Process");
+    let (syncs, _) = count(&dir, || write_row(&mut arr, 4, 5).unwrap());
+    assert_eq!(syncs, 4, "the next one");
+    // A frame file is synced whole by every write at Full anyway.
+    let file = dir.join("f.b2frame");
+    let mut f = make(&ctx(false, Durability::Process), &file, true);
+    f.set_durability(Durability::Full);
+    let (syncs, _) = count(&dir, || write_row(&mut f, 3, 4).unwrap());
+    assert_eq!(syncs, 3, "a frame file");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The level is the handle's: set, kept across a reload (another handle
 /// changed the array) and a replacement (a relayout), not stored in the file.
 #[test]

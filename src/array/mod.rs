@@ -195,8 +195,10 @@ impl Array {
     /// makes no syncs and survives a killed process but not a power loss.
     /// It applies to this handle only (not stored in the file; another
     /// handle of the array, in this process or another, keeps its own), to
-    /// its writes, reshapes, metadata changes and [`Array::save`]. An array
-    /// in memory keeps the setting and has nothing to sync.
+    /// its writes, reshapes, metadata changes and [`Array::save`]. Set back
+    /// to [`Durability::Full`] after writes at [`Durability::Process`], the
+    /// handle makes the whole array durable at its next write. An array in
+    /// memory keeps the setting and has nothing to sync.
     pub fn set_durability(&mut self, durability: Durability) {
         self.store.set_durability(durability);
     }

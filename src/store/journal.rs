@@ -138,6 +138,11 @@
 //!    created or removed chunk files (an append, a delete, a special chunk
 //!    made real): a chunk file rewritten in place changes no entry.
 //!
+//! A handle that wrote without syncing before ([`Durability::Process`])
+//! syncs, at its first synced commit, every chunk file of a sparse frame
+//! and its directory (steps 3 and 4 for the whole frame), since the index
+//! it syncs names files those writes made.
+//!
 //! A later operation of the same write syncs the journal again only when
 //! it appends saved bytes (the old content of an original chunk it is about
 //! to overwrite): its bare announcement ([`BEGIN`]), like the [`MARK`]
@@ -225,8 +230,15 @@ pub(crate) enum Slot {
     #[default]
     Idle,
     /// An array-level write has started; the journal is made at its first
-    /// change. Whether it syncs ([`Durability::syncs`]).
-    Armed(bool),
+    /// change. Whether it syncs ([`Durability::syncs`]), and whether its
+    /// commit syncs the whole frame rather than what it changed.
+    Armed {
+        /// The journal and the changes are synced.
+        sync: bool,
+        /// The commit syncs every file of a sparse frame (earlier writes
+        /// of the handle did not sync theirs).
+        whole: bool,
+    },
     /// The journal exists and covers the changes made so far.
     Open(Box<Journal>),
 }
@@ -235,9 +247,11 @@ impl Slot {
     /// The slot of a transaction that starts now: the journal is made at
     /// its first change, if the super-chunk is persistent. With `sync`,
     /// the journal and the changes are synced to disk in order
-    /// ([`Durability::Full`]); without, nothing is.
-    pub(crate) fn armed(sync: bool) -> Self {
-        Slot::Armed(sync)
+    /// ([`Durability::Full`]); without, nothing is. With `whole` too, the
+    /// commit syncs all of a sparse frame's files, not only those the write
+    /// changed.
+    pub(crate) fn armed(sync: bool, whole: bool) -> Self {
+        Slot::Armed { sync, whole }
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -248,9 +262,9 @@ impl Slot {
     pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
             Slot::Idle => Ok(()),
-            Slot::Armed(sync) => {
+            Slot::Armed { sync, whole } => {
                 *self = match sc.storage().urlpath {
-                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops, *sync)?)),
+                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
                     None => Slot::Idle,
                 };
                 Ok(())
@@ -272,17 +286,21 @@ impl Slot {
     }
 
     /// The write is complete: sync `sc`'s frame and delete the journal.
+    /// Returns whether a journal was committed (the write changed the frame).
     ///
     /// # Errors
     /// [`Error::Io`] if syncing or deleting fails (the journal then stays
     /// open: [`Slot::abort`] rolls the write back).
-    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<()> {
-        if let Slot::Open(j) = self {
+    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<bool> {
+        let committed = if let Slot::Open(j) = self {
             // On an error the journal stays open, for abort to roll back.
             j.commit(sc)?;
-        }
+            true
+        } else {
+            false
+        };
         *self = Slot::Idle;
-        Ok(())
+        Ok(committed)
     }
 
     /// The write failed: undo its changes on disk. Returns whether anything
@@ -405,6 +423,8 @@ pub(crate) struct Journal {
     layout: Layout,
     /// Whether it syncs ([`Durability::Full`]).
     sync: bool,
+    /// Whether the commit syncs all of a sparse frame's files.
+    whole: bool,
 }
 
 /// The journal path of an array at `urlpath`.
@@ -602,7 +622,7 @@ fn parse(bytes: &[u8]) -> Result<Vec<Record<'_>>> {
 impl Journal {
     /// Write the journal for the array at `url` before its first changes,
     /// `ops`; with `sync`, make it durable (data, then name) first.
-    fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool) -> Result<Journal> {
+    fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool) -> Result<Journal> {
         let path = journal_path(url);
         match kind_of(&path, false) {
             Kind::Absent => {}
@@ -643,7 +663,7 @@ impl Journal {
         io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
         // Sync 2: the name before the first change.
         sync_dir(parent(&path), sync)?;
-        Ok(Journal { path, url: url.to_owned(), file, layout, sync })
+        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole })
     }
 
     /// Base records of a contiguous frame file: its length, header and tail.
@@ -743,7 +763,12 @@ impl Journal {
     /// Sync the frame (syncs 3 and 4 of the module docs): the file, or the
     /// index and every chunk file written (rewritten originals, which were
     /// saved, and files the original index did not use) and, if the write
-    /// created or removed chunk files, the directory.
+    /// created or removed chunk files, the directory. With `whole` (the
+    /// handle wrote without syncing before: [`Durability::Process`], then
+    /// [`Durability::Full`]), every chunk file the index uses and the
+    /// directory, so that the index synced now names no file that is not
+    /// on disk. (A frame file is synced whole anyway, and its directory
+    /// by the journal's name, sync 2.)
     fn sync_changes(&self, sc: &SChunk) -> Result<()> {
         let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f, true)).map_err(io_err("syncing", p));
         match &self.layout {
@@ -751,6 +776,14 @@ impl Journal {
             Layout::Dir { dir, in_use, saved, removed } => {
                 sync(&dir.join(SPARSE_INDEX))?;
                 let offsets = sc.frame_offsets()?;
+                if self.whole {
+                    let all: BTreeSet<i64> =
+                        offsets.into_iter().filter(|o| *o >= 0).chain(saved.iter().copied()).collect();
+                    for p in all.iter().map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
+                        sync(&p)?;
+                    }
+                    return sync_dir(dir, true);
+                }
                 let new: Vec<i64> = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o)).collect();
                 for p in saved.iter().chain(&new).map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
                     sync(&p)?;

@@ -91,6 +91,10 @@ pub(crate) struct Store {
     /// What this handle's writes, saves and replacements survive (whether
     /// they sync): the handle's setting, not the file's.
     durability: Durability,
+    /// This handle changed the store on disk without syncing (at
+    /// [`Durability::Process`]) since its last synced write: the next
+    /// synced write syncs all of a sparse frame's files, not only its own.
+    unsynced: bool,
 }
 
 /// How an operation changes a store ([`Store::check_changeable`]).
@@ -151,6 +155,7 @@ impl Store {
             _ => {
                 let mut store = Self::build(storage, layout, checksums, fill)?;
                 store.durability = durability;
+                store.unsynced = storage.urlpath.is_some() && !durability.syncs();
                 return Ok(store);
             }
         };
@@ -166,6 +171,7 @@ impl Store {
         let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?)?;
         store.seen = store.fingerprint();
         store.durability = durability;
+        store.unsynced = !durability.syncs();
         Ok(store)
     }
 
@@ -296,6 +302,7 @@ impl Store {
             offset: None,
             chunks,
             durability: Durability::Full,
+            unsynced: false,
         }
     }
 
@@ -583,6 +590,7 @@ impl Store {
         let _lock = write_beside(&target, storage.contiguous, self.durability.syncs(), |st| make(st).map(drop))?;
         let mut store = Store::open(&url)?;
         store.durability = self.durability;
+        store.unsynced = self.unsynced || !self.durability.syncs();
         Ok(Replaced::OnDisk(Box::new(store)))
     }
 
@@ -600,9 +608,17 @@ impl Store {
 
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let journal = Slot::armed(self.durability.syncs());
+        let sync = self.durability.syncs();
+        let journal = Slot::armed(sync, self.unsynced);
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
-        let result = change(&mut tx).and_then(|v| tx.commit().map(|()| v));
+        let result = change(&mut tx).and_then(|v| tx.commit().map(|changed| (v, changed)));
+        let result = result.map(|(v, changed)| {
+            if changed {
+                // A synced commit made the whole store durable (see journal's sync_changes).
+                self.unsynced = !sync;
+            }
+            v
+        });
         if result.is_err() {
             tx.journal.abort()?;
             if self.sc.storage().urlpath.is_some() {
@@ -620,10 +636,11 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
-        let (cache, durability) = (self.cache.take(), self.durability);
+        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
         *self = Self::adopt_file(SChunk::open(&url, Chunks::Later)?)?;
         self.cache = cache;
         self.durability = durability;
+        self.unsynced = unsynced;
         Ok(())
     }
 }
@@ -1108,7 +1125,7 @@ impl Tx<'_> {
 
     /// The transaction succeeded: store the table with the changes it
     /// describes, then commit the journal.
-    fn commit(&mut self) -> Result<()> {
+    fn commit(&mut self) -> Result<bool> {
         self.store_checksums()?;
         self.journal.commit(self.sc)
     }
