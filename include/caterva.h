@@ -190,6 +190,20 @@
 #define CATERVA_BLZ_CHECKSUM_SHA512 8
 
 /**
+ * `caterva_set_durability` level: every write is synced to disk (the
+ * journal, then the change) and survives a power loss or an
+ * operating-system crash whole or not at all. The default.
+ */
+#define CATERVA_DURABILITY_FULL 0
+
+/**
+ * `caterva_set_durability` level: no syncs. Every write survives a killed
+ * or crashed process whole or not at all; a power loss or an
+ * operating-system crash may lose recent writes or tear the array.
+ */
+#define CATERVA_DURABILITY_PROCESS 1
+
+/**
  * Longest dtype string `caterva_set_dtype` accepts on an array made with a
  * dtype no longer than this (the room every new array keeps).
  */
@@ -776,6 +790,31 @@ int caterva_export_blz(struct caterva_ctx_t *ctx,
                        const struct caterva_array_t *array,
                        const char *path,
                        const struct caterva_blz_options_t *options);
+
+/**
+ * Choose what `array`'s writes survive from its next write on:
+ * `CATERVA_DURABILITY_FULL` (the default) or `CATERVA_DURABILITY_PROCESS`.
+ * A setting of this handle only, not stored in the file; an array in
+ * memory keeps it and has nothing to sync. The environment variable
+ * `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
+ * whatever this says.
+ *
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.
+ */
+int caterva_set_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int level);
+
+/**
+ * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
+ * `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
+ * left it (`CATERVA_JOURNAL_SYNC=0` does not change it).
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; `level` NULL or writable.
+ */
+int caterva_get_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int *level);
 
 /**
  * The chunks that the region `start..stop` (`ndim` entries each) touches:

@@ -55,7 +55,7 @@ pub mod testing;
 
 pub use array::copy_buffer;
 pub use array::{blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, StorageParams};
-pub use context::{Config, Context};
+pub use context::{Config, Context, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;

@@ -9,9 +9,11 @@
 //! replays them on an in-memory model to know every state. Each writer
 //! continues from the state the previous one left.
 //!
-//! Every other writer runs with `CATERVA_JOURNAL_SYNC=0`. `CATERVA_CRASH_KILLS`
-//! sets the number of kills per storage (default 40), `CATERVA_CRASH_SEED`
-//! varies the writes.
+//! Writers take turns at the three ways to sync: the default
+//! (`Durability::Full`), `CATERVA_JOURNAL_SYNC=0` in the environment, and a
+//! handle set to `Durability::Process` (`Array::set_durability`): a killed
+//! process must need no syncs. `CATERVA_CRASH_KILLS` sets the number of
+//! kills per storage (default 40), `CATERVA_CRASH_SEED` varies the writes.
 
 mod common;
 
@@ -23,11 +25,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use caterva::{Array, Config, Context, Metalayer, Params, StorageParams};
+use caterva::{Array, Config, Context, Durability, Metalayer, Params, StorageParams};
 use common::Rng;
 
 /// Selects the writer role: `<urlpath>\t<seed>\t<first step>`.
 const WRITER_ENV: &str = "CATERVA_CRASH_WRITER";
+/// The writer's durability level (a `Durability` name).
+const LEVEL_ENV: &str = "CATERVA_CRASH_DURABILITY";
 const USER_META: &str = "user";
 const VLMETA: &str = "log";
 const DTYPES: [&str; 3] = ["<u4", "<i4", "<f4"];
@@ -163,6 +167,8 @@ fn crash_writer() {
     let (seed, from): (u64, u64) = (seed.parse().unwrap(), from.parse().unwrap());
     let ctx = ctx();
     let mut arr = Array::open(&ctx, url).unwrap();
+    let level: Durability = std::env::var(LEVEL_ENV).unwrap().parse().unwrap();
+    arr.set_durability(level);
     println!("READY {from}");
     for step in from + 1..=from + MAX_STEPS_PER_WRITER {
         apply(&mut arr, seed, step);
@@ -172,11 +178,12 @@ fn crash_writer() {
 
 /// Start a writer from state `from`, kill it after `delay`, and return the
 /// last step it reported done.
-fn run_writer(url: &str, seed: u64, from: u64, delay: Duration, sync: bool) -> u64 {
+fn run_writer(url: &str, seed: u64, from: u64, delay: Duration, sync: bool, level: Durability) -> u64 {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["crash_writer", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(WRITER_ENV, format!("{url}\t{seed}\t{from}"))
         .env("CATERVA_JOURNAL_SYNC", if sync { "1" } else { "0" })
+        .env(LEVEL_ENV, level.name())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -263,8 +270,14 @@ fn crash_run(name: &str, contiguous: bool, seed: u64) -> Outcomes {
             1 | 2 => rng.next() % 100,
             _ => rng.next() % 400,
         };
-        // Every other writer skips the syncs: a killed process must not need them.
-        let done = run_writer(&url, seed, state, Duration::from_millis(ms), kill % 2 == 0);
+        // Two writers in three skip the syncs (by the environment, by the
+        // handle's level): a killed process must not need them.
+        let (sync, level) = match kill % 3 {
+            0 => (true, Durability::Full),
+            1 => (false, Durability::Full),
+            _ => (true, Durability::Process),
+        };
+        let done = run_writer(&url, seed, state, Duration::from_millis(ms), sync, level);
         out.kills += 1;
         let had_journal = journal.exists();
         let arr = Array::open(&ctx, &url)

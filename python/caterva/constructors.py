@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _caterva
 from .ndarray import NDArray, dtype_str, np_dtype
-from .utils import default_nthreads, native_kwargs
+from .utils import check_durability, default_nthreads, native_kwargs
 
 _MODES = ("w-", "w")
 
@@ -77,8 +77,10 @@ def empty(shape, itemsize=None, dtype=None, **kwargs):
 
     Keyword arguments (all constructors): chunks, blocks, urlpath,
     contiguous, meta (a dict of name: bytes), codec, clevel, filters,
-    filtersmeta, nthreads, usedict, checksums, and mode ('w-': refuse an
-    existing path, as python-caterva did; 'w': replace it)."""
+    filtersmeta, nthreads, usedict, checksums, durability ('full', the
+    default: a write survives a power loss; 'process': no fsyncs, a write
+    survives a killed process; see NDArray.durability), and mode ('w-':
+    refuse an existing path, as python-caterva did; 'w': replace it)."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
     return _make("zeros", shape, itemsize, dtype, kwargs)
 
@@ -129,17 +131,20 @@ def copy(array, **kwargs):
     return array.copy(**kwargs)
 
 
-def open(urlpath, mode="a", nthreads=None):
+def open(urlpath, mode="a", nthreads=None, durability="full"):
     """Open a persisted array: a frame file or a sparse-frame directory,
     written by this package, python-caterva, python-blosc2 or C. `mode`
-    'a' reads and writes, 'r' only reads (writes raise ValueError). Many
+    'a' reads and writes, 'r' only reads (writes raise ValueError).
+    `durability` ('full' or 'process') is this handle's (see
+    NDArray.durability). Many
     handles, in many processes, may have one array open: each write takes
     the array's lock and first loads what others committed; a reader sees
     others' writes after :meth:`NDArray.refresh`."""
     if mode not in ("r", "a", "r+"):
         raise ValueError(f"mode must be 'r' or 'a', not {mode!r}")
     nthreads = default_nthreads() if nthreads is None else int(nthreads)
-    a = _caterva.open(os.fspath(urlpath), {"nthreads": nthreads})
+    kw = {"nthreads": nthreads, "durability": check_durability(durability)}
+    a = _caterva.open(os.fspath(urlpath), kw)
     return NDArray(a, _mode="r" if mode == "r" else "a")
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _caterva
 from .metadata import Meta, VLMeta
-from .utils import Codec, Filter
+from .utils import Codec, Filter, check_durability
 
 _NOT_WRITABLE = "the array was opened read-only (mode='r')"
 
@@ -286,6 +286,21 @@ class NDArray:
     def checksums(self):
         """Whether the array keeps per-chunk checksums."""
         return self._a.has_checksums()
+
+    @property
+    def durability(self):
+        """What this handle's writes survive after a crash, settable:
+        'full' (the default: each write is synced to disk, and survives a
+        power loss or an OS crash whole or not at all) or 'process' (no
+        fsyncs: each write survives a killed process whole or not at all,
+        but a power loss may lose or tear recent writes). A setting of this
+        handle, not of the file; CATERVA_JOURNAL_SYNC=0 in the environment
+        makes every handle 'process'."""
+        return self._a.durability
+
+    @durability.setter
+    def durability(self, level):
+        self._a.durability = check_durability(level)
 
     @property
     def info(self):
@@ -605,7 +620,7 @@ class NDArray:
         if url is not None:
             from .constructors import open as open_
 
-            return (open_, (url, self._mode))
+            return (open_, (url, self._mode, 1, self.durability))
         from .constructors import from_cframe
 
         return (from_cframe, (self.to_cframe(),))

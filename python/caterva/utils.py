@@ -31,8 +31,18 @@ class Filter(Enum):
 # python-caterva's keyword arguments, and ours.
 _KWARGS = {
     "chunks", "blocks", "urlpath", "contiguous", "memframe", "meta", "codec", "clevel",
-    "filters", "filtersmeta", "nthreads", "usedict", "checksums", "mode",
+    "filters", "filtersmeta", "nthreads", "usedict", "checksums", "mode", "durability",
 }
+
+# What a handle's writes survive after a crash (see NDArray.durability).
+DURABILITY = ("full", "process")
+
+
+def check_durability(level):
+    """`level` if it names a durability level, else ValueError."""
+    if not (isinstance(level, str) and level in DURABILITY):
+        raise ValueError(f"durability must be one of {DURABILITY}, not {level!r}")
+    return level
 
 
 # python-caterva 0.7.3's names for three of them (it read options with
@@ -96,6 +106,7 @@ def native_kwargs(shape, itemsize, kwargs):
     kw["nthreads"] = nthreads
     kw["usedict"] = bool(kwargs.get("usedict", False))
     kw["checksums"] = bool(kwargs.get("checksums", False))
+    kw["durability"] = check_durability(kwargs.get("durability", "full"))
     meta = kwargs.get("meta")
     if meta:
         kw["meta"] = [(n, meta_content(n, v)) for n, v in ((k.decode() if isinstance(k, bytes) else str(k), v)

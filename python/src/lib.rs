@@ -23,7 +23,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use caterva::{codec, Array as Core, CParams, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
+use caterva::{
+    codec, Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams,
+};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
@@ -58,6 +60,7 @@ struct Settings {
     nthreads: usize,
     usedict: bool,
     checksums: bool,
+    durability: Durability,
 }
 
 /// One context per distinct settings, kept for the process's life: a
@@ -79,14 +82,20 @@ fn context(s: Settings) -> PyRes<Context> {
         filters_meta: s.filters_meta,
         ..CParams::default()
     };
-    let config = Config { cparams, nthreads: s.nthreads.max(1), checksums: s.checksums, ..Config::default() };
+    let config = Config {
+        cparams,
+        nthreads: s.nthreads.max(1),
+        checksums: s.checksums,
+        durability: s.durability,
+        ..Config::default()
+    };
     let c = Context::new(config).map_err(to_py)?;
     map.insert(s, c.clone());
     Ok(c)
 }
 
 /// The settings in `kw` (keys codec, clevel, filters, filtersmeta, nthreads,
-/// usedict, checksums; the Python layer fills in defaults).
+/// usedict, checksums, durability; the Python layer fills in defaults).
 fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
     fn get<'py, T: FromPyObject<'py>>(kw: &Bound<'py, PyDict>, k: &str, d: T) -> PyRes<T> {
         match kw.get_item(k)? {
@@ -117,6 +126,7 @@ fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
         nthreads: get(kw, "nthreads", 1usize)?,
         usedict: get(kw, "usedict", false)?,
         checksums: get(kw, "checksums", false)?,
+        durability: get(kw, "durability", "full".to_owned())?.parse().map_err(to_py)?,
     })
 }
 
@@ -441,6 +451,23 @@ impl PyArray {
             } else {
                 a.vlmeta_add(&name, &content)
             }
+        })
+    }
+
+    /// What this handle's writes survive after a crash: "full" or "process"
+    /// ([`caterva::Durability`]).
+    #[getter]
+    fn durability(&self) -> PyRes<&'static str> {
+        Ok(self.read().as_ref().ok_or_else(closed)?.durability().name())
+    }
+    /// Set it for this handle's next writes.
+    #[setter]
+    fn set_durability(&self, py: Python<'_>, level: &str) -> PyRes<()> {
+        let level: Durability = level.parse().map_err(to_py)?;
+        // Waits for a write of another thread to finish, GIL released.
+        py.allow_threads(|| {
+            self.write().as_mut().ok_or_else(closed)?.set_durability(level);
+            Ok(())
         })
     }
 

@@ -83,7 +83,7 @@ impl Array {
             blocksize: g.block_nbytes(),
             nthreads: ctx.nthreads(),
         };
-        let store = Store::create(new.storage, &layout, new.checksums, |tx| {
+        let store = Store::create(new.storage, &layout, new.checksums, ctx.config().durability, |tx| {
             tx.meta_add(CATERVA_META, &meta::encode_caterva(g.shape(), g.chunkshape(), g.blockshape())?)?;
             if new.metalayers.len() + 2 <= MAX_METALAYERS {
                 let b2nd = meta::encode_b2nd_reserved(g.shape(), g.chunkshape(), g.blockshape(), new.dtype)?;

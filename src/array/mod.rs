@@ -28,7 +28,9 @@ pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
 pub(crate) use meta::check_user_vlmeta;
 
-use crate::context::Context;
+#[cfg(doc)]
+use crate::context::Config;
+use crate::context::{Context, Durability};
 use crate::error::{Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self as codec, B2ND_META, CATERVA_META};
@@ -147,6 +149,7 @@ impl Array {
             Ok(geom) => {
                 let mut store = store;
                 store.set_block_cache(ctx.block_cache_bytes());
+                store.set_durability(ctx.config().durability);
                 Ok(Array { geom, store, ctx: ctx.clone() })
             }
             Err(e) => Err(Box::new((e, store))),
@@ -166,12 +169,38 @@ impl Array {
     /// # Errors
     /// As [`Store::replace`]; the array is unchanged then.
     pub(crate) fn replace_store(&mut self, make: impl FnOnce(&Array, &Storage) -> Result<Array>) -> Result<()> {
-        let ctx = self.ctx.clone();
+        let (ctx, durability) = (self.ctx.clone(), self.durability());
         *self = match self.store.replace(|st| make(self, st))? {
             Replaced::InMemory(new) => new,
             Replaced::OnDisk(store) => Array::wrap(&ctx, *store)?,
         };
+        // The handle's setting, not its context's.
+        self.set_durability(durability);
         Ok(())
+    }
+
+    /// What this handle's writes survive after a crash (see
+    /// [`Durability`]): [`Config::durability`] of the context the array was
+    /// made or opened with, unless [`Array::set_durability`] changed it.
+    /// `CATERVA_JOURNAL_SYNC=0` in the environment overrides it to
+    /// [`Durability::Process`] (this returns the setting, not the override).
+    #[must_use]
+    pub fn durability(&self) -> Durability {
+        self.store.durability()
+    }
+
+    /// Choose what this handle's writes survive, from its next write on (see
+    /// [`Durability`]): [`Durability::Full`] syncs each write to disk (3
+    /// syncs for a one-row write to a frame file), [`Durability::Process`]
+    /// makes no syncs and survives a killed process but not a power loss.
+    /// It applies to this handle only (not stored in the file; another
+    /// handle of the array, in this process or another, keeps its own), to
+    /// its writes, reshapes, metadata changes and [`Array::save`]. Set back
+    /// to [`Durability::Full`] after writes at [`Durability::Process`], the
+    /// handle makes the whole array durable at its next write. An array in
+    /// memory keeps the setting and has nothing to sync.
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.store.set_durability(durability);
     }
 }
 

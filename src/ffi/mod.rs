@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 
 mod array;
 mod blz;
+mod durability;
 mod extras;
 mod handles;
 mod integrity;

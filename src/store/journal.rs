@@ -116,14 +116,50 @@
 //!
 //! The syncs guard against power failures and operating-system crashes; a
 //! killed process is covered without them (the kernel keeps what it was
-//! given, in order). `CATERVA_JOURNAL_SYNC=0` in the environment turns them
-//! off, for speed.
+//! given, in order). A handle at [`Durability::Process`] makes none, and
+//! `CATERVA_JOURNAL_SYNC=0` in the environment turns them off for every
+//! handle (and for recovery).
+//!
+//! # What each sync is for ([`Durability::Full`])
+//!
+//! A one-row write (one operation, nothing saved beyond the base records)
+//! makes these, in order:
+//!
+//! 1. the journal's data, before it gets its name: a named journal whose
+//!    base records did not reach the disk would be refused as corrupt, and
+//!    the array could not be opened;
+//! 2. the directory holding the journal, after the rename: the journal's
+//!    name must be on disk before the frame changes in place, or a power
+//!    loss could keep part of the change and lose the journal that undoes it;
+//! 3. at the commit, the frame: the file, or a sparse frame's index and
+//!    each chunk file the write wrote (these cannot be merged: each is its
+//!    own file), before the journal is removed;
+//! 4. a sparse frame's directory, at the commit, only when the write
+//!    created or removed chunk files (an append, a delete, a special chunk
+//!    made real): a chunk file rewritten in place changes no entry.
+//!
+//! A handle that wrote without syncing before ([`Durability::Process`])
+//! syncs, at its first synced commit, every chunk file of a sparse frame
+//! and its directory (steps 3 and 4 for the whole frame), since the index
+//! it syncs names files those writes made.
+//!
+//! A later operation of the same write syncs the journal again only when
+//! it appends saved bytes (the old content of an original chunk it is about
+//! to overwrite): its bare announcement ([`BEGIN`]), like the [`MARK`]
+//! after each operation, is read only when the system has not restarted
+//! since (see below), when the kernel kept it without a sync. The journal's
+//! removal is not synced: if a power loss undoes it, the next open rolls
+//! back that last write whole, which leaves the state before it (the
+//! next write's journal, step 2, makes the removal durable).
 
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+#[cfg(doc)]
+use crate::context::Durability;
 
 use super::blosc::SChunk;
 use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
@@ -193,17 +229,29 @@ pub(crate) enum Slot {
     /// Writes are not journaled (in memory, or outside an array-level write).
     #[default]
     Idle,
-    /// An array-level write has started; the journal is made at its first change.
-    Armed,
+    /// An array-level write has started; the journal is made at its first
+    /// change. Whether it syncs ([`Durability::syncs`]), and whether its
+    /// commit syncs the whole frame rather than what it changed.
+    Armed {
+        /// The journal and the changes are synced.
+        sync: bool,
+        /// The commit syncs every file of a sparse frame (earlier writes
+        /// of the handle did not sync theirs).
+        whole: bool,
+    },
     /// The journal exists and covers the changes made so far.
     Open(Box<Journal>),
 }
 
 impl Slot {
     /// The slot of a transaction that starts now: the journal is made at
-    /// its first change, if the super-chunk is persistent.
-    pub(crate) fn armed() -> Self {
-        Slot::Armed
+    /// its first change, if the super-chunk is persistent. With `sync`,
+    /// the journal and the changes are synced to disk in order
+    /// ([`Durability::Full`]); without, nothing is. With `whole` too, the
+    /// commit syncs all of a sparse frame's files, not only those the write
+    /// changed.
+    pub(crate) fn armed(sync: bool, whole: bool) -> Self {
+        Slot::Armed { sync, whole }
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -214,9 +262,9 @@ impl Slot {
     pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
             Slot::Idle => Ok(()),
-            Slot::Armed => {
+            Slot::Armed { sync, whole } => {
                 *self = match sc.storage().urlpath {
-                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops)?)),
+                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
                     None => Slot::Idle,
                 };
                 Ok(())
@@ -238,17 +286,21 @@ impl Slot {
     }
 
     /// The write is complete: sync `sc`'s frame and delete the journal.
+    /// Returns whether a journal was committed (the write changed the frame).
     ///
     /// # Errors
     /// [`Error::Io`] if syncing or deleting fails (the journal then stays
     /// open: [`Slot::abort`] rolls the write back).
-    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<()> {
-        if let Slot::Open(j) = self {
+    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<bool> {
+        let committed = if let Slot::Open(j) = self {
             // On an error the journal stays open, for abort to roll back.
             j.commit(sc)?;
-        }
+            true
+        } else {
+            false
+        };
         *self = Slot::Idle;
-        Ok(())
+        Ok(committed)
     }
 
     /// The write failed: undo its changes on disk. Returns whether anything
@@ -259,7 +311,7 @@ impl Slot {
     pub(crate) fn abort(&mut self) -> Result<bool> {
         match std::mem::take(self) {
             Slot::Open(mut j) => {
-                rollback(&mut j.file, &j.path, &j.url, false)?;
+                rollback(&mut j.file, &j.path, &j.url, false, j.sync)?;
                 Ok(true)
             }
             _ => Ok(false),
@@ -285,6 +337,9 @@ enum Layout {
         /// Chunk files the original index uses.
         in_use: BTreeSet<i64>,
         saved: BTreeSet<i64>,
+        /// A chunk was deleted (c-blosc2 removed its file): the directory's
+        /// entries changed.
+        removed: bool,
     },
 }
 
@@ -297,6 +352,9 @@ impl Layout {
     /// past every number in use, and an original number that high has left
     /// the index during this write, by such an update or delete, which saved it.
     fn saves(&mut self, sc: &SChunk, ops: &[Op]) -> Result<Vec<Save>> {
+        if let Layout::Dir { removed, .. } = self {
+            *removed |= ops.iter().any(|op| matches!(op, Op::Delete(_)));
+        }
         let chunks: Vec<(i64, u64)> = ops
             .iter()
             .filter_map(|op| match *op {
@@ -318,7 +376,7 @@ impl Layout {
                 Layout::File { path, header_len, data_end, saved } => {
                     Self::save_chunk_bytes(path, *header_len + off as u64, *data_end, cbytes, saved)?
                 }
-                Layout::Dir { dir, in_use, saved } => {
+                Layout::Dir { dir, in_use, saved, .. } => {
                     if !in_use.contains(&off) || !saved.insert(off) {
                         continue;
                     }
@@ -363,6 +421,10 @@ pub(crate) struct Journal {
     url: String,
     file: io::File,
     layout: Layout,
+    /// Whether it syncs ([`Durability::Full`]).
+    sync: bool,
+    /// Whether the commit syncs all of a sparse frame's files.
+    whole: bool,
 }
 
 /// The journal path of an array at `urlpath`.
@@ -391,27 +453,24 @@ fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
     super::identity::followed(path).map(|(dev, ino)| [dev, ino])
 }
 
-/// Whether journaling syncs to disk: yes unless `CATERVA_JOURNAL_SYNC=0`.
-/// Without the syncs a killed process still leaves a consistent array
-/// (the kernel keeps what was written); the syncs add safety against
-/// power failures and operating-system crashes, at a few syncs per write.
-pub(super) fn syncs() -> bool {
-    static SYNC: OnceLock<bool> = OnceLock::new();
-    *SYNC.get_or_init(|| std::env::var("CATERVA_JOURNAL_SYNC").map_or(true, |v| v != "0"))
+/// Whether recovery syncs what it restores: yes unless
+/// `CATERVA_JOURNAL_SYNC=0` (it runs for no handle, so at the level of none).
+fn recovery_syncs() -> bool {
+    crate::context::env_syncs()
 }
 
-/// Make `file`'s data (and its length) durable.
-fn flush(file: &io::File) -> std::io::Result<()> {
-    if syncs() {
+/// Make `file`'s data (and its length) durable, if `sync`.
+fn flush(file: &io::File, sync: bool) -> std::io::Result<()> {
+    if sync {
         file.sync_data()
     } else {
         Ok(())
     }
 }
 
-/// Make the entries of `dir` (created, renamed, removed files) durable.
-pub(super) fn sync_dir(dir: &Path) -> Result<()> {
-    if !syncs() {
+/// Make the entries of `dir` (created, renamed, removed files) durable, if `sync`.
+pub(super) fn sync_dir(dir: &Path, sync: bool) -> Result<()> {
+    if !sync {
         return Ok(());
     }
     io::sync_dir(dir).map_err(io_err("syncing directory", dir))
@@ -561,8 +620,9 @@ fn parse(bytes: &[u8]) -> Result<Vec<Record<'_>>> {
 /// `header_len` and `header_len + cbytes` of a contiguous frame of `len`
 /// bytes, if its header is readable and consistent.
 impl Journal {
-    /// Write the journal for the array at `url` before its first changes, `ops`.
-    fn begin(sc: &SChunk, url: &str, ops: &[Op]) -> Result<Journal> {
+    /// Write the journal for the array at `url` before its first changes,
+    /// `ops`; with `sync`, make it durable (data, then name) first.
+    fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool) -> Result<Journal> {
         let path = journal_path(url);
         match kind_of(&path, false) {
             Kind::Absent => {}
@@ -596,12 +656,14 @@ impl Journal {
                 f.set_len(0)?;
             }
             f.write_all(&base)?;
-            flush(f)
+            // Sync 1 (module docs): the records before the name.
+            flush(f, sync)
         };
         write(&mut file).map_err(io_err("writing journal", &tmp))?;
         io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
-        sync_dir(parent(&path))?;
-        Ok(Journal { path, url: url.to_owned(), file, layout })
+        // Sync 2: the name before the first change.
+        sync_dir(parent(&path), sync)?;
+        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole })
     }
 
     /// Base records of a contiguous frame file: its length, header and tail.
@@ -644,28 +706,35 @@ impl Journal {
         base.extend(record(STATE, mtime_ns(&index), &sample.to_le_bytes()));
         base.extend(record(INDEX_COPY, 0, &content));
         base.extend(record(CHUNK_IDS, 0, &ids));
-        let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new() };
+        let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new(), removed: false };
         Ok((base, layout))
     }
 
-    /// Append save records and sync them before the changes they guard.
-    fn append(&mut self, saves: &[Save]) -> Result<()> {
-        if saves.is_empty() {
+    /// Append records; with `durable`, sync them before the changes they guard.
+    fn append(&mut self, records: &[Save], durable: bool) -> Result<()> {
+        if records.is_empty() {
             return Ok(());
         }
-        let r: Vec<u8> = saves.iter().flat_map(|(tag, key, bytes)| record(*tag, *key, bytes)).collect();
+        let r: Vec<u8> = records.iter().flat_map(|(tag, key, bytes)| record(*tag, *key, bytes)).collect();
+        let sync = durable && self.sync;
         let write = |f: &mut io::File| -> std::io::Result<()> {
             f.seek(SeekFrom::End(0))?;
             f.write_all(&r)?;
-            flush(f)
+            flush(f, sync)
         };
         write(&mut self.file).map_err(io_err("writing journal", &self.path))
     }
 
     fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         let mut saves = self.layout.saves(sc, ops)?;
+        // Saved bytes must be on disk before they are overwritten. The
+        // announcement alone is not synced: like a MARK, recovery reads it
+        // only without a restart since, when the kernel kept it anyway
+        // (before, it cost a sync per operation after the first: a
+        // checksummed write's table update, each step of a reshape).
+        let durable = !saves.is_empty();
         saves.push((BEGIN, 0, Vec::new()));
-        self.append(&saves)
+        self.append(&saves, durable)
     }
 
     /// Record the frame's state after an operation (not synced: it only
@@ -683,7 +752,7 @@ impl Journal {
 
     /// Sync what the write changed, then delete the journal.
     fn commit(&self, sc: &SChunk) -> Result<()> {
-        if syncs() {
+        if self.sync {
             self.sync_changes(sc)?;
         }
         // Deleting the journal is the commit. If this is lost in a power
@@ -691,21 +760,43 @@ impl Journal {
         io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
     }
 
-    /// Sync the frame: the file, or the index and every chunk file written
-    /// (rewritten originals, which were saved, and files the original index
-    /// did not use) and the directory.
+    /// Sync the frame (syncs 3 and 4 of the module docs): the file, or the
+    /// index and every chunk file written (rewritten originals, which were
+    /// saved, and files the original index did not use) and, if the write
+    /// created or removed chunk files, the directory. With `whole` (the
+    /// handle wrote without syncing before: [`Durability::Process`], then
+    /// [`Durability::Full`]), every chunk file the index uses and the
+    /// directory, so that the index synced now names no file that is not
+    /// on disk. (A frame file is synced whole anyway, and its directory
+    /// by the journal's name, sync 2.)
     fn sync_changes(&self, sc: &SChunk) -> Result<()> {
-        let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f)).map_err(io_err("syncing", p));
+        let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f, true)).map_err(io_err("syncing", p));
         match &self.layout {
             Layout::File { path, .. } => sync(path),
-            Layout::Dir { dir, in_use, saved } => {
+            Layout::Dir { dir, in_use, saved, removed } => {
                 sync(&dir.join(SPARSE_INDEX))?;
                 let offsets = sc.frame_offsets()?;
-                let new = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o));
-                for p in saved.iter().copied().chain(new).map(|id| chunk_file(dir, id)).filter(|p| p.exists()) {
+                if self.whole {
+                    let all: BTreeSet<i64> =
+                        offsets.into_iter().filter(|o| *o >= 0).chain(saved.iter().copied()).collect();
+                    for p in all.iter().map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
+                        sync(&p)?;
+                    }
+                    return sync_dir(dir, true);
+                }
+                let new: Vec<i64> = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o)).collect();
+                for p in saved.iter().chain(&new).map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
                     sync(&p)?;
                 }
-                sync_dir(dir)
+                // A chunk file gets a new entry only under a number the
+                // original index did not use (c-blosc2 numbers new files
+                // past every number in use; an original number comes back
+                // only after a delete removed its file), and loses one only
+                // by a delete. A file rewritten in place (an update of a
+                // chunk that had a file, or one made special, which
+                // truncates it) keeps its entry: the directory has nothing
+                // to sync then (before, every write synced it).
+                sync_dir(dir, *removed || !new.is_empty())
             }
         }
     }
@@ -717,7 +808,7 @@ impl Journal {
 /// With `check` (recovery, where the write's process is gone), the journal
 /// must first be shown to belong to what is there ([`stale`]); one that
 /// does not is not applied but kept aside, with a warning on stderr.
-fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool) -> Result<()> {
+fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool) -> Result<()> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))
         .and_then(|_| file.read_to_end(&mut bytes))
@@ -737,7 +828,7 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool) -> Result<
             return Ok(());
         }
         io::rename(path, &aside).map_err(io_err("renaming journal", path))?;
-        sync_dir(parent(path))?;
+        sync_dir(parent(path), sync)?;
         eprintln!(
             "caterva: warning: the undo journal of '{url}' was not applied: {why}. The array is opened as it is; \
              the journal is kept as '{}'.",
@@ -755,16 +846,16 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool) -> Result<
         file.set_len(end)
             .and_then(|()| file.seek(SeekFrom::End(0)))
             .and_then(|_| file.write_all(&r))
-            .and_then(|()| flush(file))
+            .and_then(|()| flush(file, sync))
             .map_err(io_err("writing journal", path))?;
     }
     if dir {
-        undo_dir(Path::new(url), &records)?;
+        undo_dir(Path::new(url), &records, sync)?;
     } else {
-        undo_file(Path::new(url), &records)?;
+        undo_file(Path::new(url), &records, sync)?;
     }
     io::remove_file(path).map_err(io_err("removing journal", path))?;
-    sync_dir(parent(path))
+    sync_dir(parent(path), sync)
 }
 
 /// Why the journal `records` does not belong to the array at `url` as it
@@ -919,7 +1010,7 @@ fn dir_sample(dir: &Path, in_use: &BTreeSet<i64>, records: &[Record<'_>]) -> std
     Ok(Some(h.digest()))
 }
 
-fn undo_file(path: &Path, records: &[Record<'_>]) -> Result<()> {
+fn undo_file(path: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
     let f = OpenOptions::write().open(path).map_err(io_err("opening for rollback", path))?;
     let restore = || -> std::io::Result<()> {
         for r in records.iter().rev().filter(|r| r.tag == BYTES) {
@@ -928,15 +1019,15 @@ fn undo_file(path: &Path, records: &[Record<'_>]) -> Result<()> {
         if let Some(len) = records.iter().find(|r| r.tag == LENGTH) {
             f.set_len(len.key)?;
         }
-        flush(&f)
+        flush(&f, sync)
     };
     restore().map_err(io_err("rolling back", path))
 }
 
-fn undo_dir(dir: &Path, records: &[Record<'_>]) -> Result<()> {
+fn undo_dir(dir: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
     let write = |p: &Path, bytes: &[u8]| -> Result<()> {
         let mut f = OpenOptions::truncate().open(p).map_err(io_err("opening for rollback", p))?;
-        f.write_all(bytes).and_then(|()| flush(&f)).map_err(io_err("rolling back", p))
+        f.write_all(bytes).and_then(|()| flush(&f, sync)).map_err(io_err("rolling back", p))
     };
     let mut in_use = BTreeSet::new();
     for r in records.iter().rev() {
@@ -954,7 +1045,7 @@ fn undo_dir(dir: &Path, records: &[Record<'_>]) -> Result<()> {
             io::remove_file(&e.path()).map_err(io_err("removing", &e.path()))?;
         }
     }
-    sync_dir(dir)
+    sync_dir(dir, sync)
 }
 
 /// What [`open_locked`] found at a journal path.
@@ -1037,7 +1128,7 @@ pub fn recover(urlpath: &str) -> Result<()> {
                 path.display()
             ),
         )),
-        Found::Locked(mut f) => rollback(&mut f, &path, urlpath, true),
+        Found::Locked(mut f) => rollback(&mut f, &path, urlpath, true, recovery_syncs()),
     }
 }
 
@@ -1068,19 +1159,21 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
 
 /// Replace the sparse-frame directory `target` by `fresh`. A directory
 /// cannot be renamed over another, so `target` is first renamed aside;
-/// [`recover`] puts it back if the process dies before `fresh` takes its place.
+/// [`recover`] puts it back if the process dies before `fresh` takes its
+/// place. With `sync`, the renames are made durable before the old
+/// directory is removed.
 ///
 /// # Errors
 /// [`Error::Io`] if a rename fails; [`Error::Blosc`] if the old
 /// directory cannot be removed.
-pub(crate) fn replace_dir(fresh: &str, target: &str) -> Result<()> {
+pub(crate) fn replace_dir(fresh: &str, target: &str, sync: bool) -> Result<()> {
     let old = sibling(target, OLD_SUFFIX);
     if old.exists() {
         remove_leftover(&old)?;
     }
     io::rename(Path::new(target), &old).map_err(io_err("renaming", Path::new(target)))?;
     io::rename(Path::new(fresh), Path::new(target)).map_err(io_err("renaming", Path::new(fresh)))?;
-    sync_dir(parent(Path::new(trimmed(target))))?;
+    sync_dir(parent(Path::new(trimmed(target))), sync)?;
     remove_leftover(&old)
 }
 
@@ -1422,7 +1515,7 @@ mod tests {
         let fresh = dir.join("fresh.b2nd").to_string_lossy().into_owned();
         make(&fresh, false, 11);
         let new = snapshot(&fresh);
-        replace_dir(&fresh, &url).unwrap();
+        replace_dir(&fresh, &url, true).unwrap();
         assert_eq!(snapshot(&url), new);
         assert!(!old.exists() && !Path::new(&fresh).exists());
         let _ = std::fs::remove_dir_all(&dir);

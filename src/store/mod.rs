@@ -46,6 +46,7 @@ use frame_check::Chunks;
 use journal::{Op, Slot};
 
 use crate::cache::BlockCache;
+use crate::context::Durability;
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
@@ -87,6 +88,13 @@ pub(crate) struct Store {
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
     chunks: Pending,
+    /// What this handle's writes, saves and replacements survive (whether
+    /// they sync): the handle's setting, not the file's.
+    durability: Durability,
+    /// This handle changed the store on disk without syncing (at
+    /// [`Durability::Process`]) since its last synced write: the next
+    /// synced write syncs all of a sparse frame's files, not only its own.
+    unsynced: bool,
 }
 
 /// How an operation changes a store ([`Store::check_changeable`]).
@@ -132,26 +140,38 @@ impl Store {
     /// once complete ([`write_beside`]), so a failure or a crash at any
     /// point leaves what was at the path, and never a partial array; what a
     /// killed creation left beside it is removed by the next open or create.
+    /// At [`Durability::Full`] the new store is synced before it is renamed,
+    /// and the rename after; the store keeps `durability` for its writes.
     pub(crate) fn create(
         storage: &Storage,
         layout: &Layout,
         checksums: bool,
+        durability: Durability,
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
         let url = match storage.urlpath.as_deref() {
             Some(url) if !paths::is_beside(url) => url,
             // In memory, or already a copy that write_beside renames into place.
-            _ => return Self::build(storage, layout, checksums, fill),
+            _ => {
+                let mut store = Self::build(storage, layout, checksums, fill)?;
+                store.durability = durability;
+                store.unsynced = storage.urlpath.is_some() && !durability.syncs();
+                return Ok(store);
+            }
         };
         // What may not be replaced is refused before any work.
         check_replaceable(storage)?;
         if let Some(_lock) = lock::wait_for(url)? {
             paths::clean_temporaries(url);
         }
-        let _lock = write_beside(url, storage.contiguous, |st| Self::build(st, layout, checksums, fill).map(drop))?;
+        let sync = durability.syncs();
+        let _lock =
+            write_beside(url, storage.contiguous, sync, |st| Self::build(st, layout, checksums, fill).map(drop))?;
         // Written here a moment ago, under the lock: its chunks are ours.
         let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?)?;
         store.seen = store.fingerprint();
+        store.durability = durability;
+        store.unsynced = !durability.syncs();
         Ok(store)
     }
 
@@ -273,7 +293,17 @@ impl Store {
 
     /// A store over `sc` with checksums `sums`, nothing else known yet.
     fn with(sc: SChunk, sums: Option<Table>, chunks: Pending) -> Store {
-        Store { sc, sums, seen: None, placement: Default::default(), cache: None, offset: None, chunks }
+        Store {
+            sc,
+            sums,
+            seen: None,
+            placement: Default::default(),
+            cache: None,
+            offset: None,
+            chunks,
+            durability: Durability::Full,
+            unsynced: false,
+        }
     }
 
     /// Check the headers of every stored chunk of a store opened from a
@@ -330,7 +360,7 @@ impl Store {
         let contiguous = st.contiguous;
         check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
         self.ensure_checked()?;
-        write_beside(urlpath, contiguous, |st| {
+        write_beside(urlpath, contiguous, self.durability.syncs(), |st| {
             self.sc.copy_to(st, nthreads)?;
             paths::make_durable(st.urlpath.as_deref().unwrap_or_default())
         })
@@ -395,6 +425,16 @@ impl Store {
     /// The handle's cache of decompressed blocks, if it keeps one.
     pub(crate) fn block_cache(&self) -> Option<&BlockCache> {
         self.cache.as_ref()
+    }
+
+    /// Set what this handle's writes survive (see [`Durability`]).
+    pub(crate) fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
+    /// What this handle's writes survive ([`Store::set_durability`]).
+    pub(crate) fn durability(&self) -> Durability {
+        self.durability
     }
 
     /// Keep a cache of `bytes` of decompressed blocks (none for 0).
@@ -547,8 +587,11 @@ impl Store {
         let Some(url) = storage.urlpath.clone() else { return make(&storage).map(Replaced::InMemory) };
         // The link stays; what it names is replaced.
         let target = paths::link_target(&url).unwrap_or_else(|| url.clone());
-        let _lock = write_beside(&target, storage.contiguous, |st| make(st).map(drop))?;
-        Ok(Replaced::OnDisk(Box::new(Store::open(&url)?)))
+        let _lock = write_beside(&target, storage.contiguous, self.durability.syncs(), |st| make(st).map(drop))?;
+        let mut store = Store::open(&url)?;
+        store.durability = self.durability;
+        store.unsynced = self.unsynced || !self.durability.syncs();
+        Ok(Replaced::OnDisk(Box::new(store)))
     }
 
     /// Refuse to write if another handle changed the frame since this one
@@ -565,8 +608,17 @@ impl Store {
 
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::armed(), marker_due: false };
-        let result = change(&mut tx).and_then(|v| tx.commit().map(|()| v));
+        let sync = self.durability.syncs();
+        let journal = Slot::armed(sync, self.unsynced);
+        let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
+        let result = change(&mut tx).and_then(|v| tx.commit().map(|changed| (v, changed)));
+        let result = result.map(|(v, changed)| {
+            if changed {
+                // A synced commit made the whole store durable (see journal's sync_changes).
+                self.unsynced = !sync;
+            }
+            v
+        });
         if result.is_err() {
             tx.journal.abort()?;
             if self.sc.storage().urlpath.is_some() {
@@ -584,9 +636,11 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
-        let cache = self.cache.take();
+        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
         *self = Self::adopt_file(SChunk::open(&url, Chunks::Later)?)?;
         self.cache = cache;
+        self.durability = durability;
+        self.unsynced = unsynced;
         Ok(())
     }
 }
@@ -1071,7 +1125,7 @@ impl Tx<'_> {
 
     /// The transaction succeeded: store the table with the changes it
     /// describes, then commit the journal.
-    fn commit(&mut self) -> Result<()> {
+    fn commit(&mut self) -> Result<bool> {
         self.store_checksums()?;
         self.journal.commit(self.sc)
     }

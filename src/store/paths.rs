@@ -390,14 +390,15 @@ impl Drop for Marker<'_> {
 }
 
 thread_local! {
-    /// The temporary path [`write_beside`] is writing in this thread.
-    static BESIDE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    /// The temporary path [`write_beside`] is writing in this thread, and
+    /// whether that copy is synced before its rename.
+    static BESIDE: std::cell::RefCell<Option<(String, bool)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Whether `urlpath` is the temporary copy that [`write_beside`] is
 /// writing in this thread (a store created there is built in place).
 pub(super) fn is_beside(urlpath: &str) -> bool {
-    BESIDE.with(|b| b.borrow().as_deref() == Some(urlpath))
+    BESIDE.with(|b| b.borrow().as_ref().is_some_and(|(p, _)| p == urlpath))
 }
 
 /// Numbers the temporary copies of this process.
@@ -415,8 +416,10 @@ static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 /// (under its lock) as [`check_replaceable`] does.
 ///
 /// `write` should leave the copy durable ([`make_durable`]) before it is
-/// renamed. Returns the target's lock, still held, so that the caller can
-/// open what it wrote before anyone else changes it.
+/// renamed: with `sync` ([`crate::Durability::Full`]) that syncs the copy,
+/// and the rename is synced too; without, neither is. Returns the target's
+/// lock, still held, so that the caller can open what it wrote before
+/// anyone else changes it.
 ///
 /// # Errors
 /// [`Error::InvalidStorage`] if `target` holds something that is not an
@@ -425,6 +428,7 @@ static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn write_beside(
     target: &str,
     contiguous: bool,
+    sync: bool,
     write: impl FnOnce(&Storage) -> Result<()>,
 ) -> Result<Option<lock::Lock>> {
     let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
@@ -437,7 +441,7 @@ pub(crate) fn write_beside(
     remove_leftover(Path::new(&tmp))?;
     let st = Storage { contiguous, urlpath: Some(tmp.clone()) };
     let mut cleanup = Cleanup::new(Some(&tmp));
-    let previous = BESIDE.with(|b| b.replace(Some(tmp.clone())));
+    let previous = BESIDE.with(|b| b.replace(Some((tmp.clone(), sync))));
     let written = write(&st);
     BESIDE.with(|b| b.replace(previous));
     written?;
@@ -446,10 +450,10 @@ pub(crate) fn write_beside(
     let lock = lock::wait_for(target)?;
     let exists = check_replaceable(&Storage { contiguous, urlpath: Some(target.to_owned()) })?;
     if exists && !contiguous {
-        journal::replace_dir(&tmp, target)?;
+        journal::replace_dir(&tmp, target, sync)?;
     } else {
         io::rename(Path::new(&tmp), Path::new(target)).map_err(|e| Error::io("renaming", Some(Path::new(&tmp)), &e))?;
-        journal::sync_dir(parent_dir(Path::new(trimmed(target))))?;
+        journal::sync_dir(parent_dir(Path::new(trimmed(target))), sync)?;
     }
     cleanup.defuse();
     // A journal of what was there no longer applies.
@@ -463,10 +467,12 @@ fn parent_dir(path: &Path) -> &Path {
 }
 
 /// Make a frame written at `urlpath` durable before it is renamed into
-/// place: the file, or a directory's files and entries (unless
-/// `CATERVA_JOURNAL_SYNC=0`, see [`journal`]).
+/// place: the file, or a directory's files and entries, if the
+/// [`write_beside`] writing it syncs (at [`crate::Durability::Full`],
+/// unless `CATERVA_JOURNAL_SYNC=0`, see [`journal`]).
 pub(super) fn make_durable(urlpath: &str) -> Result<()> {
-    if !journal::syncs() {
+    let sync = BESIDE.with(|b| b.borrow().as_ref().map_or(true, |(p, sync)| p != urlpath || *sync));
+    if !sync || !crate::context::env_syncs() {
         return Ok(());
     }
     let p = Path::new(trimmed(urlpath));
@@ -476,7 +482,7 @@ pub(super) fn make_durable(urlpath: &str) -> Result<()> {
         for e in entries.flatten() {
             sync(&e.path())?;
         }
-        journal::sync_dir(p)
+        journal::sync_dir(p, true)
     } else {
         sync(p)
     }
