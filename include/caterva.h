@@ -234,6 +234,76 @@
 #define CATERVA_ACCESS_PLANES 3
 
 /**
+ * `caterva_reduce` op: sum (NumPy's `sum`).
+ */
+#define CATERVA_REDUCE_SUM 0
+
+/**
+ * `caterva_reduce` op: arithmetic mean.
+ */
+#define CATERVA_REDUCE_MEAN 1
+
+/**
+ * `caterva_reduce` op: minimum (NaN if any item is NaN).
+ */
+#define CATERVA_REDUCE_MIN 2
+
+/**
+ * `caterva_reduce` op: maximum (NaN if any item is NaN).
+ */
+#define CATERVA_REDUCE_MAX 3
+
+/**
+ * `caterva_reduce` op: standard deviation (`ddof` delta degrees of freedom).
+ */
+#define CATERVA_REDUCE_STD 4
+
+/**
+ * `caterva_reduce` op: variance (`ddof` delta degrees of freedom).
+ */
+#define CATERVA_REDUCE_VAR 5
+
+/**
+ * `caterva_reduce` op: whether any item is non-zero.
+ */
+#define CATERVA_REDUCE_ANY 6
+
+/**
+ * `caterva_reduce` op: whether every item is non-zero.
+ */
+#define CATERVA_REDUCE_ALL 7
+
+/**
+ * `caterva_reduce` op: sum, NaN counting as zero.
+ */
+#define CATERVA_REDUCE_NANSUM 8
+
+/**
+ * `caterva_reduce` op: mean of the items that are not NaN.
+ */
+#define CATERVA_REDUCE_NANMEAN 9
+
+/**
+ * `caterva_reduce` op: minimum of the items that are not NaN.
+ */
+#define CATERVA_REDUCE_NANMIN 10
+
+/**
+ * `caterva_reduce` op: maximum of the items that are not NaN.
+ */
+#define CATERVA_REDUCE_NANMAX 11
+
+/**
+ * `caterva_reduce` op: standard deviation of the items that are not NaN.
+ */
+#define CATERVA_REDUCE_NANSTD 12
+
+/**
+ * `caterva_reduce` op: variance of the items that are not NaN.
+ */
+#define CATERVA_REDUCE_NANVAR 13
+
+/**
  * Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
  */
 typedef struct caterva_config_t {
@@ -509,6 +579,33 @@ typedef struct caterva_blz_options_t {
    */
   int64_t chunklen;
 } caterva_blz_options_t;
+
+/**
+ * The result of a reduction: its shape and item type.
+ */
+typedef struct caterva_reduce_result_t {
+  /**
+   * Number of dimensions: the array's less the reduced axes.
+   */
+  int8_t ndim;
+  /**
+   * The shape (`ndim` entries; the rest 1).
+   */
+  int64_t shape[CATERVA_MAX_DIM];
+  /**
+   * NumPy's dtype string of the items, NUL-terminated: `"<f8"`, `"<i8"`,
+   * `"<u8"`, `"|b1"`… (native byte order).
+   */
+  char dtype[8];
+  /**
+   * Bytes per item.
+   */
+  int32_t itemsize;
+  /**
+   * Bytes of the whole result, C order.
+   */
+  int64_t nbytes;
+} caterva_reduce_result_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1312,6 +1409,70 @@ int caterva_propose_partitions(const struct caterva_params_t *params,
                                int64_t block_bytes,
                                int nthreads,
                                struct caterva_storage_t *storage);
+
+/**
+ * Describe, in `*result`, what `caterva_reduce` with these arguments
+ * gives (shape, dtype, size), without reading the array: to size the
+ * output buffer first.
+ *
+ * Errors: as `caterva_reduce` (but for reading); `*result` is written only
+ * on success.
+ *
+ * # Safety
+ * `axes` must hold `naxes` items (it may be NULL when `naxes` is 0);
+ * `result` must be writable.
+ */
+int caterva_reduce_layout(struct caterva_ctx_t *ctx,
+                          struct caterva_array_t *array,
+                          int op,
+                          const int8_t *axes,
+                          int8_t naxes,
+                          struct caterva_reduce_result_t *result);
+
+/**
+ * Reduce `array` along `axes` (`naxes` distinct axes in `0..ndim`; none
+ * reduces nothing; all of them reduce to one item) with `op`, one of the
+ * `CATERVA_REDUCE_*` constants, into `out`, a buffer of `outsize` bytes
+ * that receives the result in C order and native byte order; `*result`,
+ * unless `result` is NULL, receives its shape and dtype
+ * (`caterva_reduce_layout` tells them beforehand).
+ *
+ * The items are read as the array's dtype (`caterva_get_dtype`) says:
+ * booleans, integers and floats of either byte order (`|b1`, `<i4`, `>u8`,
+ * `<f2`…) for every op, complex (`<c8`, `<c16`) for sums, means, any and
+ * all. Results follow NumPy's types: sums of booleans and signed integers
+ * are `<i8`, of unsigned ones `<u8` (wrapping around); means, variances
+ * and deviations of integers `<f8`, of floats their own type; min and max
+ * keep the type; any and all give `|b1`. `ddof` is the delta degrees of
+ * freedom of the (nan)std and (nan)var ops, ignored by the others. The
+ * array is read chunk by chunk with its context's threads; `max_memory`,
+ * unless 0, bounds the bytes the work holds (fewer chunks at once).
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL `ctx`, `array` or `out`
+ * (or `axes` with `naxes` > 0); `CATERVA_ERR_INVALID_ARGUMENT` for an op
+ * that is not a constant, an axis out of range, negative or repeated, an
+ * array without a dtype or of a dtype that is not a number, an op its
+ * items do not support, min/max over no items, an `outsize` smaller than
+ * the result, or a `max_memory` too small for one chunk;
+ * `CATERVA_ERR_BLOSC_FAILED` if a chunk cannot be read. Nothing is written
+ * then.
+ *
+ * Only reads the array: several threads may call this on one array at once.
+ *
+ * # Safety
+ * `axes` must hold `naxes` items; `out` must have `outsize` writable
+ * bytes; a non-NULL `result` must be writable.
+ */
+int caterva_reduce(struct caterva_ctx_t *ctx,
+                   struct caterva_array_t *array,
+                   int op,
+                   const int8_t *axes,
+                   int8_t naxes,
+                   double ddof,
+                   int64_t max_memory,
+                   void *out,
+                   int64_t outsize,
+                   struct caterva_reduce_result_t *result);
 
 /**
  * Change the shape to `new_shape` (`ndim` entries). Where an axis grows, the

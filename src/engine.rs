@@ -495,6 +495,36 @@ impl Codecs {
     }
 }
 
+/// Read the items of `part` (a chunk's part of the whole array) into
+/// `w.bufs.stage` as a C-order box of shape `part.stop - part.start`,
+/// decompressing with `nthreads` Blosc2 threads: the per-chunk input of
+/// computations that visit every item once ([`crate::Array::reduce`]).
+///
+/// # Errors
+/// As reading a chunk.
+pub(crate) fn read_part_box(
+    w: &mut Worker,
+    sc: &Store,
+    geom: &Geometry,
+    part: &ChunkPart,
+    nthreads: usize,
+) -> Result<()> {
+    let n = geom.ndim();
+    let start: Vec<i64> = (0..n).map(|i| part.origin[i] + part.start[i]).collect();
+    let stop: Vec<i64> = (0..n).map(|i| part.origin[i] + part.stop[i]).collect();
+    let shape: Vec<i64> = (0..n).map(|i| part.stop[i] - part.start[i]).collect();
+    let region = geom.region(&start, &stop)?;
+    let len = usize::try_from(region.nitems()).unwrap_or(usize::MAX).saturating_mul(geom.itemsize());
+    let Worker { codecs, bufs } = w;
+    if bufs.stage.len() != len {
+        zeroed(&mut bufs.stage, len)?;
+    }
+    let user = UserBuf::new_mut(&mut bufs.stage, geom, &shape);
+    // SAFETY: `stage` is this worker's own buffer, borrowed mutably here and
+    // holding exactly the region's box, so nobody else touches its items.
+    unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, &region, part, user, nthreads) }
+}
+
 /// Fill `out` with a whole chunk of `geom` whose items inside `region`
 /// (the chunk's part of it) come from `user`, the rest zeros.
 ///

@@ -54,7 +54,10 @@ mod store;
 pub mod testing;
 
 pub use array::copy_buffer;
-pub use array::{blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, StorageParams};
+pub use array::{
+    blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, Reduce, ReduceLayout, ReduceOptions, Reduced,
+    StorageParams,
+};
 pub use context::{Config, Context, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};

@@ -34,7 +34,7 @@ fn c_suite() {
         .arg("-L")
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lcaterva", "-lblosc2", "-pthread"]);
+        .args(["-lcaterva", "-lblosc2", "-lm", "-pthread"]);
     run(&mut cc, "compiling the C suite");
     // Run in a scratch directory (persistent cases write files) with no
     // LD_LIBRARY_PATH: the rpath and libcaterva's $ORIGIN must suffice.

@@ -144,7 +144,11 @@ def _result_shape(sel, out):
     return tuple(1 if o is None else lens[o] for o in out)
 
 
-class NDArray:
+# Reductions in the core, NumPy's protocols, operators (python/caterva/reductions.py).
+from .reductions import Reductions  # noqa: E402
+
+
+class NDArray(Reductions):
     """A compressed N-dimensional array (python-caterva's NDArray).
 
     Made by the module's constructors (`empty`, `zeros`, `full`,

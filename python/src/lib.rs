@@ -494,6 +494,25 @@ impl PyArray {
         })
     }
 
+    /// Reduce along `axes` with `op` ("sum", "mean", "nanstd"…; see
+    /// `caterva::Reduce`), chunk by chunk in the core: `(shape, dtype, bytes)`
+    /// of the result, C order, native byte order.
+    #[pyo3(signature = (op, axes, ddof=0.0, max_memory=None))]
+    fn reduce<'py>(
+        &self,
+        py: Python<'py>,
+        op: &str,
+        axes: Vec<usize>,
+        ddof: f64,
+        max_memory: Option<usize>,
+    ) -> PyRes<(Vec<i64>, String, Bound<'py, PyBytes>)> {
+        let op =
+            caterva::Reduce::from_name(op).ok_or_else(|| PyValueError::new_err(format!("unknown reduction '{op}'")))?;
+        let opts = caterva::ReduceOptions { ddof, keepdims: false, max_memory };
+        let r = self.with(py, move |a| a.reduce(op, &axes, &opts))?;
+        Ok((r.shape, r.dtype, PyBytes::new(py, &r.data)))
+    }
+
     /// Let the array go (its files stay). Closing twice is allowed.
     fn close(&self, py: Python<'_>) {
         let a = py.allow_threads(|| self.write().take());

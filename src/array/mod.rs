@@ -7,6 +7,7 @@
 //! - `reshape`: resize, insert, append, delete, squeeze;
 //! - `meta`: metalayers, vlmetalayers, dtype;
 //! - `integrity`: checksums and `verify`;
+//! - `reduce`: sums, means, extremes, variances along axes ([`Array::reduce`]);
 //! - `info`: what an array is and how it is stored ([`Array::info`]).
 //!
 //! This file holds the types they share and the geometry a store describes.
@@ -20,6 +21,7 @@ mod info;
 mod integrity;
 mod io;
 mod meta;
+mod reduce;
 mod reshape;
 mod shared;
 
@@ -27,6 +29,7 @@ pub use extras::copy_buffer;
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
 pub(crate) use meta::check_user_vlmeta;
+pub use reduce::{Reduce, ReduceLayout, ReduceOptions, Reduced};
 
 #[cfg(doc)]
 use crate::context::Config;

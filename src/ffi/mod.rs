@@ -43,6 +43,7 @@ mod integrity;
 mod last_error;
 mod meta;
 mod partition;
+mod reduce;
 mod reshape;
 mod slots;
 mod types;
