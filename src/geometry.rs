@@ -20,7 +20,7 @@ pub const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
 pub const MAX_CHUNKS: i64 = MAX_CHUNK_BYTES / 8;
 
 /// The largest item, in bytes: one item per chunk, at most
-/// [`MAX_CHUNK_BYTES`]. Items over 255 bytes (NumPy `<U100`, records with
+/// `MAX_CHUNK_BYTES` (2 GiB less 32 bytes). Items over 255 bytes (NumPy `<U100`, records with
 /// sub-arrays) are compressed with a typesize that divides them, as
 /// python-blosc2 stores them; the C ABI's `itemsize` (a `uint8_t`) holds
 /// only up to 255.

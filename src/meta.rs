@@ -107,7 +107,7 @@ pub fn default_dtype(itemsize: usize) -> String {
 /// every open).
 pub const MAX_DTYPE_LEN: usize = 1 << 20;
 
-/// Check a NumPy dtype string: 1 to [`MAX_DTYPE_LEN`] bytes, no control
+/// Check a NumPy dtype string: 1 byte to 1 MiB, no control
 /// characters, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`,
 /// `<M8[ns]`…) an item size equal to `itemsize`. Structured dtypes (of any
 /// description length) are taken as given.
