@@ -111,8 +111,9 @@ int64_t h_linear(int8_t ndim, const int64_t *shape, const int64_t *idx);
     do {                                                                             \
         int h_rc_ = (expr);                                                          \
         if (h_rc_ != (expected)) {                                                   \
-            fprintf(stderr, "    %s:%d: %s returned %d, expected %d\n", __FILE__,     \
-                    __LINE__, #expr, h_rc_, (int)(expected));                        \
+            fprintf(stderr, "    %s:%d: %s returned %d (%s), expected %d (%s)\n",     \
+                    __FILE__, __LINE__, #expr, h_rc_, print_error(h_rc_),            \
+                    (int)(expected), print_error((int)(expected)));                  \
             return 1;                                                                \
         }                                                                            \
     } while (0)

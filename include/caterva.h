@@ -48,6 +48,18 @@
 #include <stdlib.h>
 #include <blosc2.h>
 
+/* This library's version (caterva-rs's, the crate's) and its date. The
+ * CATERVA_VERSION_MAJOR, _MINOR and _RELEASE numbers below are those of the
+ * caterva C API it implements (0.5.1), for #if checks. */
+#define CATERVA_VERSION_STRING "0.6.0"
+#define CATERVA_VERSION_DATE "2026-11-22" /* the date of version 0.6.0 */
+
+#ifdef __GNUC__
+#define CATERVA_ATTRIBUTE_UNUSED __attribute__((unused))
+#else
+#define CATERVA_ATTRIBUTE_UNUSED
+#endif
+
 #define CATERVA_TRACE(cat, msg, ...)                                                        \
     do {                                                                                    \
         const char *catervatrace_ = getenv("CATERVA_TRACE");                               \
@@ -63,15 +75,17 @@
     do {                                                                                    \
         int catervarc_ = (rc);                                                              \
         if (catervarc_ != CATERVA_SUCCEED) {                                                \
-            CATERVA_TRACE_ERROR("caterva error code %d", catervarc_);                     \
+            CATERVA_TRACE_ERROR("%s (caterva error code %d)", print_error(catervarc_),      \
+                                catervarc_);                                                \
             return catervarc_;                                                              \
         }                                                                                   \
     } while (0)
 
-/* Return CATERVA_ERR_NULL_POINTER from the calling function if pointer is NULL. */
+/* Return CATERVA_ERR_NULL_POINTER from the calling function if pointer is NULL, tracing it. */
 #define CATERVA_ERROR_NULL(pointer)                                                         \
     do {                                                                                    \
         if ((pointer) == NULL) {                                                            \
+            CATERVA_TRACE_ERROR("%s", print_error(CATERVA_ERR_NULL_POINTER));               \
             return CATERVA_ERR_NULL_POINTER;                                                \
         }                                                                                   \
     } while (0)
@@ -1646,3 +1660,34 @@ int caterva_set_orthogonal_selection(struct caterva_ctx_t *ctx,
 static const caterva_config_t CATERVA_CONFIG_DEFAULTS = {
     malloc, free, BLOSC_ZSTD, 0, 5, BLOSC_AUTO_SPLIT, 0, 1,
     {0, 0, 0, 0, 0, BLOSC_SHUFFLE}, {0, 0, 0, 0, 0, 0}, NULL, NULL, NULL};
+
+/*
+ * print_error(rc): the message for a return code, as in the original
+ * caterva.h ("Invalid argument", "Pointer is null"...). blosc2.h, included
+ * above, defines a static print_error of its own that names only c-blosc2's
+ * (negative) codes, so here print_error is a macro for caterva_print_error,
+ * which names caterva's codes and hands every other one to blosc2.h's: its
+ * BLOSC_ERROR macro, which calls print_error, still names c-blosc2's codes.
+ * (CATERVA_ERR_INVALID_INDEX has CATERVA_ERR_NULL_POINTER's value; the
+ * reason of a failure is caterva_last_error()'s.)
+ */
+static char *caterva_print_error(int rc) CATERVA_ATTRIBUTE_UNUSED;
+static inline char *caterva_print_error(int rc) {
+    switch (rc) {
+        case CATERVA_SUCCEED:
+            return (char *) "Success";
+        case CATERVA_ERR_INVALID_ARGUMENT:
+            return (char *) "Invalid argument";
+        case CATERVA_ERR_BLOSC_FAILED:
+            return (char *) "Blosc failed";
+        case CATERVA_ERR_CONTAINER_FILLED:
+            return (char *) "Container filled";
+        case CATERVA_ERR_INVALID_STORAGE:
+            return (char *) "Invalid storage";
+        case CATERVA_ERR_NULL_POINTER:
+            return (char *) "Pointer is null";
+        default:
+            return print_error(rc);
+    }
+}
+#define print_error caterva_print_error

@@ -43,6 +43,9 @@ fn c_suite() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The header as C++11 in two translation units: one that uses the context
+/// API only (the header's static helpers unused must not warn), one that
+/// uses print_error (caterva's codes and c-blosc2's) and the version macros.
 #[test]
 fn header_compiles_as_cpp() {
     let dir = scratch_dir("cpp_header");
@@ -50,11 +53,27 @@ fn header_compiles_as_cpp() {
     std::fs::write(
         &src,
         "#include <caterva.h>\n\
+         int messages();\n\
          int main() {\n\
              caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;\n\
              caterva_ctx_t *ctx = nullptr;\n\
              if (caterva_ctx_new(&cfg, &ctx) != CATERVA_SUCCEED) return 1;\n\
+             if (messages() != 0) return 2;\n\
              return caterva_ctx_free(&ctx);\n\
+         }\n",
+    )
+    .expect("write");
+    let messages = dir.join("messages.cpp");
+    std::fs::write(
+        &messages,
+        "#include <caterva.h>\n\
+         #include <cstring>\n\
+         int messages() {\n\
+             char *msg = print_error(CATERVA_ERR_INVALID_ARGUMENT);\n\
+             if (std::strcmp(msg, \"Invalid argument\") != 0) return 1;\n\
+             if (std::strcmp(print_error(BLOSC2_ERROR_DATA), \"Invalid data\") != 0) return 2;\n\
+             if (printf(\"%s %s\\n\", CATERVA_VERSION_STRING, CATERVA_VERSION_DATE) < 0) return 3;\n\
+             return 0;\n\
          }\n",
     )
     .expect("write");
@@ -68,6 +87,7 @@ fn header_compiles_as_cpp() {
         .arg("-I")
         .arg(blosc2_include())
         .arg(&src)
+        .arg(&messages)
         .arg("-o")
         .arg(dir.join("header_cpp"))
         .arg("-L")
@@ -75,6 +95,8 @@ fn header_compiles_as_cpp() {
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-lcaterva", "-lblosc2"]);
     run(&mut cxx, "compiling the header as C++");
-    run(Command::new(dir.join("header_cpp")).env_remove("LD_LIBRARY_PATH"), "the C++ program");
+    let out = run(Command::new(dir.join("header_cpp")).env_remove("LD_LIBRARY_PATH"), "the C++ program");
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(out.starts_with(&format!("{version} ")), "the C++ program printed {out:?}, not version {version} first");
     let _ = std::fs::remove_dir_all(&dir);
 }
