@@ -291,52 +291,36 @@ trait Real: Dom<M = f64> + PartialOrd {
     }
 }
 
-impl Dom for i64 {
-    const ZERO: Self = 0;
-    type M = f64;
-    fn add(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn nonzero(self) -> bool {
-        self != 0
-    }
-    fn to_m(self) -> f64 {
-        self as f64
-    }
+/// The accumulators of integer sums: wrapping, as NumPy's int64/uint64 sums.
+macro_rules! integer_accumulator {
+    ($($t:ty),*) => {$(
+        impl Dom for $t {
+            const ZERO: Self = 0;
+            type M = f64;
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            fn is_nan(self) -> bool {
+                false
+            }
+            fn nonzero(self) -> bool {
+                self != 0
+            }
+            fn to_m(self) -> f64 {
+                self as f64
+            }
+        }
+        impl Real for $t {
+            const MIN_INIT: Self = <$t>::MAX;
+            const MAX_INIT: Self = <$t>::MIN;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
 }
-impl Real for i64 {
-    const MIN_INIT: Self = i64::MAX;
-    const MAX_INIT: Self = i64::MIN;
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
-impl Dom for u64 {
-    const ZERO: Self = 0;
-    type M = f64;
-    fn add(self, o: Self) -> Self {
-        self.wrapping_add(o)
-    }
-    fn is_nan(self) -> bool {
-        false
-    }
-    fn nonzero(self) -> bool {
-        self != 0
-    }
-    fn to_m(self) -> f64 {
-        self as f64
-    }
-}
-impl Real for u64 {
-    const MIN_INIT: Self = u64::MAX;
-    const MAX_INIT: Self = u64::MIN;
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-}
+integer_accumulator!(i64, u64);
+
 impl Dom for f64 {
     const ZERO: Self = 0.0;
     type M = f64;
