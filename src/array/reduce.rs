@@ -489,6 +489,21 @@ impl Walk {
         Walk { dims, out_strides, out_len: s, itemsize }
     }
 
+    /// Fold every item into its output's partial with `step`: a row along
+    /// the reduced last axis into one partial, other rows item by item.
+    fn fold_items<R: Read, S: Copy>(&self, data: &[u8], part: &mut [S], step: impl Fn(S, R::D) -> S) {
+        self.rows(
+            data,
+            part,
+            |part, o, row| part[o] = items::<R>(row).fold(part[o], &step),
+            |part, o, row| {
+                for (s, x) in part[o..].iter_mut().zip(items::<R>(row)) {
+                    *s = step(*s, x);
+                }
+            },
+        );
+    }
+
     /// Visit the box's rows: `reduce(o, row)` for a row whose items all go
     /// to output item `o`, `map(o, row)` for one whose `j`-th item goes to
     /// output item `o + j`.
@@ -582,16 +597,7 @@ impl<R: Read> Fold for IntSumFold<R> {
         R::D::ZERO
     }
     fn chunk(&self, walk: &Walk, data: &[u8], part: &mut [R::D]) -> Result<()> {
-        walk.rows(
-            data,
-            part,
-            |part, o, row| part[o] = items::<R>(row).fold(part[o], Dom::add),
-            |part, o, row| {
-                for (s, x) in part[o..].iter_mut().zip(items::<R>(row)) {
-                    *s = s.add(x);
-                }
-            },
-        );
+        walk.fold_items::<R, _>(data, part, Dom::add);
         Ok(())
     }
     fn merge(&self, into: &mut R::D, other: &R::D) {
@@ -744,16 +750,7 @@ where
         }
     }
     fn chunk(&self, walk: &Walk, data: &[u8], part: &mut [R::D]) -> Result<()> {
-        walk.rows(
-            data,
-            part,
-            |part, o, row| part[o] = items::<R>(row).fold(part[o], Self::step),
-            |part, o, row| {
-                for (s, x) in part[o..].iter_mut().zip(items::<R>(row)) {
-                    *s = Self::step(*s, x);
-                }
-            },
-        );
+        walk.fold_items::<R, _>(data, part, Self::step);
         Ok(())
     }
     fn merge(&self, into: &mut R::D, other: &R::D) {
