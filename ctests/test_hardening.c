@@ -6,7 +6,10 @@
  * the fixture array unchanged (public fields, items, metalayers, and the
  * file on disk) and write no file. Double frees are refused, and a
  * super-chunk an array owns cannot be adopted by a second array. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -1124,6 +1127,61 @@ static int test_bad_meta_codec(const test_case_t *tc) {
     return 0;
 }
 
+/* Damage a read finds in an array that opened (a sparse frame's chunk file
+ * gone, cut short, or a directory) is CATERVA_ERR_BLOSC_FAILED, as the
+ * original returned for a chunk c-blosc2 could not read, with a message
+ * naming the chunk; opening stays lazy and the other chunks still read. */
+static int test_damaged_chunk_files(const test_case_t *tc) {
+    (void)tc;
+    char path[] = "ctest_damaged_chunks.b2nd";
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx = NULL;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    caterva_remove(ctx, path);
+    caterva_params_t params = {.itemsize = 8, .ndim = 1, .shape = {40}};
+    caterva_storage_t storage = {.urlpath = path, .contiguous = false, .chunkshape = {10}, .blockshape = {5}};
+    double src[40];
+    for (int i = 0; i < 40; i++) {
+        src[i] = i + 0.5;
+    }
+    caterva_array_t *a = NULL;
+    CHECK_OK(caterva_from_buffer(ctx, src, sizeof src, &params, &storage, &a));
+    CHECK_OK(caterva_free(ctx, &a));
+    char chunk[512];
+    snprintf(chunk, sizeof chunk, "%s/00000002.chunk", path);
+    for (int kind = 0; kind < 3; kind++) {
+        if (kind == 0) {
+            CHECK(remove(chunk) == 0);
+        } else if (kind == 1) {
+            CHECK(truncate(chunk, 20) == 0);
+        } else {
+            CHECK(remove(chunk) == 0);
+            CHECK(mkdir(chunk, 0700) == 0);
+        }
+        CHECK_OK(caterva_open(ctx, path, &a));
+        double out[40];
+        int64_t start[1] = {0}, stop[1] = {40}, bshape[1] = {40};
+        CHECK_RC(caterva_get_slice_buffer(ctx, a, start, stop, out, bshape, sizeof out), CATERVA_ERR_BLOSC_FAILED);
+        CHECK(strstr(caterva_last_error(), "chunk 2") != NULL);
+        CHECK_RC(caterva_to_buffer(ctx, a, out, sizeof out), CATERVA_ERR_BLOSC_FAILED);
+        /* The chunks around it still read. */
+        int64_t s2[1] = {10}, e2[1] = {20}, b2[1] = {10};
+        CHECK_OK(caterva_get_slice_buffer(ctx, a, s2, e2, out, b2, 10 * sizeof(double)));
+        CHECK(out[0] == 10.5 && out[9] == 19.5);
+        CHECK_OK(caterva_free(ctx, &a));
+        /* Restore the chunk for the next kind of damage. */
+        if (kind == 2) {
+            CHECK(rmdir(chunk) == 0);
+        }
+        caterva_remove(ctx, path);
+        CHECK_OK(caterva_from_buffer(ctx, src, sizeof src, &params, &storage, &a));
+        CHECK_OK(caterva_free(ctx, &a));
+    }
+    CHECK_OK(caterva_remove(ctx, path));
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 void suite_hardening(void) {
     RUN_CASE(test_bad_handles);
     RUN_CASE(test_double_free);
@@ -1135,4 +1193,5 @@ void suite_hardening(void) {
     RUN_CASE(test_bad_selections);
     RUN_CASE(test_bad_metalayer_args);
     RUN_CASE(test_bad_meta_codec);
+    RUN_CASE(test_damaged_chunk_files);
 }

@@ -12,7 +12,9 @@
  *   valid array; CATERVA_ERR_INVALID_INDEX (same value as NULL_POINTER) for an
  *   index out of range; CATERVA_ERR_INVALID_STORAGE for a path taken by
  *   something that is not an array; CATERVA_ERR_BLOSC_FAILED for c-blosc2,
- *   I/O and checksum failures. Outputs are written only on success, and a
+ *   I/O and checksum failures, and for damage a read finds in an array that
+ *   opened (a sparse frame's chunk file missing, cut short or not a file, a
+ *   chunk header damaged). Outputs are written only on success, and a
  *   failed call leaves the array (and its file) as it was. The reason, as
  *   "function: reason" text, is then caterva_last_error()'s (per thread, kept
  *   until the next failure on the thread: calls that succeed do not clear it;

@@ -137,7 +137,21 @@ fn le32(b: &[u8], at: usize) -> usize {
 /// when it does), so a read touches no fresh memory and fills only what it
 /// reads. Bytes of skipped blocks are left as an earlier read put them:
 /// Blosc's `maskout` never reads them.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming chunk `n` if its bytes are not a sound chunk
+/// (its file missing, cut short or not a regular file, its header damaged):
+/// the array opened, so this is damage found by a read, which the C API
+/// reports as `CATERVA_ERR_BLOSC_FAILED` as the original did for a chunk
+/// c-blosc2 could not read. [`Error::Io`] if the file cannot be read.
 pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+    read_chunk_unchecked(p, n, want, buf).map_err(|e| match e {
+        Error::InvalidFormat(reason) => Error::corrupt(n, reason),
+        e => e,
+    })
+}
+
+fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
     let Some((path, at)) = p.locate(n) else { return Ok(None) };
     if let Some(why) = &p.damage {
         return Err(Error::InvalidFormat(why.clone()));
