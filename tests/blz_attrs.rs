@@ -131,6 +131,23 @@ fn non_ascii_column_names() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 26 (the same for Bloscpack files): bloscpack writes its metadata
+/// with Python's json, `NaN` included, which made the import fail; a
+/// metadata name over 31 bytes was dropped silently. Now python-blosc2
+/// reads `nan` and finds the long name in `bcolz_attrs`.
+#[test]
+fn bloscpack_metadata_nan_and_long_names() {
+    let dir = scratch_dir("blz-attrs-blp");
+    peer("bcolz", "write", &dir);
+    let ctx = ctx();
+    let a = blz::import(&ctx, &dir.join("meta.blp"), &frame(&dir, "meta"), &mut none).unwrap();
+    assert_eq!(a.vlmeta_get("nan").unwrap(), [0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0]);
+    drop(a);
+    let out = peer("blosc2", "b2check", &dir);
+    assert!(out.contains("b2checked 1"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Issue 26: values one side holds and the other cannot were changed
 /// silently. An integer attribute beyond 64 bits (msgpack has none) became
 /// a float: now the import refuses, naming it. python-blosc2's `V8` (its

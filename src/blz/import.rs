@@ -285,10 +285,10 @@ pub fn import_bloscpack(ctx: &Context, path: &Path, storage: &StorageParams, pro
     let st = with_defaults(storage, &shape, itemsize, rows_per_chunk);
     let params = Params { itemsize, shape, dtype };
     let mut user = Vec::new();
-    if let Some(Value::Object(m)) = r.metadata() {
+    if let Some(Json::Object(m)) = r.metadata_json() {
         for (k, v) in m {
             if !["dtype", "shape", "order", "container"].contains(&k.as_str()) {
-                user.push((k.clone(), Json::from_value(v)));
+                user.push((k.clone(), v.clone()));
             }
         }
     }

@@ -36,6 +36,7 @@ CARRAYS = {
     }),
     "big": ("i8", 0, {"fine": 1, "huge": 2 ** 70}),
 }
+BLP_META = {"nan": NAN, "ninf": -INF, "a metadata name over thirty-one bytes": "kept", "\u20ac": 1}
 TABLE = {"caf\u00e9": "i8", "na\u00efve": "f8", "x": "u1"}
 
 
@@ -63,6 +64,18 @@ def write(d):
     t = bcolz.ctable(cols, names=list(TABLE), rootdir=os.path.join(d, "table.bcolz"), mode="w", chunklen=16)
     t.attrs["\u20ac"] = "\u20ac"
     t.flush()
+    # a Bloscpack file whose metadata (Python's json too) has NaN and a long name
+    import collections
+    import collections.abc
+    for n in ("MutableMapping", "Mapping", "Iterable"):
+        if not hasattr(collections, n):  # bloscpack 0.15 predates Python 3.10
+            setattr(collections, n, getattr(collections.abc, n))
+    import bloscpack
+
+    a = np.arange(100, dtype="f8")
+    meta = {"dtype": a.dtype.str, "shape": [100], "order": "C", "container": "numpy", **BLP_META}
+    bloscpack.pack_bytes_file(a.tobytes(), os.path.join(d, "meta.blp"), chunk_size=256, metadata=meta,
+                              blosc_args=bloscpack.BloscArgs(typesize=8))
     rec = np.zeros(50, dtype=list(TABLE.items()))
     for name, col in zip(TABLE, cols):
         rec[name] = col
@@ -132,6 +145,15 @@ def b2check(d):
         for k in ("nan", "inf", "ninf"):
             if k in vl:
                 assert type(vl[k]) is float, (k, vl[k])
+        n += 1
+    path = os.path.join(d, "meta.b2frame")
+    if os.path.exists(path):
+        a = blosc2.open(path)
+        vl = a.schunk.vlmeta.getall()
+        want = {"nan": NAN, "ninf": -INF, "\u20ac": 1,
+                "bcolz_attrs": {"a metadata name over thirty-one bytes": "kept"}}
+        assert same(vl, want), (vl, want)
+        assert np.array_equal(a[:], np.arange(100, dtype="f8"))
         n += 1
     path = os.path.join(d, "table.b2frame")
     if os.path.exists(path):
