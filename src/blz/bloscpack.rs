@@ -22,6 +22,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::json::Json;
 use crate::error::{Error, Result};
 
 /// The magic at the start of every Bloscpack file.
@@ -298,6 +299,7 @@ pub struct Reader {
     pos: u64,
     header: Header,
     metadata: Option<serde_json::Value>,
+    metadata_json: Option<Json>,
     offsets: Vec<i64>,
     next: i64,
 }
@@ -325,6 +327,7 @@ impl Reader {
             pos: 0,
             header: Header::v1(0),
             metadata: None,
+            metadata_json: None,
             offsets: Vec::new(),
             next: 0,
         };
@@ -407,9 +410,11 @@ impl Reader {
         } else {
             raw
         };
-        let v: serde_json::Value =
-            serde_json::from_slice(&json).map_err(|e| self.bad(format!("the metadata is not JSON: {e}")))?;
-        self.metadata = Some(v);
+        // bloscpack writes it with Python's json: NaN and Infinity may be there.
+        let v =
+            super::json::parse(&json).map_err(|e| self.bad(format!("the metadata is not JSON: {}", e.message())))?;
+        self.metadata = Some(v.to_value_lossy());
+        self.metadata_json = Some(v);
         Ok(())
     }
 
@@ -419,10 +424,17 @@ impl Reader {
         &self.header
     }
 
-    /// The metadata, when the file has some.
+    /// The metadata, when the file has some, as a [`serde_json::Value`]
+    /// (non-finite floats as strings: see [`Json::to_value_lossy`]).
     #[must_use]
     pub fn metadata(&self) -> Option<&serde_json::Value> {
         self.metadata.as_ref()
+    }
+
+    /// The metadata exactly as Python's `json` reads it (`NaN` a float).
+    #[must_use]
+    pub fn metadata_json(&self) -> Option<&Json> {
+        self.metadata_json.as_ref()
     }
 
     /// The path.

@@ -16,23 +16,39 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::bloscpack::Reader;
+use super::json::{self, Attributes, Json};
 use crate::error::{Error, Result};
 
 /// Largest JSON metadata file read (bcolz's are a few hundred bytes).
 const MAX_JSON: u64 = 16 << 20;
 
-/// Read and parse a small JSON file.
-pub(crate) fn read_json(path: &Path) -> Result<Value> {
+/// Read and parse a small JSON file as Python's `json` does (bcolz writes
+/// `NaN`, `Infinity` and `-Infinity`).
+pub(crate) fn read_json(path: &Path) -> Result<Json> {
     let len = std::fs::metadata(path).map_err(|e| Error::io("reading", Some(path), &e))?.len();
     if len > MAX_JSON {
         return Err(Error::InvalidFormat(format!("'{}' is {len} bytes, too large for bcolz metadata", path.display())));
     }
     let bytes = std::fs::read(path).map_err(|e| Error::io("reading", Some(path), &e))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| Error::InvalidFormat(format!("'{}' is not valid JSON: {e}", path.display())))
+    json::parse(&bytes)
+        .map_err(|e| Error::InvalidFormat(format!("'{}' is not valid JSON: {}", path.display(), e.message())))
+}
+
+/// A JSON file's fields as [`Value`]s, for the structural ones (shapes,
+/// sizes, names), which are never non-finite.
+fn read_value(path: &Path) -> Result<Value> {
+    Ok(read_json(path)?.to_value_lossy())
+}
+
+/// The user's attributes in `path`, a JSON object.
+fn read_attrs(path: &Path) -> Result<Attributes> {
+    match read_json(path)? {
+        Json::Object(m) => Ok(m),
+        _ => Err(Error::InvalidFormat(format!("'{}' is not a JSON object", path.display()))),
+    }
 }
 
 /// A NumPy dtype as bcolz records it (`str(dtype)`: `int64`, `bool`,
@@ -116,12 +132,12 @@ pub struct CArray {
     pub chunklen: i64,
     /// The compression parameters bcolz recorded (`cparams` of `meta/storage`).
     pub cparams: Value,
-    /// The default value (`dflt`) for rows added by a resize.
-    pub dflt: Value,
+    /// The default value (`dflt`) for rows added by a resize (`NaN` is common for prices).
+    pub dflt: Json,
     /// The expected length bcolz sized its chunks for.
     pub expectedlen: Value,
-    /// The user's attributes.
-    pub attrs: Map<String, Value>,
+    /// The user's attributes, in the order of their file.
+    pub attrs: Attributes,
 }
 
 fn field<'a>(v: &'a Value, key: &str, file: &Path) -> Result<&'a Value> {
@@ -150,9 +166,10 @@ impl CArray {
             ));
         }
         let sizes_path = meta.join("sizes");
-        let sizes = read_json(&sizes_path)?;
+        let sizes = read_value(&sizes_path)?;
         let storage_path = meta.join("storage");
-        let storage = read_json(&storage_path)?;
+        let storage_json = read_json(&storage_path)?;
+        let storage = storage_json.to_value_lossy();
         let shape: Vec<i64> = match field(&sizes, "shape", &sizes_path)? {
             Value::Array(a) => a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>(),
             v => v.as_i64().map(|n| vec![n]),
@@ -197,11 +214,8 @@ impl CArray {
         }
         let attrs_file = [path.join("__attrs__"), meta.join("attributes")].into_iter().find(|p| p.is_file());
         let attrs = match attrs_file {
-            Some(p) => match read_json(&p)? {
-                Value::Object(m) => m,
-                _ => return Err(Error::InvalidFormat(format!("'{}' is not a JSON object", p.display()))),
-            },
-            None => Map::new(),
+            Some(p) => read_attrs(&p)?,
+            None => Vec::new(),
         };
         Ok(CArray {
             path: path.to_owned(),
@@ -211,7 +225,7 @@ impl CArray {
             itemsize,
             chunklen,
             cparams: storage.get("cparams").cloned().unwrap_or(Value::Null),
-            dflt: storage.get("dflt").cloned().unwrap_or(Value::Null),
+            dflt: storage_json.get("dflt").cloned().unwrap_or(Json::Null),
             expectedlen: storage.get("expectedlen").cloned().unwrap_or(Value::Null),
             attrs,
         })
@@ -290,8 +304,8 @@ pub struct CTable {
     pub path: PathBuf,
     /// Column names and their carrays.
     pub columns: Vec<(String, CArray)>,
-    /// The table's own attributes (`__attrs__` beside `__rootdirs__`).
-    pub attrs: Map<String, Value>,
+    /// The table's own attributes (`__attrs__` beside `__rootdirs__`), in file order.
+    pub attrs: Attributes,
 }
 
 impl CTable {
@@ -301,7 +315,7 @@ impl CTable {
     /// As [`CArray::open`]; [`Error::InvalidFormat`] if the columns differ in length.
     pub fn open(path: &Path) -> Result<CTable> {
         let roots = path.join("__rootdirs__");
-        let v = read_json(&roots)?;
+        let v = read_value(&roots)?;
         let names: Vec<String> = field(&v, "names", &roots)?
             .as_array()
             .and_then(|a| a.iter().map(|n| n.as_str().map(str::to_owned)).collect())
@@ -331,11 +345,8 @@ impl CTable {
             columns.push((name, c));
         }
         let attrs = match path.join("__attrs__") {
-            p if p.is_file() => match read_json(&p)? {
-                Value::Object(m) => m,
-                _ => return Err(Error::InvalidFormat(format!("'{}' is not a JSON object", p.display()))),
-            },
-            _ => Map::new(),
+            p if p.is_file() => read_attrs(&p)?,
+            _ => Vec::new(),
         };
         Ok(CTable { path: path.to_owned(), columns, attrs })
     }

@@ -9,15 +9,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
+use super::attrs;
 use super::bloscpack::{self, Checksum, Header};
-use super::import::{Progress, DFLT_VLMETA};
-use super::msgpack;
+use super::import::Progress;
+use super::json::Json;
 use crate::array::Array;
 use crate::error::{Error, Result};
 use crate::store::blosc::compress_blosc1;
-use crate::store::CHECKSUM_VLMETA;
 
 /// How exported chunks are compressed and cut.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +57,7 @@ fn check(array: &Array, opts: &ExportOptions) -> Result<(i64, String)> {
     }
     let chunklen = if opts.chunklen > 0 { opts.chunklen } else { i64::from(array.geometry().chunkshape()[0].max(1)) };
     let dtype = array.dtype().unwrap_or_else(|| crate::meta::default_dtype(array.itemsize()));
+    let dtype = plain_void(&dtype).unwrap_or(dtype);
     let (_, size) = super::carray::numpy_typestr(&dtype)?;
     if size.is_some_and(|s| s != array.itemsize()) {
         return Err(Error::InvalidFormat(format!(
@@ -65,6 +66,22 @@ fn check(array: &Array, opts: &ExportOptions) -> Result<(i64, String)> {
         )));
     }
     Ok((chunklen, dtype))
+}
+
+/// `|V<n>` for the one-field structured dtype python-blosc2 records a
+/// plain void dtype as (`[('f0', 'V8')]` for `V8`; NumPy's own description
+/// of `V8` is `[('', '|V8')]`): bcolz and bloscpack read their dtype with
+/// `np.dtype(str)`, which takes no structured description.
+fn plain_void(dtype: &str) -> Option<String> {
+    let d: String = dtype.chars().filter(|c| !c.is_whitespace()).collect();
+    let inner = d.strip_prefix("[(")?.strip_suffix(")]")?;
+    let (name, ty) = inner.split_once(',')?;
+    if !["''", "\"\"", "'f0'", "\"f0\""].contains(&name) {
+        return None;
+    }
+    let ty = ty.strip_prefix(['\'', '"'])?.strip_suffix(['\'', '"'])?;
+    let n = ty.strip_prefix('|').unwrap_or(ty).strip_prefix('V')?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then(|| format!("|V{n}"))
 }
 
 /// The typesize bcolz compresses a dtype with (1 for strings and wide voids, 4 for unicode).
@@ -89,36 +106,12 @@ fn rows(array: &Array, r0: i64, r1: i64, buf: &mut Vec<u8>) -> Result<()> {
     array.get_slice_buffer(&start, &stop, buf, &shape)
 }
 
-/// The user's vlmetalayers as JSON attributes, and the `dflt` kept by an import.
-fn attributes(array: &Array) -> Result<(Map<String, Value>, Option<Value>)> {
-    let mut attrs = Map::new();
-    let mut dflt = None;
-    for name in array.store().vlmeta_names() {
-        if name == CHECKSUM_VLMETA {
-            continue;
-        }
-        let raw = array.vlmeta_get(&name)?;
-        let v = msgpack::decode(&raw).map_err(|e| {
-            Error::InvalidFormat(format!(
-                "vlmetalayer '{name}' is not a msgpack value bcolz attributes can hold: {}",
-                e.message()
-            ))
-        })?;
-        if name == DFLT_VLMETA {
-            dflt = Some(v);
-        } else {
-            attrs.insert(name, v);
-        }
-    }
-    Ok((attrs, dflt))
-}
-
-fn default_dflt(dtype: &str) -> Value {
+fn default_dflt(dtype: &str) -> Json {
     match dtype.trim_start_matches(['<', '>', '|', '=']).chars().next() {
-        Some('b' | '?') => Value::Bool(false),
-        Some('f') => json!(0.0),
-        Some('S' | 'U') => json!(""),
-        _ => json!(0),
+        Some('b' | '?') => Json::Bool(false),
+        Some('f') => Json::Float(0.0),
+        Some('S' | 'U') => Json::Str(String::new()),
+        _ => Json::Int(0),
     }
 }
 
@@ -131,7 +124,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 fn write_carray(array: &Array, dir: &Path, opts: &ExportOptions, progress: Progress<'_>) -> Result<()> {
     let (chunklen, dtype) = check(array, opts)?;
 
-    let (attrs, dflt) = attributes(array)?;
+    let (attrs, dflt) = attrs::from_vlmeta(array)?;
     let data = dir.join("data");
     let meta = dir.join("meta");
     for d in [dir, &data, &meta] {
@@ -156,15 +149,21 @@ fn write_carray(array: &Array, dir: &Path, opts: &ExportOptions, progress: Progr
     let nbytes = array.nitems() * array.itemsize() as i64;
     let sizes = json!({"shape": array.shape(), "nbytes": nbytes, "cbytes": cbytes});
     write_file(&meta.join("sizes"), format!("{sizes}\n").as_bytes())?;
-    let storage = json!({
-        "dtype": dtype,
-        "cparams": {"clevel": opts.clevel, "shuffle": opts.shuffle, "cname": opts.cname, "quantize": 0},
-        "chunklen": chunklen,
-        "expectedlen": len,
-        "dflt": dflt.unwrap_or_else(|| default_dflt(&dtype)),
-    });
-    write_file(&meta.join("storage"), format!("{storage}\n").as_bytes())?;
-    write_file(&dir.join("__attrs__"), Value::Object(attrs).to_string().as_bytes())
+    let storage = Json::Object(vec![
+        ("dtype".into(), Json::Str(dtype.clone())),
+        (
+            "cparams".into(),
+            Json::from_value(
+                &json!({"clevel": opts.clevel, "shuffle": opts.shuffle, "cname": opts.cname, "quantize": 0}),
+            ),
+        ),
+        ("chunklen".into(), Json::Int(i128::from(chunklen))),
+        ("expectedlen".into(), Json::Int(i128::from(len))),
+        ("dflt".into(), dflt.unwrap_or_else(|| default_dflt(&dtype))),
+    ]);
+    // bcolz decodes its metadata as ASCII (non-ASCII escaped, as its json.dumps writes).
+    write_file(&meta.join("storage"), format!("{}\n", storage.to_ascii()).as_bytes())?;
+    write_file(&dir.join("__attrs__"), Json::Object(attrs).to_ascii().as_bytes())
 }
 
 /// A directory beside `path` to build in, renamed onto `path` by [`finish`].
@@ -242,7 +241,8 @@ pub fn export_ctable(
             write_carray(a, &tmp.join(name), opts, &mut |d, _| progress(base + d, total))?;
         }
         let names: Vec<&str> = columns.iter().map(|(n, _)| *n).collect();
-        write_file(&tmp.join("__rootdirs__"), format!("{}\n", json!({"names": names})).as_bytes())?;
+        let roots = Json::Object(vec![("names".into(), Json::from_value(&json!(names)))]);
+        write_file(&tmp.join("__rootdirs__"), format!("{}\n", roots.to_ascii()).as_bytes())?;
         write_file(&tmp.join("__attrs__"), b"{}")
     })();
     finish(&tmp, path, r)

@@ -9,10 +9,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::attrs;
 use super::bloscpack::Reader;
 use super::carray::{numpy_typestr, CArray, CTable};
-use super::msgpack;
-use crate::array::{check_user_vlmeta, Array, Params, StorageParams};
+use super::json::Json;
+use crate::array::{Array, Params, StorageParams};
 use crate::context::Context;
 use crate::engine;
 use crate::error::{Error, Result};
@@ -200,23 +201,9 @@ fn with_defaults(storage: &StorageParams, shape: &[i64], itemsize: usize, chunkl
     st
 }
 
-/// The vlmetalayers of a carray: every attribute under its own name, and `dflt`.
+/// The vlmetalayers of a carray: its attributes and `dflt` (see [`attrs`](super::attrs)).
 fn carray_vlmeta(c: &CArray) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut out = Vec::new();
-    for (k, v) in &c.attrs {
-        if k.is_empty() || k.len() > 31 || k.contains('\0') {
-            return Err(Error::InvalidArgument(format!(
-                "attribute '{k}' of '{}': a vlmetalayer name has 1 to 31 bytes",
-                c.path.display()
-            )));
-        }
-        check_user_vlmeta(k)?;
-        out.push((k.clone(), msgpack::encode(v)));
-    }
-    if !c.attrs.contains_key(DFLT_VLMETA) && !c.dflt.is_null() {
-        out.push((DFLT_VLMETA.to_owned(), msgpack::encode(&c.dflt)));
-    }
-    Ok(out)
+    attrs::to_vlmeta(&c.attrs, &c.dflt, &format!("'{}'", c.path.display()))
 }
 
 /// Import the bcolz carray at `path` into a new array with `storage`
@@ -297,15 +284,15 @@ pub fn import_bloscpack(ctx: &Context, path: &Path, storage: &StorageParams, pro
     };
     let st = with_defaults(storage, &shape, itemsize, rows_per_chunk);
     let params = Params { itemsize, shape, dtype };
-    let mut vlmeta = Vec::new();
-    if let Some(Value::Object(m)) = r.metadata() {
+    let mut user = Vec::new();
+    if let Some(Json::Object(m)) = r.metadata_json() {
         for (k, v) in m {
-            if !["dtype", "shape", "order", "container"].contains(&k.as_str()) && !k.is_empty() && k.len() <= 31 {
-                check_user_vlmeta(k)?;
-                vlmeta.push((k.clone(), msgpack::encode(v)));
+            if !["dtype", "shape", "order", "container"].contains(&k.as_str()) {
+                user.push((k.clone(), v.clone()));
             }
         }
     }
+    let vlmeta = attrs::to_vlmeta(&user, &Json::Null, &format!("'{}'", path.display()))?;
     let cp = ctx.config().cparams;
     let what = format!("Bloscpack file '{}'", path.display());
     Array::create_streamed(ctx, &params, &st, |tx, g| {
@@ -517,26 +504,16 @@ pub fn import_ctable_records(
             t.columns.len()
         )));
     }
-    // NumPy's description, compact (the `b2nd` metalayer holds 64 bytes of
-    // dtype): python-blosc2 reads it with `ast.literal_eval`. bcolz column
-    // names are Python identifiers.
-    if let Some((n, _)) = t.columns.iter().find(|(n, _)| !n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')) {
-        return Err(Error::InvalidArgument(format!("column name '{n}' is not an identifier a dtype can name")));
-    }
-    let fields: Vec<String> = t.columns.iter().map(|(n, c)| format!("('{n}','{}')", c.dtype)).collect();
+    // NumPy's description, compact: python-blosc2 reads it with
+    // `ast.literal_eval`, so each name is a Python string literal (any
+    // Unicode name: NumPy's field names are `str`).
+    let fields: Vec<String> = t.columns.iter().map(|(n, c)| format!("({},'{}')", py_str(n), c.dtype)).collect();
     let dtype = format!("[{}]", fields.join(","));
     let chunklen = t.columns[0].1.chunklen;
     let shape = vec![t.len()];
     let st = with_defaults(storage, &shape, record, chunklen);
     let params = Params { itemsize: record, shape, dtype: Some(dtype) };
-    let mut vlmeta = Vec::new();
-    for (k, v) in &t.attrs {
-        if k.is_empty() || k.len() > 31 || k.contains('\0') {
-            return Err(Error::InvalidArgument(format!("attribute '{k}': a vlmetalayer name has 1 to 31 bytes")));
-        }
-        check_user_vlmeta(k)?;
-        vlmeta.push((k.clone(), msgpack::encode(v)));
-    }
+    let vlmeta = attrs::to_vlmeta(&t.attrs, &Json::Null, &format!("ctable '{}'", path.display()))?;
     let cp = ctx.config().cparams;
     let what = format!("ctable '{}'", path.display());
     let mut src = RecordSource {
@@ -553,4 +530,20 @@ pub fn import_ctable_records(
         }
         fill(ctx, tx, g, &mut src, &what, progress)
     })
+}
+
+/// `s` as a Python string literal (`'...'`): quotes, backslashes and
+/// control characters escaped, other characters as they are.
+fn py_str(s: &str) -> String {
+    let mut out = String::from("'");
+    for c in s.chars() {
+        match c {
+            '\'' => out.push_str("\\'"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }

@@ -4,6 +4,9 @@
 //!
 //! - [`bloscpack`](crate::blz::bloscpack): the `blpk` file format (headers, metadata, offsets,
 //!   every checksum kind), a streaming [`Reader`](crate::blz::bloscpack::Reader) and a writer;
+//! - [`attrs`](crate::blz::attrs): attributes as vlmetalayers (names that cannot be one
+//!   go into [`ATTRS_VLMETA`](crate::blz::ATTRS_VLMETA)); [`json`](crate::blz::json): Python's JSON
+//!   (`NaN`, `Infinity`, ASCII output); [`msgpack`](crate::blz::msgpack): JSON values as msgpack;
 //! - [`carray`](crate::blz::carray): bcolz's directory layout ([`CArray`](crate::blz::carray::CArray), [`CTable`](crate::blz::carray::CTable));
 //! - [`import`](mod@crate::blz::import): streamed import into caterva arrays;
 //! - [`export`](mod@crate::blz::export): caterva arrays to carrays, ctables and Bloscpack files
@@ -18,12 +21,15 @@
 //! blz::export_carray(&arr, "back.bcolz".as_ref(), &blz::ExportOptions::default(), &mut |_, _| {}).unwrap();
 //! ```
 
+pub mod attrs;
 pub mod bloscpack;
 pub mod carray;
 pub mod export;
 pub mod import;
+pub mod json;
 pub mod msgpack;
 
+pub use attrs::ATTRS_VLMETA;
 pub use bloscpack::Checksum;
 pub use export::{export_bloscpack, export_carray, export_ctable, ExportOptions};
 pub use import::{

@@ -1,57 +1,72 @@
 //! JSON values (bcolz attributes, `dflt`) as msgpack, the encoding
-//! python-blosc2 gives vlmetalayers, and back.
+//! python-blosc2 gives vlmetalayers, and back. Floats stay floats (`NaN`
+//! and the infinities too), integers integers.
 
-use serde_json::{Map, Number, Value};
-
+use super::json::{Json, ObjectBuilder};
 use crate::error::{Error, Result};
 
 /// Encode `v` as msgpack.
-#[must_use]
-pub fn encode(v: &Value) -> Vec<u8> {
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for an integer beyond 64 bits, which msgpack
+/// cannot hold (python-blosc2 refuses to pack one too).
+pub fn encode(v: &Json) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    put(&mut out, v);
-    out
+    put(&mut out, v)?;
+    Ok(out)
 }
 
-fn put(out: &mut Vec<u8>, v: &Value) {
+fn put(out: &mut Vec<u8>, v: &Json) -> Result<()> {
     // Writing into a Vec cannot fail.
     match v {
-        Value::Null => rmp::encode::write_nil(out).unwrap_or(()),
-        Value::Bool(b) => rmp::encode::write_bool(out, *b).unwrap_or(()),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
+        Json::Null => rmp::encode::write_nil(out).unwrap_or(()),
+        Json::Bool(b) => rmp::encode::write_bool(out, *b).unwrap_or(()),
+        Json::Int(i) => {
+            if let Ok(i) = i64::try_from(*i) {
                 let _ = rmp::encode::write_sint(out, i);
-            } else if let Some(u) = n.as_u64() {
+            } else if let Ok(u) = u64::try_from(*i) {
                 let _ = rmp::encode::write_uint(out, u);
             } else {
-                let _ = rmp::encode::write_f64(out, n.as_f64().unwrap_or(f64::NAN));
+                return Err(too_big(&i.to_string()));
             }
         }
-        Value::String(s) => {
+        Json::BigInt(s) => return Err(too_big(s)),
+        Json::Float(f) => {
+            let _ = rmp::encode::write_f64(out, *f);
+        }
+        Json::Str(s) => {
             let _ = rmp::encode::write_str(out, s);
         }
-        Value::Array(a) => {
+        Json::Array(a) => {
             let _ = rmp::encode::write_array_len(out, a.len() as u32);
             for x in a {
-                put(out, x);
+                put(out, x)?;
             }
         }
-        Value::Object(m) => {
+        Json::Object(m) => {
             let _ = rmp::encode::write_map_len(out, m.len() as u32);
             for (k, x) in m {
                 let _ = rmp::encode::write_str(out, k);
-                put(out, x);
+                put(out, x)?;
             }
         }
     }
+    Ok(())
 }
 
-/// Decode one msgpack value (nil, bool, integers, floats, str, bin as a
-/// list of bytes, arrays, maps with string keys) into JSON.
+fn too_big(digits: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "the integer {digits} is beyond 64 bits, which msgpack (and so a vlmetalayer) cannot hold"
+    ))
+}
+
+/// Decode one msgpack value (nil, bool, integers, floats, str, arrays,
+/// maps with string keys) into JSON.
 ///
 /// # Errors
-/// [`Error::InvalidFormat`] for anything else or trailing bytes.
-pub fn decode(bytes: &[u8]) -> Result<Value> {
+/// [`Error::InvalidFormat`] for anything else (bin, that is bytes, and
+/// ext values: JSON has nothing to hold them) or trailing bytes.
+pub fn decode(bytes: &[u8]) -> Result<Json> {
     let mut rd = bytes;
     let v = get(&mut rd, 0)?;
     if !rd.is_empty() {
@@ -69,7 +84,7 @@ fn take<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a [u8]> {
     Ok(a)
 }
 
-fn get(rd: &mut &[u8], depth: usize) -> Result<Value> {
+fn get(rd: &mut &[u8], depth: usize) -> Result<Json> {
     use rmp::Marker as M;
     if depth > 64 {
         return Err(Error::InvalidFormat("msgpack nested too deeply".into()));
@@ -79,23 +94,21 @@ fn get(rd: &mut &[u8], depth: usize) -> Result<Value> {
     let be = |b: &[u8]| b.iter().fold(0u64, |a, &x| a << 8 | u64::from(x));
     let len = |rd: &mut &[u8], n: usize| -> Result<usize> { Ok(be(take(rd, n)?) as usize) };
     Ok(match marker {
-        M::Null => Value::Null,
-        M::True => Value::Bool(true),
-        M::False => Value::Bool(false),
-        M::FixPos(n) => Value::from(n),
-        M::FixNeg(n) => Value::from(n),
-        M::U8 => Value::from(be(take(rd, 1)?)),
-        M::U16 => Value::from(be(take(rd, 2)?)),
-        M::U32 => Value::from(be(take(rd, 4)?)),
-        M::U64 => Value::from(be(take(rd, 8)?)),
-        M::I8 => Value::from(be(take(rd, 1)?) as u8 as i8),
-        M::I16 => Value::from(be(take(rd, 2)?) as u16 as i16),
-        M::I32 => Value::from(be(take(rd, 4)?) as u32 as i32),
-        M::I64 => Value::from(be(take(rd, 8)?) as i64),
-        M::F32 => {
-            Number::from_f64(f64::from(f32::from_bits(be(take(rd, 4)?) as u32))).map_or(Value::Null, Value::Number)
-        }
-        M::F64 => Number::from_f64(f64::from_bits(be(take(rd, 8)?))).map_or(Value::Null, Value::Number),
+        M::Null => Json::Null,
+        M::True => Json::Bool(true),
+        M::False => Json::Bool(false),
+        M::FixPos(n) => Json::Int(i128::from(n)),
+        M::FixNeg(n) => Json::Int(i128::from(n)),
+        M::U8 => Json::Int(i128::from(be(take(rd, 1)?))),
+        M::U16 => Json::Int(i128::from(be(take(rd, 2)?))),
+        M::U32 => Json::Int(i128::from(be(take(rd, 4)?))),
+        M::U64 => Json::Int(i128::from(be(take(rd, 8)?))),
+        M::I8 => Json::Int(i128::from(be(take(rd, 1)?) as u8 as i8)),
+        M::I16 => Json::Int(i128::from(be(take(rd, 2)?) as u16 as i16)),
+        M::I32 => Json::Int(i128::from(be(take(rd, 4)?) as u32 as i32)),
+        M::I64 => Json::Int(i128::from(be(take(rd, 8)?) as i64)),
+        M::F32 => Json::Float(f64::from(f32::from_bits(be(take(rd, 4)?) as u32))),
+        M::F64 => Json::Float(f64::from_bits(be(take(rd, 8)?))),
         M::FixStr(_) | M::Str8 | M::Str16 | M::Str32 => {
             let n = match marker {
                 M::FixStr(n) => usize::from(n),
@@ -104,15 +117,12 @@ fn get(rd: &mut &[u8], depth: usize) -> Result<Value> {
                 _ => len(rd, 4)?,
             };
             let s = std::str::from_utf8(take(rd, n)?).map_err(|_| bad())?;
-            Value::String(s.to_owned())
+            Json::Str(s.to_owned())
         }
         M::Bin8 | M::Bin16 | M::Bin32 => {
-            let n = match marker {
-                M::Bin8 => len(rd, 1)?,
-                M::Bin16 => len(rd, 2)?,
-                _ => len(rd, 4)?,
-            };
-            Value::Array(take(rd, n)?.iter().map(|&b| Value::from(b)).collect())
+            return Err(Error::InvalidFormat(
+                "a msgpack bin value (bytes), which JSON (and so a bcolz attribute) cannot hold".into(),
+            ))
         }
         M::FixArray(_) | M::Array16 | M::Array32 => {
             let n = match marker {
@@ -127,7 +137,7 @@ fn get(rd: &mut &[u8], depth: usize) -> Result<Value> {
             for _ in 0..n {
                 a.push(get(rd, depth + 1)?);
             }
-            Value::Array(a)
+            Json::Array(a)
         }
         M::FixMap(_) | M::Map16 | M::Map32 => {
             let n = match marker {
@@ -135,12 +145,16 @@ fn get(rd: &mut &[u8], depth: usize) -> Result<Value> {
                 M::Map16 => len(rd, 2)?,
                 _ => len(rd, 4)?,
             };
-            let mut m = Map::new();
-            for _ in 0..n {
-                let Value::String(k) = get(rd, depth + 1)? else { return Err(bad()) };
-                m.insert(k, get(rd, depth + 1)?);
+            if n > rd.len() {
+                return Err(Error::InvalidFormat("truncated msgpack".into()));
             }
-            Value::Object(m)
+            let mut m = ObjectBuilder::default();
+            for _ in 0..n {
+                let Json::Str(k) = get(rd, depth + 1)? else { return Err(bad()) };
+                let v = get(rd, depth + 1)?;
+                m.insert(k, v);
+            }
+            m.finish()
         }
         _ => return Err(bad()),
     })
