@@ -441,6 +441,15 @@ impl DCtx {
                 dst.len()
             )));
         }
+        if let Some(value) = wide_value(chunk.bytes())? {
+            let blocksize = info.blocksize.max(1);
+            for (i, block) in dst.chunks_mut(blocksize).enumerate() {
+                if mask.map_or(true, |m| !m.get(i).copied().unwrap_or(true)) {
+                    fill_repeated(value, i * blocksize, block);
+                }
+            }
+            return Ok(());
+        }
         if let Some(mask) = mask {
             // SAFETY: mask is valid for mask.len() bools; blosc2 copies what it needs
             // (it only reads it during the next decompression).
@@ -559,6 +568,50 @@ pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The value of a repeated-value special chunk whose items are wider than
+/// a chunk header can say (more than 255 bytes): c-blosc2 3.x
+/// (python-blosc2's `full` of such items) stores the whole value after the
+/// header, gives the width by `cbytes` alone and writes a typesize of 1.
+/// c-blosc2 2.15 repeats `typesize` bytes of it, other values: such chunks
+/// are filled here ([`fill_repeated`]). `None` for any other chunk.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the value does not divide the chunk.
+pub(crate) fn wide_value(bytes: &[u8]) -> Result<Option<&[u8]>> {
+    let (Some(&flags), Some(&flags2), Some(cbytes)) = (bytes.get(2), bytes.get(31), bytes.get(12..16)) else {
+        return Ok(None);
+    };
+    let special = u32::from((flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8);
+    if flags & 0x05 != 0x05 || special != b::BLOSC2_SPECIAL_VALUE {
+        return Ok(None);
+    }
+    let header = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+    let cbytes = usize::try_from(i32::from_le_bytes(cbytes.try_into().unwrap_or([0; 4]))).unwrap_or(0);
+    let width = cbytes.saturating_sub(header);
+    if width <= usize::from(bytes[3]) {
+        return Ok(None);
+    }
+    let nbytes = chunk_info(bytes)?.nbytes;
+    match bytes.get(header..cbytes) {
+        Some(value) if nbytes % width == 0 => Ok(Some(value)),
+        _ => Err(Error::InvalidFormat(format!(
+            "a repeated-value chunk of {nbytes} bytes holds a {width}-byte value that does not divide it"
+        ))),
+    }
+}
+
+/// Bytes `offset..offset + dst.len()` of a chunk in which `value` repeats.
+fn fill_repeated(value: &[u8], offset: usize, dst: &mut [u8]) {
+    let mut phase = offset % value.len();
+    let mut out = &mut dst[..];
+    while !out.is_empty() {
+        let n = (value.len() - phase).min(out.len());
+        out[..n].copy_from_slice(&value[phase..phase + n]);
+        out = &mut out[n..];
+        phase = 0;
+    }
 }
 
 /// The shuffle a chunk records that c-blosc2 2.15 does not perform: newer
@@ -690,6 +743,10 @@ impl DCtx {
         else {
             return Err(Error::InvalidFormat(format!("block {nblock} is not in a chunk of {} bytes", info.nbytes)));
         };
+        if let Some(value) = wide_value(bytes)? {
+            fill_repeated(value, start, dst);
+            return Ok(());
+        }
         let (first, n) = ((start / typesize) as i32, (dst.len() / typesize) as i32);
         // SAFETY: bytes is a complete chunk (its header says so: `info`),
         // dst has dstsize writable bytes and blosc2 writes at most that.
@@ -2332,6 +2389,30 @@ mod tests {
         h[22] = udcodec;
         h[31] = flags2;
         h
+    }
+
+    /// c-blosc2 3.x's repeated value wider than a header's typesize: the
+    /// whole value follows the header, cbytes gives its width, typesize
+    /// says 1. c-blosc2 2.15 would repeat its first byte.
+    #[test]
+    fn a_wide_repeated_value_fills_the_chunk() {
+        let value: Vec<u8> = (1..=6).collect();
+        let mut chunk = vec![0u8; 32];
+        chunk[..4].copy_from_slice(&[5, 1, 0x05, 1]);
+        chunk[4..8].copy_from_slice(&24i32.to_le_bytes()); // nbytes: 4 items
+        chunk[8..12].copy_from_slice(&12i32.to_le_bytes()); // blocksize: 2 items
+        chunk[12..16].copy_from_slice(&38i32.to_le_bytes()); // cbytes: header + value
+        chunk[31] = (blosc2_sys::BLOSC2_SPECIAL_VALUE as u8) << 4;
+        chunk.extend_from_slice(&value);
+        assert_eq!(inflate_whole(&chunk, 24).unwrap(), value.repeat(4));
+        let mut block = vec![0u8; 12];
+        let mut dctx = super::DCtx::new(1).unwrap();
+        dctx.decompress_block(&super::Chunk::from_slice(&chunk), 1, &mut block).unwrap();
+        assert_eq!(block, value.repeat(2));
+        // A value that does not divide the chunk is refused.
+        chunk[12..16].copy_from_slice(&37i32.to_le_bytes());
+        chunk.pop();
+        assert!(inflate_whole(&chunk, 24).is_err());
     }
 
     #[test]

@@ -1174,7 +1174,14 @@ fn check_chunk_header(
     let need = match u32::from(special) {
         0 if flags & FLAG_MEMCPYED != 0 => Some(nbytes + CHUNK_HEADER as i64),
         0 => None,
-        b::BLOSC2_SPECIAL_VALUE => Some(CHUNK_HEADER as i64 + i64::from(typesize)),
+        // c-blosc2 3.x stores a value wider than a header's typesize (more
+        // than 255 bytes) whole, its width given by cbytes alone
+        // (`blosc::wide_value`): any multiple of the typesize that divides the chunk.
+        b::BLOSC2_SPECIAL_VALUE => {
+            let width = cbytes - CHUNK_HEADER as i64;
+            let wide = width > i64::from(typesize) && width % i64::from(typesize) == 0 && nbytes % width == 0;
+            Some(CHUNK_HEADER as i64 + if wide { width } else { i64::from(typesize) })
+        }
         k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
         _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
     };

@@ -178,6 +178,10 @@ for make in ("zeros", "full", "empty", "nans"):
             cell("special", f"special_{make}_{dt[1:]}_sparse", dt, S2, CH2, BL2, make=make, contiguous=False)
 cell("special", "special_full_record", RECORDS["rec_mixed"], S2, CH2, BL2, make="full")
 cell("special", "special_full_U", "<U4", S2, CH2, BL2, make="full")
+# Items wider than a chunk header's typesize (255): c-blosc2 3.x stores the whole value.
+for n in (256, 300, 509, 4096):
+    cell("special", f"special_full_S{n}", f"|S{n}", (9, 7), (4, 4), (2, 3), make="full")
+cell("special", "special_full_V300_sparse", "|V300", (9, 7), (4, 4), (2, 3), make="full", contiguous=False)
 cell("special", "special_runs", "<i8", (64, 64), (32, 32), (8, 8), make="runs")
 
 # Storage: the same cells as sparse directories.
@@ -245,6 +249,9 @@ def make_array(c, path):
             fill = dt.type(3.25)
         elif dt.kind == "U":
             fill = "ab"
+        elif dt.kind in "SV":
+            fill = np.frombuffer(bytes(range(1, 256)) * (dt.itemsize // 255 + 1), dtype="S1")[: dt.itemsize]
+            fill = np.frombuffer(fill.tobytes(), dtype=dt)[0]
         elif dt.names:
             fill = np.array((5, 2.5, b"xy"), dtype=dt)[()]
         arr = blosc2.full(shape, fill, dtype=dt, **kw)
