@@ -288,6 +288,9 @@ struct Ours {
     make: &'static str,
     contiguous: bool,
     checksums: bool,
+    /// What is done to it after creation: "" (nothing), "inserted",
+    /// "deleted", "resized", "set", "appended".
+    history: &'static str,
 }
 
 fn ours(name: &str, dtype: &'static str, itemsize: usize, shape: &[i64], chunks: &[i32], blocks: &[i32]) -> Ours {
@@ -302,6 +305,7 @@ fn ours(name: &str, dtype: &'static str, itemsize: usize, shape: &[i64], chunks:
         make: "data",
         contiguous: true,
         checksums: false,
+        history: "",
     }
 }
 
@@ -430,6 +434,17 @@ fn our_cells() -> Vec<(&'static str, Ours)> {
         o.cparams.splitmode = split;
         v.push(("cparams", o));
     }
+    for history in ["inserted", "deleted", "resized", "set", "appended"] {
+        let mut o = ours(&format!("history_{history}"), "<i4", 4, S2, C2, B2);
+        o.history = history;
+        o.checksums = history == "appended";
+        v.push(("history", o.clone_sparse()));
+        v.push(("history", o));
+    }
+    let mut o = ours("special_nans_f4", "<f4", 4, S2, C2, B2);
+    o.make = "nans";
+    v.push(("special", o.clone_sparse()));
+    v.push(("special", o));
     // c-blosc2 2.15 has dictionaries for ZSTD only (LZ4 with use_dict fails to compress).
     for (id, name) in [(codec::ZSTD, "zstd"), (codec::ZSTD, "zstd_clevel9")] {
         let mut o = ours(&format!("cparams_dict_{name}"), "<i4", 4, &[200, 100], &[100, 100], &[10, 100]);
@@ -484,16 +499,31 @@ fn write_ours(dir: &Path) -> usize {
         let mut arr = match o.make {
             "zeros" => Array::zeros(&ctx, &params, &storage),
             "full" => Array::full(&ctx, &params, &storage, &pattern(1, o.itemsize, seed + 5)),
+            "nans" => Array::nans(&ctx, &params, &storage),
             _ => Array::from_buffer(&ctx, &params, &storage, &pattern(n, o.itemsize, seed)),
         }
         .unwrap_or_else(|e| panic!("{}: {e}", o.name));
+        let row = |rows: i64| pattern((rows * o.shape[1]) as usize, o.itemsize, seed + 7);
+        match o.history {
+            "inserted" => arr.insert(&row(3), 0, 5).unwrap(),
+            "deleted" => arr.delete(1, 2, 9).unwrap(),
+            "resized" => arr.resize(&[o.shape[0] + 20, o.shape[1] + 3], Some(&[4, 0])).unwrap(),
+            "set" => arr.set_slice_buffer(&row(2)[..2 * 7 * o.itemsize], &[2, 7], &[11, 3], &[13, 10]).unwrap(),
+            "appended" => {
+                for k in 1..4 {
+                    arr.append(&row(k), 0).unwrap();
+                }
+            }
+            _ => {}
+        }
+        let shape = arr.shape().to_vec();
+        let lossless = !o.cparams.filters.contains(&filter::TRUNC_PREC);
+        if lossless && o.make == "data" && o.history.is_empty() {
+            assert!(arr.to_vec().unwrap() == pattern(n, o.itemsize, seed), "{}: our own bytes", o.name);
+        }
         arr.vlmeta_add("history", b"\xb5written by caterva-rs").unwrap();
         arr.vlmeta_add("blob", &[&b"\xc5\x02\x58"[..], &[7u8; 600]].concat()).unwrap();
         let data = arr.to_vec().unwrap();
-        let lossless = !o.cparams.filters.contains(&filter::TRUNC_PREC);
-        if lossless && o.make == "data" {
-            assert!(data == pattern(n, o.itemsize, seed), "{}: our own bytes", o.name);
-        }
         let metas =
             |v: &[(String, Vec<u8>)]| v.iter().map(|(k, b)| format!("{k}:{}", hex(b))).collect::<Vec<_>>().join(";");
         let meta = vec![("units".to_owned(), arr.meta_get("units").unwrap())];
@@ -509,7 +539,7 @@ fn write_ours(dir: &Path) -> usize {
             u8::from(o.contiguous),
             o.dtype,
             o.itemsize,
-            list(&o.shape),
+            list(&shape),
             ints(&o.chunks),
             ints(&o.blocks),
             metas(&meta),

@@ -207,6 +207,11 @@ cell("cparams", "cparams_btune_default", "<f8", S2, CH2, BL2)
 cell("frame", "frame_vl_blocks_batcharray", "|u1", (), make="batch")
 cell("frame", "frame_objectarray", "|u1", (), make="object")
 
+# Arrays changed after creation: grown, shrunk, partly overwritten, saved from memory.
+for make in ("grown", "shrunk", "setitem", "cframe", "saved"):
+    cell("history", f"history_{make}", "<i4", S2, CH2, BL2, make=make)
+    cell("history", f"history_{make}_sparse", "<f8", S2, CH2, BL2, make=make, contiguous=False)
+
 # Metadata: fixed-size metalayers and vlmeta of several kinds.
 cell("meta", "meta_and_vlmeta", "<i4", S2, CH2, BL2, meta={"units": "m/s", "scale": [1, 2.5, "x"]},
      vlmeta={"history": "written by python-blosc2", "attrs": {"a": 1, "b": [1, 2]}, "blob": b"\x00\x01" * 300})
@@ -230,6 +235,26 @@ def make_array(c, path):
         arr = blosc2.asarray(data_for(dt, shape, len(c["name"])), **kw)
     elif make == "scaled":
         arr = blosc2.asarray(data_for(dt, shape, len(c["name"])) * 3000, **kw)
+    elif make in ("grown", "shrunk", "setitem"):
+        arr = blosc2.asarray(data_for(dt, shape, len(c["name"])), **kw)
+        if make == "grown":
+            arr.resize((shape[0] + 20, shape[1] + 3))
+            arr[shape[0]:shape[0] + 5, :] = data_for(dt, (5, shape[1] + 3), 99)
+        elif make == "shrunk":
+            arr.resize((shape[0] - 10, shape[1] - 4))
+        else:
+            arr[3:20, 2:9] = data_for(dt, (17, 7), 98)
+            arr[30:, :] = 0
+    elif make in ("cframe", "saved"):
+        mem = blosc2.asarray(data_for(dt, shape, len(c["name"])), chunks=kw["chunks"], blocks=kw["blocks"])
+        if make == "saved":
+            mem.save(urlpath=path, contiguous=c["contiguous"])
+        elif c["contiguous"]:
+            with open(path, "wb") as f:
+                f.write(mem.to_cframe())
+        else:
+            blosc2.ndarray_from_cframe(mem.to_cframe()).copy(urlpath=path, contiguous=False, mode="w")
+        arr = blosc2.open(path, mode="a")
     elif make == "runs":
         v = np.zeros(shape, dtype=dt)
         v[:32, :32] = 5  # a chunk of one value, written as data
