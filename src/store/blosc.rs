@@ -375,7 +375,26 @@ impl CCtx {
         }
         // SAFETY: blosc2 initialised the first rc bytes.
         unsafe { out.set_len(rc as usize) };
+        drop_stale_dict_flag(&mut out);
         Ok(out)
+    }
+}
+
+/// Clear the dictionary flag of a chunk that holds no dictionary. With
+/// `use_dict`, c-blosc2 2.15 falls back to a plain copy for data it cannot
+/// compress (or writes a special chunk) and leaves the flag set: c-blosc2
+/// 3.x (python-blosc2) then looks for a dictionary in the copied bytes and
+/// fails, and our frame check refuses the chunk as one with an invalid
+/// dictionary. Without the flag the chunk is what it is, a copy.
+pub(crate) fn drop_stale_dict_flag(chunk: &mut [u8]) {
+    let (Some(&flags), Some(&flags2)) = (chunk.get(2), chunk.get(31)) else {
+        return;
+    };
+    let extended = flags & 0x05 == 0x05;
+    let memcpyed = flags & b::BLOSC_MEMCPYED as u8 != 0;
+    let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
+    if extended && (memcpyed || special) && flags2 & b::BLOSC2_USEDICT as u8 != 0 {
+        chunk[31] = flags2 & !(b::BLOSC2_USEDICT as u8);
     }
 }
 
@@ -410,8 +429,10 @@ impl DCtx {
     /// block count.
     ///
     /// # Errors
-    /// [`Error::Blosc`] on a corrupt chunk or a size mismatch.
+    /// [`Error::Blosc`] on a corrupt chunk or a size mismatch;
+    /// [`Error::InvalidFormat`] for a chunk [`check_decodable`] refuses.
     pub(crate) fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
+        check_decodable(chunk.bytes())?;
         let info = chunk.info()?;
         if info.nbytes != dst.len() {
             return Err(Error::InvalidFormat(format!(
@@ -419,6 +440,15 @@ impl DCtx {
                 info.nbytes,
                 dst.len()
             )));
+        }
+        if let Some(value) = wide_value(chunk.bytes())? {
+            let blocksize = info.blocksize.max(1);
+            for (i, block) in dst.chunks_mut(blocksize).enumerate() {
+                if mask.map_or(true, |m| !m.get(i).copied().unwrap_or(true)) {
+                    fill_repeated(value, i * blocksize, block);
+                }
+            }
+            return Ok(());
         }
         if let Some(mask) = mask {
             // SAFETY: mask is valid for mask.len() bools; blosc2 copies what it needs
@@ -452,6 +482,135 @@ impl DCtx {
             }
         }
         Ok(())
+    }
+}
+
+/// The names python-blosc2 gives the codec plugins (`blosc2.Codec`), by id
+/// (c-blosc2's `codecs-registry.h`).
+const PLUGIN_CODECS: [(u8, &str); 9] = [
+    (32, "NDLZ"),
+    (33, "ZFP_ACC"),
+    (34, "ZFP_PREC"),
+    (35, "ZFP_RATE"),
+    (36, "OPENHTJ2K"),
+    (37, "GROK"),
+    (38, "OPENZL"),
+    (39, "J2K"),
+    (40, "HTJ2K"),
+];
+
+/// The names python-blosc2 gives the filter plugins (`blosc2.Filter`), by id
+/// (c-blosc2's `filters-registry.h`).
+const PLUGIN_FILTERS: [(u8, &str); 5] =
+    [(32, "NDCELL"), (33, "NDMEAN"), (34, "BYTEDELTA_BUGGY"), (35, "BYTEDELTA"), (36, "INT_TRUNC")];
+
+/// Refuse, by name, a chunk that uses what the c-blosc2 we link cannot
+/// decode: a codec or filter plugin (blosc2-sys builds c-blosc2 without
+/// them), a dictionary with LZ4/LZ4HC (c-blosc2 3.x; 2.15 has dictionaries
+/// for ZSTD only) or a chunk format newer than 2.15's (3.x's
+/// variable-length blocks). c-blosc2 itself would fail on them with a bare
+/// code (or, for an unknown id it ignores, give other bytes); naming the
+/// feature tells the user what to convert. Special chunks (zeros, NaNs, a
+/// repeated value, uninitialised) carry no codec and always decode.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] naming the feature.
+pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
+    let (Some(&version), Some(&flags)) = (bytes.first(), bytes.get(2)) else {
+        return Ok(());
+    };
+    let refuse = |what: String| {
+        Err(Error::InvalidFormat(format!(
+            "unsupported: the chunk uses {what}, which c-blosc2 {} as built here cannot decode",
+            blosc2_version()
+        )))
+    };
+    if version > b::BLOSC2_VERSION_FORMAT as u8 {
+        let what = if version == 6 { " (variable-length blocks, c-blosc2 3.x)" } else { "" };
+        return refuse(format!("chunk format version {version}{what}"));
+    }
+    let extended = flags & 0x05 == 0x05;
+    let Some(&flags2) = bytes.get(31).filter(|_| extended) else {
+        return Ok(());
+    };
+    if (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0 {
+        return Ok(());
+    }
+    let (Some(filters), Some(&udcodec)) = (bytes.get(16..22), bytes.get(22)) else {
+        return Ok(());
+    };
+    if flags & b::BLOSC_MEMCPYED as u8 == 0 {
+        let format = flags >> 5;
+        let codec = if format == b::BLOSC_UDCODEC_FORMAT as u8 { udcodec } else { format };
+        let known = [b::BLOSC_BLOSCLZ, b::BLOSC_LZ4, b::BLOSC_LZ4HC, b::BLOSC_ZLIB, b::BLOSC_ZSTD];
+        let builtin = if format == b::BLOSC_UDCODEC_FORMAT as u8 {
+            known.iter().any(|&k| u32::from(codec) == k)
+        } else {
+            // The format enumeration: BloscLZ, LZ4 (and LZ4HC), zlib, zstd.
+            [0, 1, 3, 4].contains(&format)
+        };
+        if !builtin {
+            return refuse(match PLUGIN_CODECS.iter().find(|(id, _)| *id == codec) {
+                Some((id, name)) => format!("codec {name} (id {id}, a c-blosc2 plugin)"),
+                None => format!("codec id {codec}"),
+            });
+        }
+        let lz4 = format == b::BLOSC_LZ4_FORMAT as u8
+            || (format == b::BLOSC_UDCODEC_FORMAT as u8 && [b::BLOSC_LZ4, b::BLOSC_LZ4HC].contains(&u32::from(codec)));
+        if lz4 && flags2 & b::BLOSC2_USEDICT as u8 != 0 {
+            return refuse("a dictionary with codec LZ4/LZ4HC (use_dict, written by c-blosc2 3.x)".into());
+        }
+    }
+    if let Some(&f) = filters.iter().find(|&&f| f > b::BLOSC_TRUNC_PREC as u8) {
+        return refuse(match PLUGIN_FILTERS.iter().find(|(id, _)| *id == f) {
+            Some((id, name)) => format!("filter {name} (id {id}, a c-blosc2 plugin)"),
+            None => format!("filter id {f}"),
+        });
+    }
+    Ok(())
+}
+
+/// The value of a repeated-value special chunk whose items are wider than
+/// a chunk header can say (more than 255 bytes): c-blosc2 3.x
+/// (python-blosc2's `full` of such items) stores the whole value after the
+/// header, gives the width by `cbytes` alone and writes a typesize of 1.
+/// c-blosc2 2.15 repeats `typesize` bytes of it, other values: such chunks
+/// are filled here ([`fill_repeated`]). `None` for any other chunk.
+///
+/// # Errors
+/// [`Error::InvalidFormat`] if the value does not divide the chunk.
+pub(crate) fn wide_value(bytes: &[u8]) -> Result<Option<&[u8]>> {
+    let (Some(&flags), Some(&flags2), Some(cbytes)) = (bytes.get(2), bytes.get(31), bytes.get(12..16)) else {
+        return Ok(None);
+    };
+    let special = u32::from((flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8);
+    if flags & 0x05 != 0x05 || special != b::BLOSC2_SPECIAL_VALUE {
+        return Ok(None);
+    }
+    let header = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+    let cbytes = usize::try_from(i32::from_le_bytes(cbytes.try_into().unwrap_or([0; 4]))).unwrap_or(0);
+    let width = cbytes.saturating_sub(header);
+    if width <= usize::from(bytes[3]) {
+        return Ok(None);
+    }
+    let nbytes = chunk_info(bytes)?.nbytes;
+    match bytes.get(header..cbytes) {
+        Some(value) if nbytes % width == 0 => Ok(Some(value)),
+        _ => Err(Error::InvalidFormat(format!(
+            "a repeated-value chunk of {nbytes} bytes holds a {width}-byte value that does not divide it"
+        ))),
+    }
+}
+
+/// Bytes `offset..offset + dst.len()` of a chunk in which `value` repeats.
+fn fill_repeated(value: &[u8], offset: usize, dst: &mut [u8]) {
+    let mut phase = offset % value.len();
+    let mut out = &mut dst[..];
+    while !out.is_empty() {
+        let n = (value.len() - phase).min(out.len());
+        out[..n].copy_from_slice(&value[phase..phase + n]);
+        out = &mut out[n..];
+        phase = 0;
     }
 }
 
@@ -568,9 +727,11 @@ impl DCtx {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] if the chunk header is damaged, the chunk
-    /// cannot be read by blocks or the block is not in it; [`Error::Blosc`]
-    /// if it does not decompress.
+    /// cannot be read by blocks or the block is not in it, or
+    /// [`check_decodable`] refuses it; [`Error::Blosc`] if it does not
+    /// decompress.
     pub(crate) fn decompress_block(&mut self, chunk: &Chunk<'_>, nblock: usize, dst: &mut [u8]) -> Result<()> {
+        check_decodable(chunk.bytes())?;
         if !chunk.by_blocks(dst.len())? || chunk.bytes().is_empty() {
             return Err(Error::InvalidFormat(format!("chunk cannot be read in blocks of {} bytes", dst.len())));
         }
@@ -582,6 +743,10 @@ impl DCtx {
         else {
             return Err(Error::InvalidFormat(format!("block {nblock} is not in a chunk of {} bytes", info.nbytes)));
         };
+        if let Some(value) = wide_value(bytes)? {
+            fill_repeated(value, start, dst);
+            return Ok(());
+        }
         let (first, n) = ((start / typesize) as i32, (dst.len() / typesize) as i32);
         // SAFETY: bytes is a complete chunk (its header says so: `info`),
         // dst has dstsize writable bytes and blosc2 writes at most that.
@@ -869,6 +1034,7 @@ pub(crate) fn repeat_chunk(
         return Err(blosc_err("creating a special chunk", i64::from(rc)));
     }
     out.truncate(rc as usize);
+    drop_stale_dict_flag(&mut out);
     Ok(out)
 }
 
@@ -2149,7 +2315,8 @@ pub(crate) fn decompress_into(dctx: &mut DCtx, src: &[u8], dst: &mut [u8]) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{chunk_typesize, regroup, typesize_fits};
+    use super::{check_decodable, chunk_typesize, inflate_whole, regroup, typesize_fits, CCtx, CParams, Compression};
+    use crate::codec::{self, filter};
 
     fn shuffle(ts: usize, src: &[u8]) -> Vec<u8> {
         let n = src.len() / ts;
@@ -2184,6 +2351,88 @@ mod tests {
             regroup(&mut got, typesize, group, &mut Vec::new());
             assert_eq!(got, block, "typesize {typesize}, group {group}, {len} bytes");
         }
+    }
+
+    /// c-blosc2 2.15 stores data it cannot compress as a copy and, with
+    /// `use_dict`, left the dictionary flag set: python-blosc2 (c-blosc2
+    /// 3.x) then fails on the chunk, and our frame check refused it.
+    #[test]
+    fn a_copied_chunk_carries_no_dictionary_flag() {
+        let cp = CParams { codec: codec::ZSTD, use_dict: true, ..CParams::default() };
+        let mut cctx = CCtx::new(&Compression::plain(cp), 4, 4000, 1).unwrap();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let noise: Vec<u8> = (0..40_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let chunk = cctx.compress(&noise).unwrap();
+        assert_ne!(chunk[2] & 0x02, 0, "incompressible data is stored as a copy");
+        assert_eq!(chunk[31] & 0x01, 0, "a copy has no dictionary");
+        assert_eq!(inflate_whole(&chunk, noise.len()).unwrap(), noise);
+        // Data it compresses keeps its dictionary.
+        let smooth: Vec<u8> = (0..40_000u32).flat_map(|i| (i / 7).to_le_bytes()).take(40_000).collect();
+        let chunk = cctx.compress(&smooth).unwrap();
+        assert_eq!(chunk[31] & 0x01, 0x01);
+        assert_eq!(inflate_whole(&chunk, smooth.len()).unwrap(), smooth);
+    }
+
+    /// A chunk header with codec `format`/`udcodec`, `filters` and Blosc2 flags `flags2`.
+    fn header(format: u8, udcodec: u8, filters: [u8; 6], flags2: u8) -> Vec<u8> {
+        let mut h = vec![0u8; 32];
+        h[0] = 5;
+        h[2] = 0x05 | (format << 5);
+        h[16..22].copy_from_slice(&filters);
+        h[22] = udcodec;
+        h[31] = flags2;
+        h
+    }
+
+    /// c-blosc2 3.x's repeated value wider than a header's typesize: the
+    /// whole value follows the header, cbytes gives its width, typesize
+    /// says 1. c-blosc2 2.15 would repeat its first byte.
+    #[test]
+    fn a_wide_repeated_value_fills_the_chunk() {
+        let value: Vec<u8> = (1..=6).collect();
+        let mut chunk = vec![0u8; 32];
+        chunk[..4].copy_from_slice(&[5, 1, 0x05, 1]);
+        chunk[4..8].copy_from_slice(&24i32.to_le_bytes()); // nbytes: 4 items
+        chunk[8..12].copy_from_slice(&12i32.to_le_bytes()); // blocksize: 2 items
+        chunk[12..16].copy_from_slice(&38i32.to_le_bytes()); // cbytes: header + value
+        chunk[31] = (blosc2_sys::BLOSC2_SPECIAL_VALUE as u8) << 4;
+        chunk.extend_from_slice(&value);
+        assert_eq!(inflate_whole(&chunk, 24).unwrap(), value.repeat(4));
+        let mut block = vec![0u8; 12];
+        let mut dctx = super::DCtx::new(1).unwrap();
+        dctx.decompress_block(&super::Chunk::from_slice(&chunk), 1, &mut block).unwrap();
+        assert_eq!(block, value.repeat(2));
+        // A value that does not divide the chunk is refused.
+        chunk[12..16].copy_from_slice(&37i32.to_le_bytes());
+        chunk.pop();
+        assert!(inflate_whole(&chunk, 24).is_err());
+    }
+
+    #[test]
+    fn undecodable_features_are_named() {
+        let refused = |h: &[u8]| check_decodable(h).unwrap_err().to_string();
+        let shuffle = [0, 0, 0, 0, 0, filter::SHUFFLE];
+        assert!(check_decodable(&header(4, 5, shuffle, 0)).is_ok());
+        assert!(check_decodable(&header(6, codec::ZSTD, shuffle, 1)).is_ok());
+        assert!(refused(&header(6, 32, shuffle, 0)).contains("codec NDLZ (id 32"));
+        assert!(refused(&header(6, 35, shuffle, 0)).contains("codec ZFP_RATE (id 35"));
+        assert!(refused(&header(6, 99, shuffle, 0)).contains("codec id 99"));
+        assert!(refused(&header(0, 0, [1, 35, 0, 0, 0, 0], 0)).contains("filter BYTEDELTA (id 35"));
+        assert!(refused(&header(0, 0, [0, 0, 0, 0, 0, 200], 0)).contains("filter id 200"));
+        assert!(refused(&header(1, 1, shuffle, 1)).contains("dictionary with codec LZ4/LZ4HC"));
+        assert!(refused(&header(6, codec::LZ4HC, shuffle, 1)).contains("dictionary with codec LZ4/LZ4HC"));
+        // A special chunk (zeros) decodes whatever its codec fields say.
+        assert!(check_decodable(&header(6, 32, shuffle, 0x10)).is_ok());
+        let mut v6 = header(4, 5, shuffle, 0);
+        v6[0] = 6;
+        assert!(refused(&v6).contains("chunk format version 6 (variable-length blocks"));
     }
 
     #[test]

@@ -149,8 +149,12 @@ fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(&[kind, typesize]);
     out.extend_from_slice(&header[4..8]);
     if u32::from(kind) == blosc2_sys::BLOSC2_SPECIAL_VALUE {
-        // The value follows the header; a chunk cut short hashes what it has.
-        let end = (CHUNK_HEADER + usize::from(typesize)).min(chunk.len());
+        // The value follows the header (all of cbytes when it is wider than
+        // a header's typesize: `blosc::wide_value`); a chunk cut short
+        // hashes what it has.
+        let cbytes = chunk.get(12..16).map_or(0, |b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
+        let width = usize::try_from(cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
+        let end = (CHUNK_HEADER + width).min(chunk.len());
         out.extend_from_slice(&chunk[CHUNK_HEADER..end]);
     }
     Some(out)

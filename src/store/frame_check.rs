@@ -126,6 +126,13 @@ use crate::error::{Error, Result};
 const POS_FRAME_LEN: usize = 16;
 /// General flags: format version and offset width (`FRAME_FLAGS`).
 const POS_GENERAL_FLAGS: usize = 25;
+/// The newest frame format version read: c-blosc2 3.x's
+/// `BLOSC2_VERSION_FRAME_FORMAT_VL_BLOCKS`, whose layout is version 2's
+/// unless [`FRAME_VL_BLOCKS`] is set.
+const FRAME_VERSION_READ: u8 = 3;
+/// General flag of c-blosc2 3.x: the chunks have variable-length blocks
+/// (`FRAME_VL_BLOCKS`), a chunk format 2.15 does not decode.
+const FRAME_VL_BLOCKS: u8 = 0x80;
 /// Frame type: contiguous or sparse (`FRAME_TYPE`).
 const POS_FRAME_TYPE: usize = 26;
 /// Split mode minus one (`FRAME_OTHER_FLAGS`).
@@ -171,6 +178,10 @@ const TRAILER_VERSION: u8 = 1;
 /// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
 const CONTIGUOUS_TYPE: u8 = 0;
 const SPARSE_TYPE: u8 = 1;
+
+/// c-blosc2 3.x's chunk format with variable-length blocks
+/// (`BLOSC2_VERSION_FORMAT_VL_BLOCKS`).
+const CHUNK_VERSION_VL_BLOCKS: u8 = 6;
 
 /// A Blosc2 chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
 const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
@@ -604,7 +615,19 @@ impl Frame<'_> {
 
     fn check_flags(&self, s: &Section<'_>) -> Result<()> {
         let general = s.byte(POS_GENERAL_FLAGS, "general flags")?;
-        if general & 0x0f > b::BLOSC2_VERSION_FRAME_FORMAT as u8 {
+        if general & FRAME_VL_BLOCKS != 0 {
+            return Err(s.err(
+                POS_GENERAL_FLAGS,
+                "unsupported: the frame holds chunks of variable-length blocks (frame format version 3 with the \
+                 VL-blocks flag, c-blosc2 3.x), which c-blosc2 2.15 cannot decode",
+            ));
+        }
+        // c-blosc2 3.x writes version 3 for any frame whose chunk size is
+        // not fixed yet (an array without chunks: python-blosc2's empty
+        // arrays), and 2 again once chunks of one size are in; without the
+        // VL-blocks flag the layout is version 2's, which 2.15 reads (it
+        // does not look at the version).
+        if general & 0x0f > FRAME_VERSION_READ {
             return Err(s.err(POS_GENERAL_FLAGS, format!("unknown frame format version {}", general & 0x0f)));
         }
         if (general >> 4) & 0x3 != 1 {
@@ -1112,6 +1135,15 @@ fn check_chunk_header(
     more: &mut ReadChunk<'_>,
 ) -> Result<ChunkHeader> {
     let version = s.byte(0, "chunk version")?;
+    if version == CHUNK_VERSION_VL_BLOCKS {
+        return Err(s.err(
+            0,
+            format!(
+                "{what}: unsupported: chunk format version {version} (variable-length blocks, c-blosc2 3.x), \
+                 which c-blosc2 2.15 cannot decode"
+            ),
+        ));
+    }
     if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
         return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
     }
@@ -1142,7 +1174,14 @@ fn check_chunk_header(
     let need = match u32::from(special) {
         0 if flags & FLAG_MEMCPYED != 0 => Some(nbytes + CHUNK_HEADER as i64),
         0 => None,
-        b::BLOSC2_SPECIAL_VALUE => Some(CHUNK_HEADER as i64 + i64::from(typesize)),
+        // c-blosc2 3.x stores a value wider than a header's typesize (more
+        // than 255 bytes) whole, its width given by cbytes alone
+        // (`blosc::wide_value`): any multiple of the typesize that divides the chunk.
+        b::BLOSC2_SPECIAL_VALUE => {
+            let width = cbytes - CHUNK_HEADER as i64;
+            let wide = width > i64::from(typesize) && width % i64::from(typesize) == 0 && nbytes % width == 0;
+            Some(CHUNK_HEADER as i64 + if wide { width } else { i64::from(typesize) })
+        }
         k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
         _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
     };
