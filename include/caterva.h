@@ -855,8 +855,9 @@ int caterva_blz_options_defaults(struct caterva_blz_options_t *options);
 
 /**
  * Import a bcolz carray directory or a Bloscpack file (`.blp`) into a new
- * array with `storage` (all-zero chunk and block shapes take defaults from
- * the source's chunks; `urlpath` NULL keeps it in memory). The dtype goes
+ * array with `storage` (all-zero chunk and block shapes take the
+ * defaults `caterva_propose_partitions` gives for the array's shape, blocks
+ * alone inside given chunks; `urlpath` NULL keeps it in memory). The dtype goes
  * into the `b2nd` metalayer (`caterva_get_dtype`), the carray's attributes
  * and `dflt` into msgpack vlmetalayers (`dflt` as `bcolz_dflt`). Streamed:
  * memory holds a few chunks whatever the size. A damaged source gives an

@@ -25,10 +25,11 @@ pub struct ImportArgs {
     /// Import a ctable as one array of records (a structured dtype of its columns), into DST
     #[arg(long)]
     records: bool,
-    /// Chunk shape (default: the source's chunk length and whole trailing axes)
+    /// Chunk shape (default: proposed for the array's shape, about 2 MiB,
+    /// as `caterva copy --access balanced`; never the source's chunk length)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     chunks: Option<Shape>,
-    /// Block shape (default: cut from the chunks to at most 256 KiB)
+    /// Block shape (default: proposed inside the chunks, about 64 KiB)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     blocks: Option<Shape>,
     /// Codec: zstd, lz4, lz4hc, blosclz or zlib (default zstd)

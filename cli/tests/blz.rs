@@ -95,3 +95,61 @@ fn import_export_info() {
     assert!(r.2.contains("meta/sizes") && !dir.join("z.b2frame").exists(), "{}", r.2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn import_peer(args: &[&str], dir: &Path) -> String {
+    let script = repo_root().join("tests").join("blz").join("import_peer.py");
+    run(Command::new(python("bcolz")).arg(script).args(args).arg(dir), &format!("bcolz import peer {args:?}"))
+}
+
+/// Issue 26 through the command line: a ctable with an n-d column (info,
+/// every column, records, one column), the default blocks of `--chunks`
+/// alone on a carray of 4-row chunks, and the peak memory of an import of
+/// large chunks, bounded by bytes (measured by the peer with getrusage).
+#[test]
+fn ctable_with_nd_column_default_blocks_and_bounded_memory() {
+    let dir = scratch_dir("cli-blz-import");
+    import_peer(&["write"], &dir);
+    let d = |s: &str| dir.join(s).display().to_string();
+    let ctx = Context::new(Config::default()).unwrap();
+
+    let info = ok(&["info", &d("ndcol.bcolz")]);
+    assert!(info.contains("bcolz ctable") && info.contains("xyz.shape:    [1000,3]"), "{info}");
+    let out = ok(&["import", &d("ndcol.bcolz"), &d("cols")]);
+    assert!(out.contains("xyz.b2frame: [1000, 3] <f8"), "{out}");
+    let xyz = npy_data(&dir.join("ndcol.xyz.npy"));
+    assert_eq!(Array::open(&ctx, &d("cols/xyz.b2frame")).unwrap().to_vec().unwrap(), xyz);
+    ok(&["import", "-q", "--column", "xyz", &d("ndcol.bcolz"), &d("xyz.b2frame")]);
+    assert_eq!(Array::open(&ctx, &d("xyz.b2frame")).unwrap().to_vec().unwrap(), xyz);
+    let out = ok(&["import", "--records", &d("ndcol.bcolz"), &d("rec.b2frame")]);
+    assert!(out.contains("('xyz','<f8',(3,))"), "{out}");
+    assert_eq!(Array::open(&ctx, &d("rec.b2frame")).unwrap().to_vec().unwrap(), npy_data(&dir.join("ndcol.npy")));
+
+    // --chunks alone: blocks proposed inside the chunk, not the source's 4 rows.
+    let out = ok(&["import", "--chunks", "20000", &d("tiny.bcolz"), &d("tiny.b2frame")]);
+    let blocks: i64 = out.split("blocks [").nth(1).and_then(|s| s.split(']').next()).unwrap().parse().unwrap();
+    assert!((1000..=20000).contains(&blocks), "{out}");
+    let a = Array::open(&ctx, &d("tiny.b2frame")).unwrap();
+    assert_eq!(a.to_vec().unwrap(), npy_data(&dir.join("tiny.npy")));
+    assert!(a.info().nbytes > 5 * a.info().cbytes, "{out}");
+
+    // 256 MB in chunks of 32 MiB, imported into chunks as large: the slab
+    // holds one of them (SLAB_BYTES), not 16 (before: the whole array, and
+    // a peak over 300 MiB).
+    import_peer(&["big", "256", "32"], &dir);
+    let script = repo_root().join("tests").join("blz").join("import_peer.py");
+    let bin = env!("CARGO_BIN_EXE_caterva");
+    let big = d("big.bcolz");
+    let dst = d("big.b2frame");
+    let cmd = [bin, "import", "-q", "--codec", "lz4", "--clevel", "1", "--chunks", "4194304", &big, &dst];
+    let out = run(Command::new(python("bcolz")).arg(script).arg("rss").args(cmd), "import under getrusage");
+    let kib: u64 = out.split("peak_rss_kib ").nth(1).and_then(|s| s.trim().parse().ok()).expect(&out);
+    println!("peak RSS of the import: {} MiB", kib / 1024);
+    assert!(kib < 160 * 1024, "the import of 256 MB in 32 MiB chunks peaked at {} MiB", kib / 1024);
+    let a = Array::open(&ctx, &dst).unwrap();
+    assert_eq!(a.shape(), &[32_000_000]);
+    let mut first = vec![0u8; 16];
+    a.get_slice_buffer(&[31_999_998], &[32_000_000], &mut first, &[2]).unwrap();
+    let tail: Vec<u8> = [31_999_998f64 / 4.0, 31_999_999f64 / 4.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+    assert_eq!(first, tail);
+    let _ = std::fs::remove_dir_all(&dir);
+}

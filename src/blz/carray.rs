@@ -81,7 +81,7 @@ pub fn numpy_typestr(dtype: &str) -> Result<(String, Option<usize>)> {
     };
     let d = dtype.trim();
     if d.starts_with('[') {
-        return Ok((d.to_owned(), None));
+        return Ok((d.to_owned(), descr_itemsize(d)));
     }
     let typestr = if let Some(t) = named(d) {
         t.to_owned()
@@ -113,6 +113,122 @@ pub fn numpy_typestr(dtype: &str) -> Result<(String, Option<usize>)> {
         return Err(Error::InvalidFormat(format!("dtype '{dtype}' has items of 0 bytes")));
     }
     Ok((typestr, size))
+}
+
+/// The item size of a structured NumPy dtype written as its description,
+/// `repr(dtype.descr)` or `str(dtype)`: `[('a', '<i4'), ('b', '<f8', (3,))]`,
+/// nested descriptions and subarray shapes included. `None` when the text
+/// is not such a description (titles, the `{'names': ...}` form) or a
+/// field's type is not a fixed-size NumPy type.
+#[must_use]
+pub fn descr_itemsize(descr: &str) -> Option<usize> {
+    let mut p = DescrParser { s: descr.as_bytes(), at: 0 };
+    let n = p.list()?;
+    p.ws();
+    (p.at == p.s.len()).then_some(n)
+}
+
+/// A recursive-descent reader of a dtype description (a Python literal).
+struct DescrParser<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl DescrParser<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    /// Skip whitespace, then take `c` if it comes next.
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        let hit = self.s.get(self.at) == Some(&c);
+        self.at += usize::from(hit);
+        hit
+    }
+
+    /// `'...'` or `"..."` (no escapes: names and typestrs have none).
+    fn string(&mut self) -> Option<String> {
+        self.ws();
+        let q = *self.s.get(self.at).filter(|&&c| c == b'\'' || c == b'"')?;
+        let len = self.s[self.at + 1..].iter().position(|&c| c == q || c == b'\\')?;
+        let body = std::str::from_utf8(&self.s[self.at + 1..self.at + 1 + len]).ok()?.to_owned();
+        if self.s[self.at + 1 + len] != q {
+            return None;
+        }
+        self.at += len + 2;
+        Some(body)
+    }
+
+    fn int(&mut self) -> Option<usize> {
+        self.ws();
+        let len = self.s[self.at..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let n = std::str::from_utf8(&self.s[self.at..self.at + len]).ok()?.parse().ok()?;
+        self.at += len;
+        Some(n)
+    }
+
+    /// `[field, ...]`: the sum of the fields' sizes.
+    fn list(&mut self) -> Option<usize> {
+        if !self.eat(b'[') {
+            return None;
+        }
+        let mut total = 0usize;
+        while !self.eat(b']') {
+            total = total.checked_add(self.field()?)?;
+            if !self.eat(b',') {
+                return self.eat(b']').then_some(total);
+            }
+        }
+        Some(total)
+    }
+
+    /// `(name, type[, shape])`, type a typestr or a nested description.
+    fn field(&mut self) -> Option<usize> {
+        if !self.eat(b'(') {
+            return None;
+        }
+        self.string()?;
+        if !self.eat(b',') {
+            return None;
+        }
+        self.ws();
+        let size = if self.s.get(self.at) == Some(&b'[') {
+            self.list()?
+        } else {
+            let t = self.string()?;
+            if !t.starts_with(['<', '>', '|', '=']) {
+                return None;
+            }
+            numpy_typestr(&t).ok()?.1?
+        };
+        let mut count = 1usize;
+        if self.eat(b')') {
+            return Some(size);
+        }
+        if !self.eat(b',') {
+            return None;
+        }
+        if self.eat(b')') {
+            return Some(size);
+        }
+        if self.eat(b'(') {
+            while !self.eat(b')') {
+                count = count.checked_mul(self.int()?)?;
+                if !self.eat(b',') {
+                    self.eat(b')').then_some(())?;
+                    break;
+                }
+            }
+        } else {
+            count = self.int()?;
+        }
+        self.eat(b',');
+        self.eat(b')').then_some(())?;
+        size.checked_mul(count)
+    }
 }
 
 /// A bcolz carray directory: its metadata, and its chunks on demand.
@@ -327,10 +443,9 @@ impl CTable {
             if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
                 return Err(Error::InvalidFormat(format!("column name '{name}' in '{}'", roots.display())));
             }
+            // A column may be n-d (bcolz keeps rows of a fixed shape): its first
+            // axis is the table's.
             let c = CArray::open(&path.join(&name))?;
-            if c.shape.len() != 1 {
-                return Err(Error::InvalidFormat(format!("ctable column '{name}' is not 1-dimensional")));
-            }
             if let Some((first, f)) = columns.first() {
                 let f: &CArray = f;
                 if f.shape[0] != c.shape[0] {
@@ -361,5 +476,32 @@ impl CTable {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_item_sizes() {
+        for (d, n) in [
+            ("[('a', '<i4'), ('b', '<f8')]", Some(12)),
+            ("[('a','<i4'),('b','<f8',(3,)),('c','|S3')]", Some(31)),
+            ("[('a', '<i4'), ('b', '<f8', (2, 3))]", Some(52)),
+            ("[('a', '<i4'), ('b', '<f8', 2)]", Some(20)),
+            ("[('p', [('x', '<f4'), ('y', '<f4')]), ('t', '<M8[ns]')]", Some(16)),
+            ("[('u', '<U3')]", Some(12)),
+            ("[]", Some(0)),
+            ("[('a', '<i4'), ('b', '<f8'", None),
+            ("[('a', 'i4')]", None),
+            ("[('a', '|O')]", None),
+            ("[(('t', 'a'), '<i4')]", None),
+            ("[('a', '<i4')] x", None),
+            ("[('a', '<i4', (2,)]", None),
+        ] {
+            assert_eq!(descr_itemsize(d), n, "{d}");
+        }
+        assert_eq!(numpy_typestr("[('a', '<i4'), ('b', '<f8')]").unwrap().1, Some(12));
     }
 }

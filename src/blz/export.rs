@@ -268,8 +268,10 @@ pub fn export_bloscpack(array: &Array, path: &Path, opts: &ExportOptions, progre
     }
     let nchunks = (len + chunklen - 1) / chunklen;
     let last = if nchunks == 0 { 0 } else { (len - (nchunks - 1) * chunklen) * row };
-    // bloscpack records `repr(dtype.str)` and reads it with `ast.literal_eval`.
-    let meta = json!({"dtype": format!("'{dtype}'"), "shape": array.shape(), "order": "C", "container": "numpy"});
+    // bloscpack records `repr(dtype.descr)` for a structured dtype, else
+    // `repr(dtype.str)`, and reads either with `ast.literal_eval`.
+    let dtype_repr = if dtype.starts_with('[') { dtype.clone() } else { format!("'{dtype}'") };
+    let meta = json!({"dtype": dtype_repr, "shape": array.shape(), "order": "C", "container": "numpy"});
     let typesize = blosc_typesize(&dtype, array.itemsize());
     let mut buf = Vec::new();
     let mut n = 0i64;

@@ -1,9 +1,10 @@
 //! Import BLZ data into caterva arrays, streamed: rows flow from the
-//! source's chunks into a slab of a few target chunk-rows, which is
-//! compressed (in parallel, by the engine) and appended inside the creating
-//! transaction. Memory holds one decompressed source chunk, one slab and the
-//! compressed chunks of one batch, whatever the size of the data; a failure
-//! leaves nothing at the target path.
+//! source's chunks into a slab of target chunk-rows, which is compressed
+//! (in parallel, by the engine) and appended inside the creating
+//! transaction. Memory holds one compressed and one decompressed source
+//! chunk, one slab (at most [`SLAB_BYTES`], or one target chunk-row when
+//! that is larger) and its compressed chunks, whatever the size of the
+//! data; a failure leaves nothing at the target path.
 
 use std::path::Path;
 
@@ -18,14 +19,19 @@ use crate::context::Context;
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::geometry::Geometry;
+use crate::partition::{propose_partitions, Access, PartitionHints};
 use crate::store::blosc::{self, DCtx};
 use crate::store::Tx;
 
 /// The vlmetalayer that keeps a carray's `dflt` (msgpack, as python-blosc2 reads it).
 pub const DFLT_VLMETA: &str = "bcolz_dflt";
 
-/// Largest block a default block shape is cut to, in bytes.
-const DEFAULT_BLOCK_NBYTES: usize = 256 << 10;
+/// The bytes of rows the import's slab holds: as many target chunk-rows as
+/// fit (up to one round of the engine's workers), never fewer than one.
+/// Small chunks keep every worker busy (16 chunks of the default 2 MiB fill
+/// it); huge chunks cost a few chunks of memory (the slab, the source chunk,
+/// a worker's chunk and its compressed copy), not 16 of them.
+pub const SLAB_BYTES: usize = 32 << 20;
 
 /// Progress of a long import or export: `(done, total)` rows.
 pub type Progress<'a> = &'a mut dyn FnMut(i64, i64);
@@ -79,31 +85,35 @@ impl Source for Reader {
     }
 }
 
-/// Default chunk and block shapes for an array of `shape` read in chunks of
-/// `chunklen` rows: chunks of `chunklen` rows and whole trailing axes;
-/// blocks cut from them (halving the leading axes) to at most 256 KiB.
-#[must_use]
-pub fn default_partitions(shape: &[i64], itemsize: usize, chunklen: i64) -> (Vec<i32>, Vec<i32>) {
-    let mut chunk: Vec<i32> = shape.iter().map(|&d| d.clamp(1, i64::from(i32::MAX)) as i32).collect();
-    if let Some(c) = chunk.first_mut() {
-        *c = chunklen.clamp(1, i64::from(i32::MAX)) as i32;
-    }
-    // A chunk above 1 GiB cannot be compressed by Blosc: cut the leading axes.
-    let nbytes = |s: &[i32]| s.iter().map(|&d| d as usize).product::<usize>() * itemsize;
-    while nbytes(&chunk) > 1 << 30 {
-        match chunk.iter_mut().find(|d| **d > 1) {
-            Some(d) => *d = (*d + 1) / 2,
-            None => break,
-        }
-    }
-    let mut block = chunk.clone();
-    while nbytes(&block) > DEFAULT_BLOCK_NBYTES {
-        match block.iter_mut().find(|d| **d > 1) {
-            Some(d) => *d = (*d + 1) / 2,
-            None => break,
-        }
-    }
-    (chunk, block)
+/// Default chunk and block shapes for an imported array of `shape`: the
+/// library's [`propose_partitions`] for a balanced access (chunks of about
+/// 2 MiB, enough of them for `threads`, and blocks of about 64 KiB),
+/// whatever the source's chunks (a bcolz chunk of 4 rows would otherwise
+/// make blocks of 4 items, which do not compress).
+///
+/// # Errors
+/// As [`propose_partitions`] (an array too large for any partition).
+pub fn default_partitions(shape: &[i64], itemsize: usize, threads: usize) -> Result<(Vec<i32>, Vec<i32>)> {
+    let hints = PartitionHints { access: Access::Balanced, threads: Some(threads.max(1)), ..Default::default() };
+    let p = propose_partitions(itemsize, shape, &hints)?;
+    Ok((p.chunkshape, p.blockshape))
+}
+
+/// The default block shape inside a chunk of `chunkshape` given alone:
+/// [`propose_partitions`]' blocks for one chunk of that shape.
+fn default_blocks(chunkshape: &[i32], itemsize: usize) -> Result<Vec<i32>> {
+    let chunk: Vec<i64> = chunkshape.iter().map(|&c| i64::from(c.max(1))).collect();
+    let bytes = chunk.iter().try_fold(itemsize, |n, &c| n.checked_mul(c as usize));
+    let hints = PartitionHints { access: Access::Balanced, chunk_bytes: bytes, threads: Some(1), ..Default::default() };
+    Ok(propose_partitions(itemsize, &chunk, &hints)?.blockshape)
+}
+
+/// Rows of the slab: whole chunk-rows of the target (`chunklen` rows of
+/// `chunkrow_nbytes` bytes), as many as [`SLAB_BYTES`] holds but at least
+/// one and at most `batch`, and no more than the array's `rows`.
+pub(crate) fn slab_rows(rows: i64, chunklen: i64, chunkrow_nbytes: usize, batch: usize) -> i64 {
+    let k = (SLAB_BYTES / chunkrow_nbytes.max(1)).clamp(1, batch.max(1));
+    chunklen.max(1).saturating_mul(k as i64).min(rows.max(1))
 }
 
 /// Stream `rows` rows of `row_nbytes` bytes from `src` into the chunks of `g`.
@@ -116,11 +126,12 @@ fn fill(
     progress: Progress<'_>,
 ) -> Result<()> {
     let shape = g.shape().to_vec();
-    let rows = shape[0];
-    let row_nbytes = shape[1..].iter().map(|&d| d as usize).product::<usize>() * g.itemsize();
-    let cl = i64::from(g.chunkshape()[0]);
-    // One round of the engine's workers (`batch_len` chunk-rows), as `from_buffer` compresses.
-    let slab_rows = (cl * engine::batch_len(ctx) as i64).min(rows.max(1));
+    // A 0-dim array is one row of one item.
+    let nd = !shape.is_empty();
+    let rows = if nd { shape[0] } else { 1 };
+    let row_nbytes = shape.iter().skip(1).map(|&d| d as usize).product::<usize>() * g.itemsize();
+    let cl = if nd { i64::from(g.chunkshape()[0]) } else { 1 };
+    let slab_rows = slab_rows(rows, cl, (cl as usize).saturating_mul(row_nbytes), engine::batch_len(ctx));
     // Filled by appending, so that a header promising more than the data
     // holds costs no more memory than the data.
     let mut slab: Vec<u8> = Vec::new();
@@ -156,12 +167,14 @@ fn fill(
             at += n;
         }
         let mut start = vec![0i64; shape.len()];
-        start[0] = r0;
         let mut stop = shape.clone();
-        stop[0] = r1;
-        let region = g.region(&start, &stop)?;
         let mut slab_shape = shape.clone();
-        slab_shape[0] = r1 - r0;
+        if nd {
+            start[0] = r0;
+            stop[0] = r1;
+            slab_shape[0] = r1 - r0;
+        }
+        let region = g.region(&start, &stop)?;
         let parts = engine::plan(g, &region)?;
         for group in parts.chunks(engine::batch_len(ctx)) {
             for (n, chunk) in engine::build_chunks(ctx, None, g, &region, group, &slab[..want], &slab_shape)? {
@@ -177,28 +190,37 @@ fn fill(
         r0 = r1;
         progress(r0, rows);
     }
-    let extra = pending.len() - at;
-    if extra > 0 || (row_nbytes > 0 && src.next(&mut dctx, &mut pending)?) {
-        return Err(Error::InvalidFormat(format!(
-            "{what}: the data holds more than the {rows} rows its metadata gives"
-        )));
+    // Chunks of no bytes may follow: bloscpack packs an empty array as one.
+    let mut extra = pending.len() > at;
+    while !extra && src.next(&mut dctx, &mut pending)? {
+        extra = !pending.is_empty();
+    }
+    if extra {
+        let rows = if nd { format!("the {rows} rows") } else { "the one item".into() };
+        return Err(Error::InvalidFormat(format!("{what}: the data holds more than {rows} its metadata gives")));
     }
     Ok(())
 }
 
-/// The storage with default partitions where the caller gave none.
-fn with_defaults(storage: &StorageParams, shape: &[i64], itemsize: usize, chunklen: i64) -> StorageParams {
+/// The storage with default partitions where the caller gave none: both
+/// from [`default_partitions`]; blocks given alone get the default chunks
+/// (grown to hold them), chunks given alone blocks proposed inside them.
+fn with_defaults(ctx: &Context, storage: &StorageParams, shape: &[i64], itemsize: usize) -> Result<StorageParams> {
     let mut st = storage.clone();
-    if st.chunkshape.is_empty() || st.blockshape.is_empty() {
-        let (c, b) = default_partitions(shape, itemsize, chunklen);
-        if st.chunkshape.is_empty() {
-            st.chunkshape = c;
-        }
+    if st.chunkshape.is_empty() {
+        let (c, b) = default_partitions(shape, itemsize, ctx.nthreads())?;
+        st.chunkshape = if st.blockshape.len() == c.len() {
+            c.iter().zip(&st.blockshape).map(|(&c, &b)| c.max(b)).collect()
+        } else {
+            c
+        };
         if st.blockshape.is_empty() {
-            st.blockshape = b.iter().zip(&st.chunkshape).map(|(&b, &c)| b.min(c)).collect();
+            st.blockshape = b;
         }
+    } else if st.blockshape.is_empty() && st.chunkshape.len() == shape.len() {
+        st.blockshape = default_blocks(&st.chunkshape, itemsize)?;
     }
-    st
+    Ok(st)
 }
 
 /// The vlmetalayers of a carray: its attributes and `dflt` (see [`attrs`](super::attrs)).
@@ -207,7 +229,8 @@ fn carray_vlmeta(c: &CArray) -> Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// Import the bcolz carray at `path` into a new array with `storage`
-/// (empty chunk or block shapes take defaults from the carray's chunks).
+/// (empty chunk or block shapes take [`default_partitions`], whatever the
+/// carray's chunks).
 /// The dtype goes into the `b2nd` metalayer, the attributes and `dflt`
 /// into vlmetalayers (msgpack).
 ///
@@ -220,7 +243,7 @@ pub fn import_carray(ctx: &Context, path: &Path, storage: &StorageParams, progre
 }
 
 fn import_opened(ctx: &Context, c: &CArray, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
-    let st = with_defaults(storage, &c.shape, c.itemsize, c.chunklen);
+    let st = with_defaults(ctx, storage, &c.shape, c.itemsize)?;
     let params = Params { itemsize: c.itemsize, shape: c.shape.clone(), dtype: Some(c.dtype.clone()) };
     let vlmeta = carray_vlmeta(c)?;
     let cp = ctx.config().cparams;
@@ -267,8 +290,11 @@ pub fn import_ctable(
 }
 
 /// Import the Bloscpack file at `path`. A file packed from a NumPy array
-/// (`bloscpack.pack_ndarray_to_file`) keeps its dtype and shape; any other
-/// becomes a 1-d array of its typesize (bytes when not recorded).
+/// (`bloscpack.pack_ndarray_file`) keeps its dtype (structured ones too)
+/// and shape (0-dim and empty ones too); any other becomes a 1-d array of
+/// items of its typesize, or of its bytes (`|u1`, what
+/// `bloscpack.unpack_bytes_file` returns) when the typesize is not
+/// recorded or the length is not a whole number of them.
 ///
 /// # Errors
 /// As [`Reader::open`] and [`Reader::next_chunk`] (a checksum mismatch is
@@ -276,13 +302,7 @@ pub fn import_ctable(
 pub fn import_bloscpack(ctx: &Context, path: &Path, storage: &StorageParams, progress: Progress<'_>) -> Result<Array> {
     let mut r = Reader::open(path)?;
     let (shape, itemsize, dtype) = bloscpack_layout(&r)?;
-    let h = r.header().clone();
-    let rows_per_chunk = if shape[1..].iter().product::<i64>() * itemsize as i64 > 0 {
-        (i64::from(h.chunk_size.max(1)) / (shape[1..].iter().product::<i64>() * itemsize as i64)).max(1)
-    } else {
-        1
-    };
-    let st = with_defaults(storage, &shape, itemsize, rows_per_chunk);
+    let st = with_defaults(ctx, storage, &shape, itemsize)?;
     let params = Params { itemsize, shape, dtype };
     let mut user = Vec::new();
     if let Some(Json::Object(m)) = r.metadata_json() {
@@ -341,12 +361,11 @@ fn bloscpack_layout(r: &Reader) -> Result<(Vec<i64>, usize, Option<String>)> {
         if n != Some(total) {
             return Err(bad(format!("shape {shape:?} of dtype '{dtype}' does not hold the file's {total} bytes")));
         }
-        let shape = if shape.is_empty() { vec![1] } else { shape };
         return Ok((shape, itemsize, Some(typestr)));
     }
     let itemsize = usize::from(h.typesize.max(1));
-    if total % itemsize as i64 != 0 {
-        return Err(bad(format!("{total} bytes are not a whole number of {itemsize}-byte items")));
+    if total % itemsize as i64 != 0 || itemsize == 1 {
+        return Ok((vec![total], 1, Some("|u1".into())));
     }
     Ok((vec![total / itemsize as i64], itemsize, None))
 }
@@ -480,12 +499,13 @@ impl Source for RecordSource<'_> {
 
 /// Import the bcolz ctable at `path` as one 1-d array of records: a
 /// structured dtype (`[('name', '<i8'), ...]`, NumPy's description) whose
-/// fields are the columns, packed in order. The table's attributes become
-/// vlmetalayers.
+/// fields are the columns, packed in order; an n-d column is a subarray
+/// field (`('xyz','<f8',(3,))`, a row of the column). The table's
+/// attributes become vlmetalayers.
 ///
 /// # Errors
 /// As [`import_carray`]; [`Error::InvalidArgument`] if a record would
-/// exceed 255 bytes or a column is n-dimensional.
+/// exceed 255 bytes or a column's rows have no bytes.
 pub fn import_ctable_records(
     ctx: &Context,
     path: &Path,
@@ -496,7 +516,10 @@ pub fn import_ctable_records(
     if t.columns.is_empty() {
         return Err(Error::InvalidFormat(format!("ctable '{}' has no columns", path.display())));
     }
-    let record: usize = t.columns.iter().map(|(_, c)| c.itemsize).sum();
+    if let Some((n, _)) = t.columns.iter().find(|(_, c)| c.row_nbytes() == 0) {
+        return Err(Error::InvalidArgument(format!("column '{n}' has rows of no bytes, which no record field holds")));
+    }
+    let record: usize = t.columns.iter().map(|(_, c)| c.row_nbytes()).sum();
     if record > 255 {
         return Err(Error::InvalidArgument(format!(
             "ctable '{}': a record of its {} columns takes {record} bytes; caterva items take at most 255",
@@ -507,11 +530,26 @@ pub fn import_ctable_records(
     // NumPy's description, compact: python-blosc2 reads it with
     // `ast.literal_eval`, so each name is a Python string literal (any
     // Unicode name: NumPy's field names are `str`).
-    let fields: Vec<String> = t.columns.iter().map(|(n, c)| format!("({},'{}')", py_str(n), c.dtype)).collect();
+    let fields: Vec<String> = t
+        .columns
+        .iter()
+        .map(|(n, c)| {
+            let n = py_str(n);
+            // A structured column nests its description; a typestr is quoted.
+            let ty = if c.dtype.starts_with('[') { c.dtype.clone() } else { format!("'{}'", c.dtype) };
+            match &c.shape[1..] {
+                [] => format!("({n},{ty})"),
+                [d] => format!("({n},{ty},({d},))"),
+                dims => {
+                    let dims: Vec<String> = dims.iter().map(i64::to_string).collect();
+                    format!("({n},{ty},({}))", dims.join(","))
+                }
+            }
+        })
+        .collect();
     let dtype = format!("[{}]", fields.join(","));
-    let chunklen = t.columns[0].1.chunklen;
     let shape = vec![t.len()];
-    let st = with_defaults(storage, &shape, record, chunklen);
+    let st = with_defaults(ctx, storage, &shape, record)?;
     let params = Params { itemsize: record, shape, dtype: Some(dtype) };
     let vlmeta = attrs::to_vlmeta(&t.attrs, &Json::Null, &format!("ctable '{}'", path.display()))?;
     let cp = ctx.config().cparams;
@@ -520,9 +558,10 @@ pub fn import_ctable_records(
         columns: t
             .columns
             .iter()
-            .map(|(_, c)| (CArraySource { carray: c, next: 0 }, Vec::new(), 0, c.itemsize))
+            .map(|(_, c)| (CArraySource { carray: c, next: 0 }, Vec::new(), 0, c.row_nbytes()))
             .collect(),
-        rows_per_call: chunklen.clamp(1, 1 << 20) as usize,
+        // A quarter of the slab's bytes of records at a time, whatever the chunk length.
+        rows_per_call: (SLAB_BYTES / 4 / record).max(1),
     };
     Array::create_streamed(ctx, &params, &st, |tx, g| {
         for (k, v) in &vlmeta {
@@ -546,4 +585,38 @@ fn py_str(s: &str) -> String {
     }
     out.push('\'');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slab is bounded by bytes (issue 26: 16 chunk-rows of 64 MiB
+    /// chunks held 1 GiB), keeps a full batch of small chunks, and always
+    /// holds one whole chunk-row.
+    #[test]
+    fn slab_rows_are_bounded_by_bytes() {
+        let mib = 1usize << 20;
+        // 64 MiB chunks of f8 (8 Mi rows): one chunk-row, whatever the batch.
+        let cl = (64 * mib / 8) as i64;
+        assert_eq!(slab_rows(1 << 40, cl, 64 * mib, 16), cl);
+        assert_eq!(slab_rows(1 << 40, cl, 64 * mib, 64), cl);
+        // 2 MiB chunks: a full batch of 16 (32 MiB); of 64, what 32 MiB holds.
+        let cl = (2 * mib / 8) as i64;
+        assert_eq!(slab_rows(1 << 40, cl, 2 * mib, 16), 16 * cl);
+        assert_eq!(slab_rows(1 << 40, cl, 2 * mib, 64), 16 * cl);
+        // 1 MiB chunks: a full batch of 16, or 32 of a batch of 64.
+        assert_eq!(slab_rows(1 << 40, cl / 2, mib, 16), 8 * cl);
+        assert_eq!(slab_rows(1 << 40, cl / 2, mib, 64), 16 * cl);
+        // A chunk-row larger than the budget is still one chunk-row.
+        assert_eq!(slab_rows(1 << 40, 3, 200 * mib, 16), 3);
+        // Never more than the array; at least one row.
+        assert_eq!(slab_rows(10, 1000, 8000, 16), 10);
+        assert_eq!(slab_rows(0, 1000, 8000, 16), 1);
+        for (cl, row) in [(1i64, 1usize), (7, 3), (4096, 8), (1 << 20, 24), (1 << 23, 8)] {
+            let rows = slab_rows(i64::MAX, cl, cl as usize * row, 16);
+            assert_eq!(rows % cl, 0, "whole chunk-rows");
+            assert!(rows as usize * row <= SLAB_BYTES.max(cl as usize * row), "{cl} x {row}");
+        }
+    }
 }

@@ -86,8 +86,8 @@ pub unsafe extern "C" fn caterva_blz_options_defaults(options: *mut caterva_blz_
     })
 }
 
-/// The storage of a C caller for an array of `shape`: all-zero chunk or
-/// block shapes ask for the defaults derived from the source's chunks.
+/// The storage of a C caller for an array of `ndim` axes: all-zero chunk or
+/// block shapes ask for the defaults (`blz::default_partitions`).
 ///
 /// # Safety
 /// As `storage_from_c`.
@@ -134,8 +134,9 @@ unsafe fn import_with(
 }
 
 /// Import a bcolz carray directory or a Bloscpack file (`.blp`) into a new
-/// array with `storage` (all-zero chunk and block shapes take defaults from
-/// the source's chunks; `urlpath` NULL keeps it in memory). The dtype goes
+/// array with `storage` (all-zero chunk and block shapes take the
+/// defaults `caterva_propose_partitions` gives for the array's shape, blocks
+/// alone inside given chunks; `urlpath` NULL keeps it in memory). The dtype goes
 /// into the `b2nd` metalayer (`caterva_get_dtype`), the carray's attributes
 /// and `dflt` into msgpack vlmetalayers (`dflt` as `bcolz_dflt`). Streamed:
 /// memory holds a few chunks whatever the size. A damaged source gives an
@@ -172,8 +173,13 @@ pub unsafe extern "C" fn caterva_import_blz_column(
     storage: *mut caterva_storage_t,
     array: *mut *mut caterva_array_t,
 ) -> c_int {
-    // Columns are 1-d.
-    let shape = |_: &Path| Ok(vec![0i64]);
+    // A column may be n-d: the storage holds one entry per axis of it.
+    let shape = |p: &Path| {
+        // SAFETY: caller's contract.
+        let col = unsafe { string(column, "column") }?;
+        let t = blz::carray::CTable::open(p)?;
+        Ok(t.columns.iter().find(|(n, _)| n == col).map_or_else(|| vec![0i64], |(_, c)| c.shape.clone()))
+    };
     // SAFETY: forwarded caller's contract.
     unsafe {
         import_with("caterva_import_blz_column", ctx, path, storage, array, shape, |c, p, s| {
