@@ -549,7 +549,7 @@ pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
             // The format enumeration: BloscLZ, LZ4 (and LZ4HC), zlib, zstd.
             [0, 1, 3, 4].contains(&format)
         };
-        if !builtin {
+        if !builtin && !registered_codec(codec) {
             return refuse(match PLUGIN_CODECS.iter().find(|(id, _)| *id == codec) {
                 Some((id, name)) => format!("codec {name} (id {id}, a c-blosc2 plugin)"),
                 None => format!("codec id {codec}"),
@@ -561,13 +561,28 @@ pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
             return refuse("a dictionary with codec LZ4/LZ4HC (use_dict, written by c-blosc2 3.x)".into());
         }
     }
-    if let Some(&f) = filters.iter().find(|&&f| f > b::BLOSC_TRUNC_PREC as u8) {
+    // Ids from 160 up are the caller's own filters (`blosc2_register_filter`):
+    // c-blosc2 runs one registered in this process and fails cleanly on one
+    // that is not ("not found"). Below that, c-blosc2's: the plugins it was
+    // built without.
+    let user = b::BLOSC2_USER_REGISTERED_FILTERS_START as u8;
+    if let Some(&f) = filters.iter().find(|&&f| f > b::BLOSC_TRUNC_PREC as u8 && f < user) {
         return refuse(match PLUGIN_FILTERS.iter().find(|(id, _)| *id == f) {
             Some((id, name)) => format!("filter {name} (id {id}, a c-blosc2 plugin)"),
             None => format!("filter id {f}"),
         });
     }
     Ok(())
+}
+
+/// Whether codec id `codec` (a plugin id, 32 and up) is registered in this
+/// process: a caller's own codec (`blosc2_register_codec`) decodes.
+fn registered_codec(codec: u8) -> bool {
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: name is a valid out-pointer; c-blosc2 only stores a static or
+    // registry string into it.
+    unsafe { b::blosc2_compcode_to_compname(i32::from(codec), &mut name) };
+    codec >= b::BLOSC_LAST_CODEC as u8 && !name.is_null()
 }
 
 /// The value of a repeated-value special chunk whose items are wider than
@@ -2425,7 +2440,13 @@ mod tests {
         assert!(refused(&header(6, 35, shuffle, 0)).contains("codec ZFP_RATE (id 35"));
         assert!(refused(&header(6, 99, shuffle, 0)).contains("codec id 99"));
         assert!(refused(&header(0, 0, [1, 35, 0, 0, 0, 0], 0)).contains("filter BYTEDELTA (id 35"));
-        assert!(refused(&header(0, 0, [0, 0, 0, 0, 0, 200], 0)).contains("filter id 200"));
+        assert!(refused(&header(0, 0, [0, 0, 0, 0, 0, 100], 0)).contains("filter id 100"));
+        // The caller's own filters (160 and up) are c-blosc2's to run or to
+        // fail on ("not found"); its own codecs decode once registered
+        // (ctests/test_hardening.c round-trips through both), an
+        // unregistered one is refused.
+        assert!(check_decodable(&header(0, 0, [0, 0, 0, 0, 0, 200], 0)).is_ok());
+        assert!(refused(&header(6, 200, shuffle, 0)).contains("codec id 200"));
         assert!(refused(&header(1, 1, shuffle, 1)).contains("dictionary with codec LZ4/LZ4HC"));
         assert!(refused(&header(6, codec::LZ4HC, shuffle, 1)).contains("dictionary with codec LZ4/LZ4HC"));
         // A special chunk (zeros) decodes whatever its codec fields say.
