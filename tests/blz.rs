@@ -12,30 +12,13 @@ use caterva::blz::{self, Checksum, ExportOptions};
 use caterva::{Array, Config, Context, ErrorKind, StorageParams};
 
 mod common;
-use common::{python, repo_root, run, scratch_dir};
+use common::{npy, python, repo_root, run, scratch_dir};
 
 fn peer(mode: &str, dir: &Path) -> String {
     let script = repo_root().join("tests").join("blz").join("peer.py");
     let out = run(Command::new(python("bcolz")).arg(script).arg(mode).arg(dir), &format!("bcolz peer {mode}"));
     println!("{out}");
     out
-}
-
-/// A `.npy` file: dtype descr, shape and the data bytes.
-fn npy(path: &Path) -> (String, Vec<i64>, Vec<u8>) {
-    let b = std::fs::read(path).unwrap();
-    assert_eq!(&b[..6], b"\x93NUMPY");
-    let (hlen, at) = if b[6] == 1 {
-        (u16::from_le_bytes([b[8], b[9]]) as usize, 10)
-    } else {
-        (u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize, 12)
-    };
-    let h = std::str::from_utf8(&b[at..at + hlen]).unwrap();
-    let descr = h.split("'descr': '").nth(1).unwrap().split('\'').next().unwrap().to_owned();
-    assert!(h.contains("'fortran_order': False"));
-    let shape_s = h.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
-    let shape = shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
-    (descr, shape, b[at + hlen..].to_vec())
 }
 
 fn ctx() -> Context {

@@ -13,32 +13,13 @@ use caterva::blz::{self, ExportOptions};
 use caterva::{propose_partitions, Access, Array, Config, Context, ErrorKind, PartitionHints, StorageParams};
 
 mod common;
-use common::{python, repo_root, run, scratch_dir};
+use common::{npy, python, repo_root, run, scratch_dir};
 
 fn peer(args: &[&str], dir: &Path) -> String {
     let script = repo_root().join("tests").join("blz").join("import_peer.py");
     let out = run(Command::new(python("bcolz")).arg(script).args(args).arg(dir), &format!("bcolz peer {args:?}"));
     println!("{out}");
     out
-}
-
-/// A `.npy` file: its dtype description (as NumPy writes it, spaces
-/// removed), shape and data bytes.
-fn npy(path: &Path) -> (String, Vec<i64>, Vec<u8>) {
-    let b = std::fs::read(path).unwrap();
-    assert_eq!(&b[..6], b"\x93NUMPY");
-    let (hlen, at) = if b[6] == 1 {
-        (u16::from_le_bytes([b[8], b[9]]) as usize, 10)
-    } else {
-        (u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize, 12)
-    };
-    let h = std::str::from_utf8(&b[at..at + hlen]).unwrap();
-    let descr = h.split("'descr': ").nth(1).unwrap().split(", 'fortran_order'").next().unwrap();
-    let descr = descr.strip_prefix('\'').and_then(|d| d.strip_suffix('\'')).unwrap_or(descr);
-    assert!(h.contains("'fortran_order': False"));
-    let shape_s = h.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
-    let shape = shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
-    (descr.replace(' ', ""), shape, b[at + hlen..].to_vec())
 }
 
 fn ctx() -> Context {

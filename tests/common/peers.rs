@@ -134,3 +134,22 @@ pub fn read_specs(dir: &Path) -> Vec<(String, Spec, Vec<u8>)> {
         })
         .collect()
 }
+
+/// A `.npy` file: its dtype description (as NumPy writes it, spaces
+/// removed), shape and data bytes.
+pub fn npy(path: &Path) -> (String, Vec<i64>, Vec<u8>) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..6], b"\x93NUMPY");
+    let (hlen, at) = if b[6] == 1 {
+        (u16::from_le_bytes([b[8], b[9]]) as usize, 10)
+    } else {
+        (u32::from_le_bytes(b[8..12].try_into().unwrap()) as usize, 12)
+    };
+    let h = std::str::from_utf8(&b[at..at + hlen]).unwrap();
+    let descr = h.split("'descr': ").nth(1).unwrap().split(", 'fortran_order'").next().unwrap();
+    let descr = descr.strip_prefix('\'').and_then(|d| d.strip_suffix('\'')).unwrap_or(descr);
+    assert!(h.contains("'fortran_order': False"));
+    let shape_s = h.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
+    let shape = shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    (descr.replace(' ', ""), shape, b[at + hlen..].to_vec())
+}
