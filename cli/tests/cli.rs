@@ -501,12 +501,14 @@ fn verify_reports_damaged_chunks() {
     damage_chunk(&file, 2, 5, 0xff);
     let r = caterva(&["verify", s(&file), "--threads", "2"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.starts_with("chunk 2: invalid format: "), "{}", r.stdout);
+    // Damage a read finds in an array that opened is corrupt data (the C
+    // API's BLOSC_FAILED), named by its chunk.
+    assert!(r.stdout.starts_with("chunk 2: corrupt data: "), "{}", r.stdout);
     assert!(r.stdout.contains("chunk 2: chunk cbytes"), "{}", r.stdout);
     assert!(r.stdout.contains(&format!("{}: 1 of 6 chunks damaged", s(&file))), "{}", r.stdout);
     // Reading it fails too: it opens, and the read that reaches chunk 2 fails.
     let err = fails(&["cat", s(&file)], 1);
-    assert!(err.contains("invalid format"), "{err}");
+    assert!(err.contains("corrupt data"), "{err}");
 
     // A sparse directory with checksums, damaged in the payload of chunks 0
     // and 3 (one file each): opens, and verify names both chunks.
@@ -733,7 +735,7 @@ fn verify_json_and_quiet_reports() {
         (&j["chunks"], &j["sound"], &j["problems"][0]["chunk"]),
         (&Json::from(6), &Json::from(false), &Json::from(2))
     );
-    assert!(j["problems"][0]["reason"].as_str().unwrap().starts_with("invalid format: "), "{}", r.stdout);
+    assert!(j["problems"][0]["reason"].as_str().unwrap().starts_with("corrupt data: "), "{}", r.stdout);
     // A frame whose structure is damaged (its header): reported as a whole.
     ok(&["copy", &case("ours_i8").spec.path, s(&file), "--force"]);
     let mut bytes = std::fs::read(&file).unwrap();
