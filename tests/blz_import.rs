@@ -63,11 +63,15 @@ fn inputs_the_writers_read_are_imported_as_they_read_them() {
             export(&a, n);
         }
     }
-    // g. 0-dim arrays stay 0-dim.
+    // g. 0-dim arrays stay 0-dim, and export back to 0-dim `.blp` files
+    // (a carray has rows: refused).
     for n in ["blp_0d", "blp_0d_i2"] {
         let a = imp(&ctx, &dir.join(format!("{n}.blp"))).unwrap_or_else(|e| panic!("{n}: {e}"));
         assert_eq!(a.ndim(), 0, "{n}");
         check(n, &a, &want(n));
+        export(&a, n);
+        let e = blz::export_carray(&a, &dir.join(format!("{n}.bcolz.out")), &ExportOptions::default(), &mut none);
+        assert!(matches!(e, Err(caterva::Error::InvalidArgument(ref m)) if m.contains("0-dim")), "{e:?}");
     }
     // e. raw bytes that are not a whole number of the typesize: the bytes,
     // as `unpack_bytes_file` returns them.
@@ -116,7 +120,7 @@ fn inputs_the_writers_read_are_imported_as_they_read_them() {
     check("ndcol records", &a, &want("ndcol"));
     export(&a, "ndcol");
     let out = peer(&["check"], &dir);
-    assert!(out.contains("checked 6"), "{out}");
+    assert!(out.contains("checked 8"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

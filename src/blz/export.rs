@@ -42,9 +42,12 @@ impl Default for ExportOptions {
     }
 }
 
-fn check(array: &Array, opts: &ExportOptions) -> Result<(i64, String)> {
-    if array.ndim() == 0 {
-        return Err(Error::InvalidArgument("a 0-dim array has no rows to export".into()));
+/// The options checked, the chunk length in rows and the dtype to record.
+/// A 0-dim array is one row of one item where the format holds it
+/// (`zero_dim`: Bloscpack records the shape `()`); a carray has rows.
+fn check(array: &Array, opts: &ExportOptions, zero_dim: bool) -> Result<(i64, String)> {
+    if array.ndim() == 0 && !zero_dim {
+        return Err(Error::InvalidArgument("a 0-dim array has no rows to export to a carray".into()));
     }
     if opts.clevel > 9 || opts.shuffle > 2 {
         return Err(Error::InvalidArgument(format!(
@@ -55,7 +58,11 @@ fn check(array: &Array, opts: &ExportOptions) -> Result<(i64, String)> {
     if !["blosclz", "lz4", "lz4hc", "zlib", "zstd"].contains(&opts.cname.as_str()) {
         return Err(Error::InvalidArgument(format!("codec '{}' is not one bcolz reads", opts.cname)));
     }
-    let chunklen = if opts.chunklen > 0 { opts.chunklen } else { i64::from(array.geometry().chunkshape()[0].max(1)) };
+    let chunklen = match array.geometry().chunkshape().first() {
+        _ if opts.chunklen > 0 => opts.chunklen,
+        Some(&rows) => i64::from(rows.max(1)),
+        None => 1,
+    };
     let dtype = array.dtype().unwrap_or_else(|| crate::meta::default_dtype(array.itemsize()));
     let dtype = plain_void(&dtype).unwrap_or(dtype);
     let (_, size) = super::carray::numpy_typestr(&dtype)?;
@@ -95,6 +102,11 @@ fn blosc_typesize(dtype: &str, itemsize: usize) -> usize {
 
 /// The rows `r0..r1` of `array`, C order.
 fn rows(array: &Array, r0: i64, r1: i64, buf: &mut Vec<u8>) -> Result<()> {
+    if array.ndim() == 0 {
+        // The one item of a 0-dim array (its only "row").
+        *buf = array.to_vec()?;
+        return Ok(());
+    }
     let mut start = vec![0i64; array.ndim()];
     start[0] = r0;
     let mut stop = array.shape().to_vec();
@@ -122,7 +134,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Write `array` as a carray at `dir` (which must not exist).
 fn write_carray(array: &Array, dir: &Path, opts: &ExportOptions, progress: Progress<'_>) -> Result<()> {
-    let (chunklen, dtype) = check(array, opts)?;
+    let (chunklen, dtype) = check(array, opts, false)?;
 
     let (attrs, dflt) = attrs::from_vlmeta(array)?;
     let data = dir.join("data");
@@ -250,18 +262,20 @@ pub fn export_ctable(
 
 /// Export `array` to a Bloscpack file at `path` (must not exist), with an
 /// offsets table, `opts.checksum` after every chunk and NumPy metadata
-/// (dtype, shape) that `bloscpack.unpack_ndarray_from_file` reads.
+/// (dtype, shape) that `bloscpack.unpack_ndarray_from_file` reads. A
+/// 0-dim array is written as bloscpack writes one: its item, shape `()`.
 ///
 /// # Errors
-/// As [`export_carray`].
+/// As [`export_carray`] (a 0-dim array is accepted here).
 pub fn export_bloscpack(array: &Array, path: &Path, opts: &ExportOptions, progress: Progress<'_>) -> Result<()> {
-    let (chunklen, dtype) = check(array, opts)?;
+    let (chunklen, dtype) = check(array, opts, true)?;
 
     if path.exists() || path.is_symlink() {
         return Err(Error::storage(Some(&path.display().to_string()), "exists; the export does not replace anything"));
     }
-    let len = array.shape()[0];
-    let row = array.shape()[1..].iter().product::<i64>() * array.itemsize() as i64;
+    // A 0-dim array is one row of one item.
+    let len = array.shape().first().copied().unwrap_or(1);
+    let row = array.shape().iter().skip(1).product::<i64>() * array.itemsize() as i64;
     let chunk_size = chunklen.saturating_mul(row);
     if chunk_size > i64::from(i32::MAX) - 64 {
         return Err(Error::InvalidArgument(format!("chunks of {chunk_size} bytes are too large for Blosc")));
