@@ -12,13 +12,10 @@ use caterva::blz::{self, Checksum, ExportOptions};
 use caterva::{Array, Config, Context, ErrorKind, StorageParams};
 
 mod common;
-use common::{npy, python, repo_root, run, scratch_dir};
+use common::{blz_peer, npy, python, run, scratch_dir};
 
 fn peer(mode: &str, dir: &Path) -> String {
-    let script = repo_root().join("tests").join("blz").join("peer.py");
-    let out = run(Command::new(python("bcolz")).arg(script).arg(mode).arg(dir), &format!("bcolz peer {mode}"));
-    println!("{out}");
-    out
+    blz_peer("bcolz", "peer.py", &[mode], dir)
 }
 
 fn ctx() -> Context {

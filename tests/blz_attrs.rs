@@ -7,20 +7,16 @@
 //! writes what bcolz cannot take as it is (a `V8` dtype, a bytes vlmeta).
 
 use std::path::Path;
-use std::process::Command;
 
 use caterva::blz::{self, ExportOptions};
 use caterva::{Array, Config, Context, ErrorKind, StorageParams};
 
 mod common;
-use common::{python, repo_root, run, scratch_dir};
+use common::{blz_peer, scratch_dir};
 
 /// Run `attrs_peer.py MODE DIR` with the Python of `venv` ("bcolz" or "blosc2").
 fn peer(venv: &str, mode: &str, dir: &Path) -> String {
-    let script = repo_root().join("tests").join("blz").join("attrs_peer.py");
-    let out = run(Command::new(python(venv)).arg(script).arg(mode).arg(dir), &format!("attrs peer {mode}"));
-    println!("{out}");
-    out
+    blz_peer(venv, "attrs_peer.py", &[mode], dir)
 }
 
 fn ctx() -> Context {

@@ -7,19 +7,15 @@
 //! near the newly accepted layouts is still refused.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use caterva::blz::{self, ExportOptions};
 use caterva::{propose_partitions, Access, Array, Config, Context, ErrorKind, PartitionHints, StorageParams};
 
 mod common;
-use common::{npy, python, repo_root, run, scratch_dir};
+use common::{blz_peer, npy, scratch_dir};
 
 fn peer(args: &[&str], dir: &Path) -> String {
-    let script = repo_root().join("tests").join("blz").join("import_peer.py");
-    let out = run(Command::new(python("bcolz")).arg(script).args(args).arg(dir), &format!("bcolz peer {args:?}"));
-    println!("{out}");
-    out
+    blz_peer("bcolz", "import_peer.py", args, dir)
 }
 
 fn ctx() -> Context {

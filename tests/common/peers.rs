@@ -153,3 +153,12 @@ pub fn npy(path: &Path) -> (String, Vec<i64>, Vec<u8>) {
     let shape = shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
     (descr.replace(' ', ""), shape, b[at + hlen..].to_vec())
 }
+
+/// Run `tests/blz/<script>` with the Python of venv `venv` on `args` and
+/// then `dir`; print and return its output (a failure panics).
+pub fn blz_peer(venv: &str, script: &str, args: &[&str], dir: &Path) -> String {
+    let path = repo_root().join("tests").join("blz").join(script);
+    let out = run(Command::new(python(venv)).arg(path).args(args).arg(dir), &format!("{script} {args:?}"));
+    println!("{out}");
+    out
+}
