@@ -430,6 +430,19 @@ impl Geometry {
         });
     }
 
+    /// Whether `part` covers every item of its chunk's block layout: the
+    /// chunk lies wholly inside the array, its blocks tile it exactly, and
+    /// the part covers it. A write of such a part overwrites every byte of
+    /// the decompressed chunk (no padding is left).
+    #[must_use]
+    pub fn fills_chunk(&self, part: &ChunkPart) -> bool {
+        part.covers_chunk
+            && (0..self.dims()).all(|i| {
+                let (c, b) = (i64::from(self.chunkshape[i]), i64::from(self.blockshape[i]));
+                part.stop[i] - part.start[i] == c && c % b == 0
+            })
+    }
+
     /// Visit the blocks of one chunk that intersect the chunk-local box
     /// `[part.start, part.stop)`, in C order of the block grid.
     pub fn for_each_block_in(&self, part: &ChunkPart, mut f: impl FnMut(BlockPart)) {

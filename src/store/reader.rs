@@ -30,6 +30,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{blosc, frame, frame_check};
+use crate::engine;
 use crate::error::{Error, Result};
 
 /// Bytes of a Blosc2 chunk header.
@@ -173,7 +174,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
     // The header and, if the chunk is as expected, its block starts: one read.
     let head_len = HEADER + 4 * nblocks;
-    grow(buf, head_len, n)?;
+    grow(buf, head_len, 0, n)?;
     let got = read_upto(f, &mut buf[..head_len], at).map_err(io("reading"))?;
     if got < HEADER {
         return Err(corrupt(&path, n, "is cut short"));
@@ -222,8 +223,11 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         }
         _ => false,
     };
+    // Room for the largest chunk of this size at once (no chunk is longer,
+    // see above), so that reading chunk after chunk allocates once.
+    let room = want.nbytes + HEADER;
     if !partial {
-        grow(buf, cbytes, n)?;
+        grow(buf, room, 0, n)?;
         let got = read_upto(f, &mut buf[..cbytes], at).map_err(io("reading"))?;
         if got < cbytes {
             return Err(corrupt(&path, n, "is cut short"));
@@ -254,7 +258,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
             _ => merged.push((s, e)),
         }
     }
-    grow(buf, cbytes, n)?;
+    grow(buf, room, head_len, n)?;
     for (s, e) in merged {
         let got = read_upto(f, &mut buf[s..e], at + s as u64).map_err(io("reading"))?;
         if got < e - s {
@@ -284,11 +288,25 @@ fn open_chunk_file(path: &Path, n: i64) -> Result<(File, u64)> {
 
 /// Make `buf` at least `len` bytes long (new bytes zero), or fail with
 /// [`Error::Io`] (out of memory) naming chunk `n`.
-fn grow(buf: &mut Vec<u8>, len: usize, n: i64) -> Result<()> {
-    if buf.len() < len {
-        crate::engine::reserve(buf, len - buf.len(), || format!("chunk {n} ({len} bytes)"))?;
-        buf.resize(len, 0);
+///
+/// Only the first `keep` bytes are kept when `buf` must be reallocated: a
+/// new buffer comes zeroed from the allocator ([`engine::zeroed_vec`]), so
+/// a partial read faults in only the pages of the blocks it reads.
+fn grow(buf: &mut Vec<u8>, len: usize, keep: usize, n: i64) -> Result<()> {
+    if buf.len() >= len {
+        return Ok(());
     }
+    if buf.capacity() >= len {
+        buf.resize(len, 0);
+        return Ok(());
+    }
+    let mut v = engine::zeroed_vec(len).map_err(|_| {
+        let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
+        Error::io(&format!("allocating chunk {n} ({len} bytes)"), None, &oom)
+    })?;
+    let keep = keep.min(buf.len());
+    v[..keep].copy_from_slice(&buf[..keep]);
+    *buf = v;
     Ok(())
 }
 
