@@ -77,7 +77,10 @@ static int test_patterns(const test_case_t *tc) {
     CHECK_OK(caterva_propose_partitions(&params, CATERVA_ACCESS_BALANCED, 0, 0, 0, 2, &bal));
     CHECK_OK(caterva_propose_partitions(&params, CATERVA_ACCESS_SMALL_READS, 0, 0, 0, 2, &small));
     CHECK_OK(caterva_propose_partitions(&params, CATERVA_ACCESS_SCANS, 0, 0, 0, 2, &scans));
-    CHECK(bytes_of(3, small.blockshape, 8) < bytes_of(3, bal.blockshape, 8));
+    /* Balanced, 3 axes: a stack along axis 0 (blocks one item thin there, chunks thinner than wide). */
+    CHECK(bal.blockshape[0] == 1 && bal.blockshape[1] > 1 && bal.blockshape[2] > 1);
+    CHECK(bal.chunkshape[0] < bal.chunkshape[1] && bal.chunkshape[0] < bal.chunkshape[2]);
+    CHECK(bytes_of(3, small.chunkshape, 8) < bytes_of(3, bal.chunkshape, 8));
     CHECK(bytes_of(3, bal.blockshape, 8) < bytes_of(3, scans.blockshape, 8));
     CHECK(bytes_of(3, bal.chunkshape, 8) < bytes_of(3, scans.chunkshape, 8));
     CHECK(bytes_of(3, bal.chunkshape, 8) <= 4 << 20 && bytes_of(3, bal.chunkshape, 8) >= 1 << 20);
@@ -114,6 +117,43 @@ static int test_patterns(const test_case_t *tc) {
     CHECK(arr->shape[0] == 3);
     CHECK_OK(caterva_free(ctx, &arr));
     CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
+/* caterva_propose_config: the compression the library proposes, and only that changed. */
+static int test_propose_config(const test_case_t *tc) {
+    (void)tc;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    cfg.nthreads = 3;
+    cfg.usedict = 1;
+    cfg.filters[0] = BLOSC_DELTA;
+    CHECK_OK(caterva_propose_config(&cfg));
+    CHECK(cfg.compcodec == BLOSC_LZ4 && cfg.complevel == 5 && cfg.compmeta == 0);
+    CHECK(cfg.splitmode == BLOSC_AUTO_SPLIT && cfg.usedict == 0);
+    CHECK(cfg.filters[0] == 0 && cfg.filters[BLOSC2_MAX_FILTERS - 1] == BLOSC_SHUFFLE);
+    CHECK(cfg.nthreads == 3 && cfg.alloc == malloc && cfg.free == free && cfg.prefilter == NULL);
+    /* It makes arrays: a stack proposed and written with it reads back. */
+    caterva_ctx_t *ctx;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    caterva_params_t params = {.itemsize = 4, .ndim = 3, .shape = {24, 73, 144}};
+    caterva_storage_t storage = {0};
+    CHECK_OK(caterva_propose_partitions(&params, CATERVA_ACCESS_BALANCED, 0, 0, 0, 0, &storage));
+    int64_t n = h_nitems(params.ndim, params.shape);
+    float *in = malloc((size_t)n * 4), *plane = malloc(73 * 144 * 4);
+    CHECK(in != NULL && plane != NULL);
+    for (int64_t i = 0; i < n; i++) in[i] = (float)(i % 1000) * 0.25f;
+    caterva_array_t *arr;
+    CHECK_OK(caterva_from_buffer(ctx, in, n * 4, &params, &storage, &arr));
+    CHECK(arr->sc->compcode == BLOSC_LZ4 && arr->sc->clevel == 5);
+    int64_t start[3] = {7, 0, 0}, stop[3] = {8, 73, 144}, shape[3] = {1, 73, 144};
+    CHECK_OK(caterva_get_slice_buffer(ctx, arr, start, stop, plane, shape, 73 * 144 * 4));
+    CHECK(memcmp(plane, in + 7 * 73 * 144, 73 * 144 * 4) == 0);
+    CHECK_OK(caterva_free(ctx, &arr));
+    CHECK_OK(caterva_ctx_free(&ctx));
+    free(in);
+    free(plane);
+    CHECK_RC(caterva_propose_config(NULL), CATERVA_ERR_NULL_POINTER);
+    CHECK(strstr(caterva_last_error(), "cfg is NULL") != NULL);
     return 0;
 }
 
@@ -172,5 +212,6 @@ static int test_bad_arguments(const test_case_t *tc) {
 void suite_partition(void) {
     RUN_ALL_CASES(test_propose_roundtrip);
     RUN_CASE(test_patterns);
+    RUN_CASE(test_propose_config);
     RUN_CASE(test_bad_arguments);
 }

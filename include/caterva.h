@@ -226,8 +226,11 @@
 #define CATERVA_DTYPE_MAXLEN 64
 
 /**
- * Access pattern for `caterva_propose_partitions`: a mix of whole reads,
- * slices and boxes (near-cubic chunks of about 2 MiB, blocks of about 64 KiB).
+ * Access pattern for `caterva_propose_partitions`: none in particular (the
+ * default of the Python package and the command line). For 3 or more axes
+ * the first is a stack: blocks of about 16 KiB one item thin along it and
+ * near-square across, chunks of about 2 MiB a few items thick; for 1 or 2
+ * axes, near-cubic chunks and blocks.
  */
 #define CATERVA_ACCESS_BALANCED 0
 
@@ -1426,6 +1429,24 @@ int caterva_propose_partitions(const struct caterva_params_t *params,
                                int64_t block_bytes,
                                int nthreads,
                                struct caterva_storage_t *storage);
+
+/**
+ * Set the compression of `cfg` to the library's proposal for arrays whose
+ * caller names none (`caterva::propose_cparams`: LZ4 at level 5 after a
+ * byte shuffle, automatic split, no dictionary): `compcodec`, `compmeta`,
+ * `complevel`, `splitmode`, `usedict`, `filters` and `filtersmeta`. The
+ * allocator, thread count and prefilter are left as they are.
+ * `CATERVA_CONFIG_DEFAULTS` keeps caterva 0.5's ZSTD 5; together with
+ * `caterva_propose_partitions(..., CATERVA_ACCESS_BALANCED, ...)` this is
+ * what the Python package and the command line use by default.
+ *
+ * Returns `CATERVA_ERR_NULL_POINTER` when `cfg` is NULL (nothing is
+ * written then).
+ *
+ * # Safety
+ * `cfg` must be NULL or point to a writable `caterva_config_t`.
+ */
+int caterva_propose_config(struct caterva_config_t *cfg);
 
 /**
  * Describe, in `*result`, what `caterva_reduce` with these arguments

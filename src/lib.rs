@@ -62,5 +62,5 @@ pub use context::{Config, Context, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;
-pub use partition::{propose_partitions, Access, PartitionHints, Partitions};
+pub use partition::{propose_cparams, propose_partitions, Access, PartitionHints, Partitions};
 pub use store::blosc::CParams;

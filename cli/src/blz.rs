@@ -29,10 +29,11 @@ pub struct ImportArgs {
     /// as `caterva copy --access balanced`; never the source's chunk length)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     chunks: Option<Shape>,
-    /// Block shape (default: proposed inside the chunks, about 64 KiB)
+    /// Block shape (default: proposed inside the chunks, about 16 KiB)
     #[arg(long, value_name = "a,b,...", value_parser = parse_shape)]
     blocks: Option<Shape>,
-    /// Codec: zstd, lz4, lz4hc, blosclz or zlib (default zstd)
+    /// Codec: zstd, lz4, lz4hc, blosclz or zlib (default lz4, the library's
+    /// proposal: `caterva::propose_cparams`)
     #[arg(long, value_name = "NAME")]
     codec: Option<String>,
     /// Compression level, 0 to 9 (default 5)
@@ -117,7 +118,7 @@ fn failure(what: &str, path: &str, e: &caterva::Error) -> Failure {
 
 /// `caterva import`.
 pub fn import(a: &ImportArgs) -> Outcome {
-    let mut cp = CParams::default();
+    let mut cp = caterva::propose_cparams();
     if let Some(name) = &a.codec {
         cp.codec = codec::by_name(name).ok_or_else(|| Failure::Usage(format!("unknown codec '{name}'")))?;
     }

@@ -80,7 +80,14 @@ def empty(shape, itemsize=None, dtype=None, **kwargs):
     filtersmeta, nthreads, usedict, checksums, durability ('full', the
     default: a write survives a power loss; 'process': no fsyncs, a write
     survives a killed process; see NDArray.durability), and mode ('w-':
-    refuse an existing path, as python-caterva did; 'w': replace it)."""
+    refuse an existing path, as python-caterva did; 'w': replace it).
+
+    Without chunks, codec, clevel or filters, the library's proposal is
+    used, the same as from C and the command line: chunks and blocks from
+    `propose_partitions` (for 3 or more axes, the first taken as a stack:
+    blocks one item thin along it), LZ4 level 5 after a byte shuffle
+    (python-caterva's was ZSTD 5: pass codec=Codec.ZSTD, clevel=5 for
+    smaller, slower files)."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
     return _make("zeros", shape, itemsize, dtype, kwargs)
 

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use caterva::{
-    codec, Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams,
+    Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams,
 };
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
@@ -103,7 +103,13 @@ fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
             _ => Ok(d),
         }
     }
-    let filters: Vec<u8> = get(kw, "filters", vec![codec::filter::SHUFFLE])?;
+    // What the caller does not name is the core's proposal (`caterva::propose_cparams`),
+    // the same as C's `caterva_propose_config` and the command line's.
+    let proposed = caterva::propose_cparams();
+    let filters: Vec<u8> = match kw.get_item("filters")? {
+        Some(v) if !v.is_none() => v.extract()?,
+        _ => proposed.filters.iter().copied().filter(|&f| f != 0).collect(),
+    };
     let fmeta: Vec<u8> = get(kw, "filtersmeta", vec![0; filters.len()])?;
     if filters.len() > 6 || fmeta.len() > filters.len() {
         return Err(PyValueError::new_err(format!(
@@ -119,8 +125,8 @@ fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
     f[off..].copy_from_slice(&filters);
     m[off..off + fmeta.len()].copy_from_slice(&fmeta);
     Ok(Settings {
-        codec: get(kw, "codec", codec::ZSTD)?,
-        clevel: get(kw, "clevel", 5u8)?,
+        codec: get(kw, "codec", proposed.codec)?,
+        clevel: get(kw, "clevel", proposed.clevel)?,
         filters: f,
         filters_meta: m,
         nthreads: get(kw, "nthreads", 1usize)?,

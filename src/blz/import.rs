@@ -87,7 +87,7 @@ impl Source for Reader {
 
 /// Default chunk and block shapes for an imported array of `shape`: the
 /// library's [`propose_partitions`] for a balanced access (chunks of about
-/// 2 MiB, enough of them for `threads`, and blocks of about 64 KiB),
+/// 2 MiB, enough of them for `threads`, and blocks of about 16 KiB: for 3 or more axes, a stack along the first),
 /// whatever the source's chunks (a bcolz chunk of 4 rows would otherwise
 /// make blocks of 4 items, which do not compress).
 ///

@@ -4,12 +4,15 @@
 use std::ffi::c_int;
 
 use super::{boundary, deref, deref_mut, CATERVA_MAX_DIM, CATERVA_SUCCEED};
-use super::{caterva_params_t, caterva_storage_t};
+use super::{caterva_config_t, caterva_params_t, caterva_storage_t};
 use crate::error::{invalid, Result};
 use crate::partition::{propose_partitions, Access, PartitionHints};
 
-/// Access pattern for `caterva_propose_partitions`: a mix of whole reads,
-/// slices and boxes (near-cubic chunks of about 2 MiB, blocks of about 64 KiB).
+/// Access pattern for `caterva_propose_partitions`: none in particular (the
+/// default of the Python package and the command line). For 3 or more axes
+/// the first is a stack: blocks of about 16 KiB one item thin along it and
+/// near-square across, chunks of about 2 MiB a few items thick; for 1 or 2
+/// axes, near-cubic chunks and blocks.
 pub const CATERVA_ACCESS_BALANCED: c_int = 0;
 /// Access pattern: many small reads (single items, small boxes) at random
 /// places (chunks of about 1 MiB, near-cubic blocks of about 16 KiB).
@@ -94,4 +97,35 @@ fn size(v: i64, what: &str) -> Result<Option<usize>> {
             Err(_) => invalid!("{what} {v} is negative"),
         },
     }
+}
+
+/// Set the compression of `cfg` to the library's proposal for arrays whose
+/// caller names none (`caterva::propose_cparams`: LZ4 at level 5 after a
+/// byte shuffle, automatic split, no dictionary): `compcodec`, `compmeta`,
+/// `complevel`, `splitmode`, `usedict`, `filters` and `filtersmeta`. The
+/// allocator, thread count and prefilter are left as they are.
+/// `CATERVA_CONFIG_DEFAULTS` keeps caterva 0.5's ZSTD 5; together with
+/// `caterva_propose_partitions(..., CATERVA_ACCESS_BALANCED, ...)` this is
+/// what the Python package and the command line use by default.
+///
+/// Returns `CATERVA_ERR_NULL_POINTER` when `cfg` is NULL (nothing is
+/// written then).
+///
+/// # Safety
+/// `cfg` must be NULL or point to a writable `caterva_config_t`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_propose_config(cfg: *mut caterva_config_t) -> c_int {
+    boundary("caterva_propose_config", || {
+        // SAFETY: caller's contract.
+        let cfg = unsafe { deref_mut(cfg, "cfg") }?;
+        let cp = crate::partition::propose_cparams();
+        cfg.compcodec = cp.codec;
+        cfg.compmeta = cp.codec_meta;
+        cfg.complevel = cp.clevel;
+        cfg.splitmode = cp.splitmode;
+        cfg.usedict = c_int::from(cp.use_dict);
+        cfg.filters = cp.filters;
+        cfg.filtersmeta = cp.filters_meta;
+        Ok(CATERVA_SUCCEED)
+    })
 }
