@@ -102,6 +102,57 @@ static int test_durability(const test_case_t *tc) {
     return 0;
 }
 
+/* caterva_ctx_set_durability: the level of the arrays a context creates and
+ * opens from then on (earlier handles keep theirs); bad levels and contexts
+ * are refused and change nothing. */
+static int test_ctx_durability(const test_case_t *tc) {
+    if (h_skip_disk_itemsize(tc)) {
+        return 0;
+    }
+    caterva_ctx_t *ctx = NULL;
+    char path[256];
+    caterva_params_t params;
+    caterva_storage_t storage;
+    CHECK_OK(h_setup(tc, "ctx_durability", &ctx, path, &params, &storage));
+    caterva_array_t *before = NULL, *arr = NULL;
+    CHECK_OK(caterva_zeros(ctx, &params, &storage, &before));
+    CHECK_RC(caterva_ctx_set_durability(ctx, 2), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(caterva_last_error(), "durability level 2") != NULL);
+    CHECK_RC(caterva_ctx_set_durability(NULL, CATERVA_DURABILITY_PROCESS), CATERVA_ERR_NULL_POINTER);
+    CHECK_OK(caterva_ctx_set_durability(ctx, CATERVA_DURABILITY_PROCESS));
+    if (expect_level(ctx, before, CATERVA_DURABILITY_FULL)) {
+        return 1;
+    }
+    CHECK_OK(caterva_free(ctx, &before));
+    int64_t n = h_nitems(params.ndim, params.shape);
+    int64_t size = n * params.itemsize;
+    uint8_t *buf = malloc(size > 0 ? (size_t)size : 1), *out = malloc(size > 0 ? (size_t)size : 1);
+    CHECK(buf != NULL && out != NULL);
+    h_fill_buffer(buf, n, params.itemsize);
+    CHECK_OK(caterva_from_buffer(ctx, buf, size, &params, &storage, &arr));
+    if (expect_level(ctx, arr, CATERVA_DURABILITY_PROCESS)) {
+        return 1;
+    }
+    if (tc->backend.persistent) {
+        CHECK_OK(caterva_free(ctx, &arr));
+        CHECK_OK(caterva_open(ctx, path, &arr));
+        if (expect_level(ctx, arr, CATERVA_DURABILITY_PROCESS)) {
+            return 1;
+        }
+    }
+    CHECK_OK(caterva_to_buffer(ctx, arr, out, size));
+    CHECK(size == 0 || memcmp(buf, out, (size_t)size) == 0);
+    CHECK_OK(caterva_free(ctx, &arr));
+    if (tc->backend.persistent) {
+        CHECK_OK(caterva_remove(ctx, path));
+    }
+    free(buf);
+    free(out);
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 void suite_durability(void) {
     RUN_ALL_CASES(test_durability);
+    RUN_ALL_CASES(test_ctx_durability);
 }

@@ -924,6 +924,23 @@ int caterva_export_blz(struct caterva_ctx_t *ctx,
 int caterva_set_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int level);
 
 /**
+ * Choose what the writes of the arrays created or opened with `ctx` from
+ * now on survive (`CATERVA_DURABILITY_FULL`, the default, or
+ * `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
+ * array on disk is synced before it is renamed into place, at `PROCESS`
+ * it is not (as b2nd, zarr or HDF5 write by default). Each handle may
+ * change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
+ * in the environment makes every handle `PROCESS` whatever this says.
+ *
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
+ * Not thread-safe with respect to other calls using `ctx`.
+ *
+ * # Safety
+ * `ctx` must be NULL or a live context from `caterva_ctx_new`.
+ */
+int caterva_ctx_set_durability(struct caterva_ctx_t *ctx, int level);
+
+/**
  * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
  * `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
  * left it (`CATERVA_JOURNAL_SYNC=0` does not change it).

@@ -390,6 +390,19 @@ impl Codecs {
         self.cctx(comp, geom, nthreads)?.compress(chunk)
     }
 
+    /// [`Codecs::compress`] into a buffer from `spares`, if any.
+    fn compress_reusing(
+        &mut self,
+        comp: &Compression,
+        geom: &Geometry,
+        chunk: &[u8],
+        nthreads: usize,
+        spares: Option<&Spares>,
+    ) -> Result<Vec<u8>> {
+        let out = spares.map(Spares::take).unwrap_or_default();
+        self.cctx(comp, geom, nthreads)?.compress_into(chunk, out)
+    }
+
     /// Decompress chunk `n` into `scratch` (resized to a chunk). With `mask`,
     /// only the blocks whose entry is false are guaranteed to be filled.
     pub(crate) fn load(
@@ -929,6 +942,9 @@ pub(crate) fn write_split(ctx: &Context, geom: &Geometry, ntasks: usize) -> Spli
 /// Build the compressed chunks for writing `src` (shape `src_shape`) into
 /// `region`: chunks the region covers are built from `src` alone, the others
 /// are read from `sc` and patched. Returns `(nchunk, compressed)` in order.
+///
+/// With `spares`, chunks are compressed into the buffers of chunks already
+/// stored ([`Spares`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_chunks(
     ctx: &Context,
@@ -938,6 +954,7 @@ pub(crate) fn build_chunks(
     parts: &[ChunkPart],
     src: &[u8],
     src_shape: &[i64],
+    spares: Option<&Spares>,
 ) -> Result<Vec<(i64, Vec<u8>)>> {
     check_user_buffer(geom, region, src_shape, src.len())?;
     // The copy routine takes a *mut for both directions; in Write direction
@@ -971,9 +988,29 @@ pub(crate) fn build_chunks(
             // immutably for the call; every address checked by `at`).
             unsafe { copy_block(geom, region, part, &b, scratch, user, Dir::Write) };
         });
-        Ok((part.nchunk, codecs.compress(ctx.compression(), geom, scratch, nthreads)?))
+        Ok((part.nchunk, codecs.compress_reusing(ctx.compression(), geom, scratch, nthreads, spares)?))
     };
     run_tasks(ctx, parts, split, work)
+}
+
+/// The buffers of compressed chunks that an operation has stored, for its
+/// next chunks to be compressed into ([`build_chunks`]): a write of many
+/// chunks then touches the pages of a few batches of them, not fresh ones
+/// for every chunk (a fresh page costs a fault and its zeroing). Dropped
+/// with the operation.
+#[derive(Default)]
+pub(crate) struct Spares(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Spares {
+    /// A buffer (empty, possibly with room), or a new one.
+    fn take(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop().unwrap_or_default()
+    }
+
+    /// Keep `bufs` for later chunks.
+    pub(crate) fn give(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(bufs);
+    }
 }
 
 /// Chunk `part.nchunk` of `sc` with the items of `part` written from

@@ -23,9 +23,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use caterva::{
-    Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams,
-};
+use caterva::{Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};

@@ -372,12 +372,14 @@ fn fill_chunks(ctx: &Context, tx: &mut Tx<'_>, g: &Geometry, fill: Fill<'_>) -> 
             let region = g.full_region();
             let parts = engine::plan(g, &region)?;
             let mut batch = Batch::default();
+            let spares = engine::Spares::default();
             // Chunks are built a bounded group at a time (a few per worker), and
-            // appended by the many.
+            // appended by the many; the next ones reuse the buffers of those stored.
             for group in parts.chunks(engine::batch_len(ctx)) {
-                for (_, chunk) in engine::build_chunks(ctx, None, g, &region, group, buf, g.shape())? {
+                for (_, chunk) in engine::build_chunks(ctx, None, g, &region, group, buf, g.shape(), Some(&spares))? {
                     batch.push(tx, chunk)?;
                 }
+                spares.give(batch.spent());
             }
             batch.flush(tx)
         }

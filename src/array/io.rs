@@ -50,7 +50,7 @@ impl Array {
         engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
         let parts = engine::plan(&self.geom, &region)?;
         let built =
-            engine::build_chunks(&self.ctx, Some(&self.store), &self.geom, &region, &parts, buffer, buffershape)?;
+            engine::build_chunks(&self.ctx, Some(&self.store), &self.geom, &region, &parts, buffer, buffershape, None)?;
         self.store.write(|tx| tx.update_chunks(&built))
     }
 

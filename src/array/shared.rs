@@ -63,7 +63,7 @@ impl Array {
             return self.exclusive(|a| a.set_slice_buffer(buffer, buffershape, start, stop)).map(|((), _)| ());
         }
         let geom = self.geom.clone();
-        let built = engine::build_chunks(&self.ctx, None, &geom, &region, &parts, buffer, buffershape)?;
+        let built = engine::build_chunks(&self.ctx, None, &geom, &region, &parts, buffer, buffershape, None)?;
         let (held, changed) = self.store.lock_fresh()?;
         if changed {
             self.geom = geometry_of(&self.store)?;

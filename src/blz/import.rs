@@ -177,7 +177,7 @@ fn fill(
         let region = g.region(&start, &stop)?;
         let parts = engine::plan(g, &region)?;
         for group in parts.chunks(engine::batch_len(ctx)) {
-            for (n, chunk) in engine::build_chunks(ctx, None, g, &region, group, &slab[..want], &slab_shape)? {
+            for (n, chunk) in engine::build_chunks(ctx, None, g, &region, group, &slab[..want], &slab_shape, None)? {
                 if n != tx.nchunks() {
                     return Err(Error::InvalidArgument(format!(
                         "chunk shape {:?} does not cut rows in whole chunks",

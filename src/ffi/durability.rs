@@ -5,8 +5,9 @@ use std::ffi::c_int;
 
 use super::meta::{read_array, with_array};
 use super::types::{caterva_array_t, caterva_ctx_t};
-use crate::context::Durability;
-use crate::error::invalid;
+use super::{boundary, CtxBox, CATERVA_SUCCEED};
+use crate::context::{Config, Context, Durability};
+use crate::error::{invalid, Result};
 
 /// `caterva_set_durability` level: every write is synced to disk (the
 /// journal, then the change) and survives a power loss or an
@@ -37,14 +38,50 @@ pub unsafe extern "C" fn caterva_set_durability(
     // SAFETY: forwarded caller's contract.
     unsafe {
         with_array("caterva_set_durability", ctx, array, |a| {
-            let level = match level {
-                CATERVA_DURABILITY_FULL => Durability::Full,
-                CATERVA_DURABILITY_PROCESS => Durability::Process,
-                _ => invalid!("durability level {level} is not CATERVA_DURABILITY_FULL (0) or _PROCESS (1)"),
-            };
-            a.array.set_durability(level);
+            a.array.set_durability(durability_level(level)?);
             Ok(())
         })
+    }
+}
+
+/// Choose what the writes of the arrays created or opened with `ctx` from
+/// now on survive (`CATERVA_DURABILITY_FULL`, the default, or
+/// `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
+/// array on disk is synced before it is renamed into place, at `PROCESS`
+/// it is not (as b2nd, zarr or HDF5 write by default). Each handle may
+/// change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
+/// in the environment makes every handle `PROCESS` whatever this says.
+///
+/// Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
+/// Not thread-safe with respect to other calls using `ctx`.
+///
+/// # Safety
+/// `ctx` must be NULL or a live context from `caterva_ctx_new`.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_ctx_set_durability(ctx: *mut caterva_ctx_t, level: c_int) -> c_int {
+    boundary("caterva_ctx_set_durability", || {
+        let level = durability_level(level)?;
+        // SAFETY: caller's contract; `get` checks that ctx is a live context.
+        unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: ctx is a live CtxBox (checked above) and, by the caller's
+        // contract, nobody else uses it during the call.
+        let b = unsafe { &mut *ctx.cast::<CtxBox>() };
+        if b.ctx.config().durability != level {
+            b.ctx = Context::with_prefilter(
+                Config { durability: level, ..*b.ctx.config() },
+                b.ctx.compression().prefilter,
+            )?;
+        }
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// The level of a `CATERVA_DURABILITY_*` value.
+fn durability_level(level: c_int) -> Result<Durability> {
+    match level {
+        CATERVA_DURABILITY_FULL => Ok(Durability::Full),
+        CATERVA_DURABILITY_PROCESS => Ok(Durability::Process),
+        _ => invalid!("durability level {level} is not CATERVA_DURABILITY_FULL (0) or _PROCESS (1)"),
     }
 }
 

@@ -357,8 +357,18 @@ impl CCtx {
     /// # Errors
     /// [`Error::Blosc`] if compression fails (bad codec, filter…).
     pub(crate) fn compress(&mut self, src: &[u8]) -> Result<Vec<u8>> {
+        self.compress_into(src, Vec::new())
+    }
+
+    /// [`CCtx::compress`] into `out` (emptied first), whose allocation is
+    /// reused when it is large enough: a buffer that held a chunk already
+    /// stored costs no fresh pages.
+    pub(crate) fn compress_into(&mut self, src: &[u8], mut out: Vec<u8>) -> Result<Vec<u8>> {
         let cap = src.len() + MAX_OVERHEAD;
-        let mut out: Vec<u8> = Vec::with_capacity(cap);
+        out.clear();
+        if out.capacity() < cap {
+            out = Vec::with_capacity(cap);
+        }
         // SAFETY: src is valid for src.len() bytes, out has cap writable bytes;
         // blosc2 writes at most destsize bytes and returns how many.
         let rc = unsafe {

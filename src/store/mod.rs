@@ -790,6 +790,8 @@ fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], m
 pub(crate) struct Batch {
     pending: Vec<Vec<u8>>,
     bytes: usize,
+    /// The chunks appended so far, for the caller to reuse ([`Batch::spent`]).
+    spent: Vec<Vec<u8>>,
 }
 
 impl Batch {
@@ -808,9 +810,15 @@ impl Batch {
 
     /// Append what waits.
     pub(crate) fn flush(&mut self, tx: &mut Tx<'_>) -> Result<()> {
-        tx.append_chunks(&std::mem::take(&mut self.pending))?;
+        tx.append_chunks(&self.pending)?;
+        self.spent.append(&mut self.pending);
         self.bytes = 0;
         Ok(())
+    }
+
+    /// The buffers of the chunks appended since the last call.
+    pub(crate) fn spent(&mut self) -> std::vec::Drain<'_, Vec<u8>> {
+        self.spent.drain(..)
     }
 }
 
