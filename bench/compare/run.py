@@ -650,6 +650,9 @@ def report(args, cfg, results, skipped, elapsed):
                 "b2nd3": f"the libblosc2 of the python-blosc2 wheel, driven from C like b2nd 2.15",
             }.get(lid)
         notes = notes or (r["notes"] if r else "")
+        if r and r.get("na"):
+            w(f"- **{head}**: not measured in this run: {r['na']}")
+            continue
         w(f"- **{head}**: {ver}; {notes}")
     w("")
     if args.defaults:
