@@ -266,10 +266,10 @@ static const char *filter_str(int f) {
 }
 
 /* {"settings": {...}}: the effective chunks, blocks, codec, level and filters. */
-static void emit_settings(int ccode, int level, const uint8_t *filters, int split) {
+static void emit_settings(const int32_t *ch, const int32_t *bl, int ccode, int level, const uint8_t *filters,
+                          int split) {
     printf("{\"settings\": {\"chunks\": [%d, %d, %d], \"blocks\": [%d, %d, %d], \"codec\": \"%s\", "
-           "\"clevel\": %d, \"filters\": [", chunks[0], chunks[1], chunks[2], blocks[0], blocks[1], blocks[2],
-           codec_str(ccode), level);
+           "\"clevel\": %d, \"filters\": [", ch[0], ch[1], ch[2], bl[0], bl[1], bl[2], codec_str(ccode), level);
     bool first = true;
     for (int i = 0; i < BLOSC2_MAX_FILTERS; i++)
         if (filters[i] != BLOSC_NOFILTER) printf("%s\"%s\"", first ? "" : ", ", filter_str(filters[i])), first = false;
@@ -298,7 +298,6 @@ static void libs_init(void) {
     }
     if (caterva_ctx_new(&cfg, &cat_ctx) != 0) die("caterva_ctx_new failed");
     if (checksums && caterva_ctx_set_checksums(cat_ctx, true) != 0) die("caterva_ctx_set_checksums failed");
-    if (lib != B2ND) emit_settings(cfg.compcodec, cfg.complevel, cfg.filters, cfg.splitmode);
 #endif
     cparams = BLOSC2_CPARAMS_DEFAULTS;
     cparams.typesize = itemsize;
@@ -312,7 +311,6 @@ static void libs_init(void) {
     }
     dparams = BLOSC2_DPARAMS_DEFAULTS;
     dparams.nthreads = (int16_t) nthreads;
-    if (lib == B2ND) emit_settings(cparams.compcode, cparams.clevel, cparams.filters, cparams.splitmode);
 }
 
 #ifdef WITH_CATERVA
@@ -400,6 +398,25 @@ static int lib_open(const char *path, arr_t *a) {
         return -1;
     }
     return 0;
+}
+
+/* The settings of an opened array, as the library reports them (read back
+ * from the stored array, not the parameters it was given). */
+static void emit_stored_settings(arr_t *a) {
+#ifdef WITH_CATERVA
+    if (a->cat != NULL) {
+        blosc2_schunk *sc = a->cat->sc;
+        if (sc != NULL)
+            emit_settings(a->cat->chunkshape, a->cat->blockshape, sc->compcode, sc->clevel, sc->filters,
+                          sc->splitmode);
+        else
+            emit_settings(a->cat->chunkshape, a->cat->blockshape, a->cat->cfg->compcodec, a->cat->cfg->complevel,
+                          a->cat->cfg->filters, a->cat->cfg->splitmode);
+        return;
+    }
+#endif
+    blosc2_schunk *sc = a->b2->sc;
+    emit_settings(a->b2->chunkshape, a->b2->blockshape, sc->compcode, sc->clevel, sc->filters, sc->splitmode);
 }
 
 static void lib_close(arr_t *a) {
@@ -719,6 +736,7 @@ int main(int argc, char **argv) {
     /* reads on one open array, page cache warm */
     arr_t a;
     if (lib_open(arr_path, &a) != 0) die("%s", errbuf);
+    emit_stored_settings(&a);
     int64_t boxbytes = (int64_t) nboxes * box * box * box * itemsize;
     uint8_t *buf = xmalloc((size_t) (boxbytes > nbytes ? boxbytes : nbytes));
     readop_t full = {"full", {0}, {0}, 1, buf, nbytes};
