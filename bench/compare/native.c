@@ -50,8 +50,8 @@
 #endif
 
 #define NDIM 3
-#define ITEMSIZE 8
 #define MAXPOS 100000
+#define NPENCIL_MAX 1000
 
 /* ---------------------------------------------------------------- options */
 
@@ -64,11 +64,21 @@ static int64_t shape[NDIM];
 static int32_t chunks[NDIM], blocks[NDIM];
 static int nthreads = 2, reps = 5, write_reps = 3, box = 16;
 static bool cold, keep;
+/* Bytes per item: the digits of --dtype (numpy's kind and size: i8, f4, u2...). */
+static int itemsize = 8;
+/* Codec, level and filter (--codec, --clevel, --filter); --defaults: the
+ * library's own defaults instead, and for caterva-rs its own partitions. */
+static const char *codec_name = "zstd", *filter_name = "shuffle";
+static int codec = BLOSC_ZSTD, clevel = 5, filter = BLOSC_SHUFFLE;
+static bool defaults;
 
 static uint8_t *src; /* the dataset, C order */
 static int64_t nitems, nbytes;
 static int64_t (*boxes)[NDIM], (*items)[NDIM];
 static int nboxes, nitems_pos;
+/* Pencils along each axis: the two fixed coordinates (the other axes, in order). */
+static int64_t pencils[NDIM][NPENCIL_MAX][2];
+static int npencils[NDIM];
 
 static void die(const char *fmt, ...) {
     va_list ap;
@@ -168,7 +178,7 @@ static bool drop_caches(void) {
 
 static void load_source(void) {
     nitems = shape[0] * shape[1] * shape[2];
-    nbytes = nitems * ITEMSIZE;
+    nbytes = nitems * itemsize;
     FILE *f = fopen(data_path, "rb");
     if (f == NULL) die("cannot open %s", data_path);
     src = xmalloc((size_t) nbytes);
@@ -184,6 +194,12 @@ static void load_positions(void) {
     char kind[16];
     long long p[NDIM];
     while (fscanf(f, "%15s %lld %lld %lld", kind, &p[0], &p[1], &p[2]) == 4) {
+        if (strcmp(kind, "pencil") == 0) { /* pencil AXIS a b */
+            if (p[0] < 0 || p[0] >= NDIM || npencils[p[0]] >= NPENCIL_MAX) die("bad pencil line");
+            pencils[p[0]][npencils[p[0]]][0] = p[1];
+            pencils[p[0]][npencils[p[0]]++][1] = p[2];
+            continue;
+        }
         int64_t (*dst)[NDIM] = strcmp(kind, "box") == 0 ? &boxes[nboxes++] : &items[nitems_pos++];
         if (nboxes > MAXPOS || nitems_pos > MAXPOS) die("too many positions");
         for (int d = 0; d < NDIM; d++) (*dst)[d] = p[d];
@@ -208,26 +224,91 @@ static blosc2_dparams dparams;
 
 static char errbuf[512];
 
+#ifdef WITH_CATERVA
+static void cat_params(caterva_params_t *p, caterva_storage_t *s);
+
+/*
+ * ================================================================
+ * caterva-rs's defaults (--defaults): what caterva-rs does untuned.
+ * THE ONE PLACE that says it: the configuration (codec, level, filters,
+ * split mode) and the chunk and block shapes for an array of `p`, with only
+ * the thread count set. Fills `cfg`, and `s->chunkshape` / `s->blockshape`.
+ * (To be replaced by the library's own defaults call once it has one.)
+ * ================================================================
+ */
+static int cat_default_settings(caterva_params_t *p, caterva_config_t *cfg, caterva_storage_t *s) {
+    *cfg = CATERVA_CONFIG_DEFAULTS;
+    cfg->nthreads = (int16_t) nthreads;
+    return caterva_propose_partitions(p, CATERVA_ACCESS_BALANCED, 0, 0, 0, nthreads, s);
+}
+#endif
+
+static const char *codec_str(int c) {
+    switch (c) {
+    case BLOSC_BLOSCLZ: return "blosclz";
+    case BLOSC_LZ4: return "lz4";
+    case BLOSC_LZ4HC: return "lz4hc";
+    case BLOSC_ZLIB: return "zlib";
+    case BLOSC_ZSTD: return "zstd";
+    default: return "other";
+    }
+}
+
+static const char *filter_str(int f) {
+    switch (f) {
+    case BLOSC_NOFILTER: return "nofilter";
+    case BLOSC_SHUFFLE: return "shuffle";
+    case BLOSC_BITSHUFFLE: return "bitshuffle";
+    case BLOSC_DELTA: return "delta";
+    case BLOSC_TRUNC_PREC: return "trunc_prec";
+    default: return "other";
+    }
+}
+
+/* {"settings": {...}}: the effective chunks, blocks, codec, level and filters. */
+static void emit_settings(const int32_t *ch, const int32_t *bl, int ccode, int level, const uint8_t *filters,
+                          int split) {
+    printf("{\"settings\": {\"chunks\": [%d, %d, %d], \"blocks\": [%d, %d, %d], \"codec\": \"%s\", "
+           "\"clevel\": %d, \"filters\": [", ch[0], ch[1], ch[2], bl[0], bl[1], bl[2], codec_str(ccode), level);
+    bool first = true;
+    for (int i = 0; i < BLOSC2_MAX_FILTERS; i++)
+        if (filters[i] != BLOSC_NOFILTER) printf("%s\"%s\"", first ? "" : ", ", filter_str(filters[i])), first = false;
+    printf("], \"splitmode\": %d, \"nthreads\": %d}}\n", split, nthreads);
+    fflush(stdout);
+}
+
 static void libs_init(void) {
     blosc2_init();
 #ifdef WITH_CATERVA
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
-    cfg.compcodec = BLOSC_ZSTD;
-    cfg.complevel = 5;
-    memset(cfg.filters, 0, sizeof cfg.filters);
-    cfg.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
-    cfg.nthreads = (int16_t) nthreads;
+    if (defaults && lib != B2ND) {
+        caterva_params_t p;
+        caterva_storage_t s;
+        cat_params(&p, &s);
+        int rc = cat_default_settings(&p, &cfg, &s);
+        if (rc != 0) die("cat_default_settings: error %d", rc);
+        memcpy(chunks, s.chunkshape, sizeof chunks);
+        memcpy(blocks, s.blockshape, sizeof blocks);
+    } else if (!defaults) {
+        cfg.compcodec = (uint8_t) codec;
+        cfg.complevel = (uint8_t) clevel;
+        memset(cfg.filters, 0, sizeof cfg.filters);
+        cfg.filters[BLOSC2_MAX_FILTERS - 1] = (uint8_t) filter;
+        cfg.nthreads = (int16_t) nthreads;
+    }
     if (caterva_ctx_new(&cfg, &cat_ctx) != 0) die("caterva_ctx_new failed");
     if (checksums && caterva_ctx_set_checksums(cat_ctx, true) != 0) die("caterva_ctx_set_checksums failed");
 #endif
     cparams = BLOSC2_CPARAMS_DEFAULTS;
-    cparams.compcode = BLOSC_ZSTD;
-    cparams.clevel = 5;
-    cparams.typesize = ITEMSIZE;
+    cparams.typesize = itemsize;
     cparams.nthreads = (int16_t) nthreads;
-    cparams.splitmode = BLOSC_AUTO_SPLIT; /* caterva's default, python-blosc2's too */
-    memset(cparams.filters, 0, sizeof cparams.filters);
-    cparams.filters[BLOSC2_MAX_FILTERS - 1] = BLOSC_SHUFFLE;
+    if (!defaults) {
+        cparams.compcode = (uint8_t) codec;
+        cparams.clevel = (uint8_t) clevel;
+        cparams.splitmode = BLOSC_AUTO_SPLIT; /* caterva's default, python-blosc2's too */
+        memset(cparams.filters, 0, sizeof cparams.filters);
+        cparams.filters[BLOSC2_MAX_FILTERS - 1] = (uint8_t) filter;
+    }
     dparams = BLOSC2_DPARAMS_DEFAULTS;
     dparams.nthreads = (int16_t) nthreads;
 }
@@ -236,7 +317,7 @@ static void libs_init(void) {
 static void cat_params(caterva_params_t *p, caterva_storage_t *s) {
     memset(p, 0, sizeof *p);
     memset(s, 0, sizeof *s);
-    p->itemsize = ITEMSIZE;
+    p->itemsize = (uint8_t) itemsize;
     p->ndim = NDIM;
     memcpy(p->shape, shape, sizeof shape);
     memcpy(s->chunkshape, chunks, sizeof chunks);
@@ -319,6 +400,25 @@ static int lib_open(const char *path, arr_t *a) {
     return 0;
 }
 
+/* The settings of an opened array, as the library reports them (read back
+ * from the stored array, not the parameters it was given). */
+static void emit_stored_settings(arr_t *a) {
+#ifdef WITH_CATERVA
+    if (a->cat != NULL) {
+        blosc2_schunk *sc = a->cat->sc;
+        if (sc != NULL)
+            emit_settings(a->cat->chunkshape, a->cat->blockshape, sc->compcode, sc->clevel, sc->filters,
+                          sc->splitmode);
+        else
+            emit_settings(a->cat->chunkshape, a->cat->blockshape, a->cat->cfg->compcodec, a->cat->cfg->complevel,
+                          a->cat->cfg->filters, a->cat->cfg->splitmode);
+        return;
+    }
+#endif
+    blosc2_schunk *sc = a->b2->sc;
+    emit_settings(a->b2->chunkshape, a->b2->blockshape, sc->compcode, sc->clevel, sc->filters, sc->splitmode);
+}
+
 static void lib_close(arr_t *a) {
 #ifdef WITH_CATERVA
     if (a->cat != NULL) caterva_free(cat_ctx, &a->cat);
@@ -359,12 +459,12 @@ static int lib_read_all(arr_t *a, void *buf) {
 
 /* True when buf holds the C-order box [start, stop) of the source (of zeros if `zeros`). */
 static bool region_ok(const int64_t *start, const int64_t *stop, const uint8_t *buf, bool zeros) {
-    int64_t row = (stop[2] - start[2]) * ITEMSIZE;
+    int64_t row = (stop[2] - start[2]) * itemsize;
     static uint8_t *zero_row;
-    if (zeros && zero_row == NULL) zero_row = calloc(1, (size_t) (shape[2] * ITEMSIZE));
+    if (zeros && zero_row == NULL) zero_row = calloc(1, (size_t) (shape[2] * itemsize));
     for (int64_t i = start[0]; i < stop[0]; i++)
         for (int64_t j = start[1]; j < stop[1]; j++) {
-            const uint8_t *want = zeros ? zero_row : src + ((i * shape[1] + j) * shape[2] + start[2]) * ITEMSIZE;
+            const uint8_t *want = zeros ? zero_row : src + ((i * shape[1] + j) * shape[2] + start[2]) * itemsize;
             if (memcmp(buf, want, (size_t) row) != 0) {
                 snprintf(errbuf, sizeof errbuf, "wrong values in row (%lld, %lld) of [%lld:%lld, %lld:%lld, %lld:%lld]",
                          (long long) i, (long long) j, (long long) start[0], (long long) stop[0],
@@ -390,7 +490,7 @@ typedef struct {
 static int run_read(arr_t *a, readop_t *r) {
     if (r->kind == 1) return lib_read_all(a, r->buf);
     if (r->kind == 0) return lib_read(a, r->start, r->stop, r->buf, r->bytes);
-    int64_t boxbytes = (int64_t) box * box * box * ITEMSIZE;
+    int64_t boxbytes = (int64_t) box * box * box * itemsize;
     for (int i = 0; i < nboxes; i++) {
         int64_t stop[NDIM];
         for (int d = 0; d < NDIM; d++) stop[d] = boxes[i][d] + box;
@@ -408,7 +508,7 @@ static bool check_read(readop_t *r) {
         return true;
     }
     if (r->kind == 0) return region_ok(r->start, r->stop, r->buf, false);
-    int64_t boxbytes = (int64_t) box * box * box * ITEMSIZE;
+    int64_t boxbytes = (int64_t) box * box * box * itemsize;
     for (int i = 0; i < nboxes; i++) {
         int64_t stop[NDIM];
         for (int d = 0; d < NDIM; d++) stop[d] = boxes[i][d] + box;
@@ -463,7 +563,8 @@ static void time_items(arr_t *a, const char *path, const char *name, bool zeros,
         int64_t stop[NDIM];
         const int64_t *start = items[i % nitems_pos];
         for (int d = 0; d < NDIM; d++) stop[d] = start[d] + 1;
-        uint64_t v = 0xa5a5a5a5a5a5a5a5ULL;
+        uint8_t v[16];
+        memset(v, 0xa5, sizeof v);
         arr_t fresh;
         arr_t *use = a;
         if (is_cold) {
@@ -476,10 +577,10 @@ static void time_items(arr_t *a, const char *path, const char *name, bool zeros,
             use = &fresh;
         }
         double t0 = now_ms();
-        int rc = lib_read(use, start, stop, &v, ITEMSIZE);
+        int rc = lib_read(use, start, stop, v, itemsize);
         t[i] = now_ms() - t0;
         if (is_cold) lib_close(&fresh);
-        if (rc != 0 || !region_ok(start, stop, (uint8_t *) &v, zeros)) {
+        if (rc != 0 || !region_ok(start, stop, v, zeros)) {
             emit_fail(name, errbuf);
             free(t);
             return;
@@ -487,6 +588,46 @@ static void time_items(arr_t *a, const char *path, const char *name, bool zeros,
     }
     emit_times(name, t, n);
     free(t);
+}
+
+/* Pencils along `axis` (the whole axis, one item thick across the others) at
+ * every pencil position, each call timed, with no untimed warm-up: the first
+ * call is the first such read of the process. The reads are checked after
+ * all of them are timed. */
+static void time_pencils(arr_t *a, int axis) {
+    static const char *const names[NDIM] = {"pencil0", "pencil1", "pencil2"};
+    int n = npencils[axis];
+    if (n == 0) return;
+    int64_t len = shape[axis], bytes = len * itemsize;
+    uint8_t *buf = xmalloc((size_t) (bytes * n));
+    memset(buf, 0xa5, (size_t) (bytes * n));
+    double *t = xmalloc(sizeof(double) * (size_t) n);
+    int64_t start[NPENCIL_MAX][NDIM], stop[NPENCIL_MAX][NDIM];
+    for (int i = 0; i < n; i++) {
+        int o = 0;
+        for (int d = 0; d < NDIM; d++) {
+            start[i][d] = d == axis ? 0 : pencils[axis][i][o++];
+            stop[i][d] = d == axis ? len : start[i][d] + 1;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double t0 = now_ms();
+        int rc = lib_read(a, start[i], stop[i], buf + i * bytes, bytes);
+        t[i] = now_ms() - t0;
+        if (rc != 0) {
+            emit_fail(names[axis], errbuf);
+            goto out;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (!region_ok(start[i], stop[i], buf + i * bytes, false)) {
+            emit_fail(names[axis], errbuf);
+            goto out;
+        }
+    emit_times(names[axis], t, n);
+out:
+    free(t);
+    free(buf);
 }
 
 static void time_open(const char *name, bool is_cold) {
@@ -509,9 +650,10 @@ static void time_open(const char *name, bool is_cold) {
 }
 
 static void usage(void) {
-    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-sparse|b2nd --data FILE --dtype i8|f8 --shape A,B,C "
-        "--chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
-        "--path PATH [--cold] [--keep]");
+    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-sparse|b2nd --data FILE --dtype i8|f4|u2... "
+        "--shape A,B,C --chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
+        "--path PATH [--codec lz4|blosclz|zstd|lz4hc] [--clevel N] [--filter shuffle|bitshuffle|none] "
+        "[--defaults] [--cold] [--keep]");
 }
 
 int main(int argc, char **argv) {
@@ -519,6 +661,10 @@ int main(int argc, char **argv) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(k, "--cold") == 0 || strcmp(k, "--keep") == 0) {
             *(k[2] == 'c' ? &cold : &keep) = true;
+            continue;
+        }
+        if (strcmp(k, "--defaults") == 0) {
+            defaults = true;
             continue;
         }
         if (v == NULL) usage();
@@ -533,6 +679,9 @@ int main(int argc, char **argv) {
             else die("unknown library '%s' in this build", v);
         } else if (strcmp(k, "--data") == 0) data_path = v;
         else if (strcmp(k, "--dtype") == 0) dtype = v;
+        else if (strcmp(k, "--codec") == 0) codec_name = v;
+        else if (strcmp(k, "--clevel") == 0) clevel = atoi(v);
+        else if (strcmp(k, "--filter") == 0) filter_name = v;
         else if (strcmp(k, "--shape") == 0) parse3_64(v, shape);
         else if (strcmp(k, "--chunks") == 0) parse3_32(v, chunks);
         else if (strcmp(k, "--blocks") == 0) parse3_32(v, blocks);
@@ -545,6 +694,19 @@ int main(int argc, char **argv) {
         else usage();
     }
     if (lib < 0 || !data_path || !pos_path || !arr_path || reps < 1 || write_reps < 1 || nthreads < 1) usage();
+    if (strchr("iuf", dtype[0]) == NULL || (itemsize = atoi(dtype + 1)) < 1 || itemsize > 8)
+        die("unsupported dtype '%s' (numpy's: i8, f4, u2...)", dtype);
+    static const char *const cnames[] = {"blosclz", "lz4", "lz4hc", "zstd"};
+    static const int ccodes[] = {BLOSC_BLOSCLZ, BLOSC_LZ4, BLOSC_LZ4HC, BLOSC_ZSTD};
+    codec = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(codec_name, cnames[i]) == 0) codec = ccodes[i];
+    if (codec < 0) die("unknown codec '%s'", codec_name);
+    if (strcmp(filter_name, "shuffle") == 0) filter = BLOSC_SHUFFLE;
+    else if (strcmp(filter_name, "bitshuffle") == 0) filter = BLOSC_BITSHUFFLE;
+    else if (strcmp(filter_name, "none") == 0) filter = BLOSC_NOFILTER;
+    else die("unknown filter '%s'", filter_name);
+    if (clevel < 0 || clevel > 9) die("clevel %d outside 0..9", clevel);
     load_source();
     load_positions();
     libs_init();
@@ -574,7 +736,8 @@ int main(int argc, char **argv) {
     /* reads on one open array, page cache warm */
     arr_t a;
     if (lib_open(arr_path, &a) != 0) die("%s", errbuf);
-    int64_t boxbytes = (int64_t) nboxes * box * box * box * ITEMSIZE;
+    emit_stored_settings(&a);
+    int64_t boxbytes = (int64_t) nboxes * box * box * box * itemsize;
     uint8_t *buf = xmalloc((size_t) (boxbytes > nbytes ? boxbytes : nbytes));
     readop_t full = {"full", {0}, {0}, 1, buf, nbytes};
     readop_t planes[NDIM];
@@ -583,7 +746,7 @@ int main(int argc, char **argv) {
         readop_t *r = &planes[axis];
         memset(r, 0, sizeof *r);
         r->name = pname[axis];
-        r->bytes = ITEMSIZE;
+        r->bytes = itemsize;
         for (int d = 0; d < NDIM; d++) {
             r->start[d] = d == axis ? shape[d] / 2 : 0;
             r->stop[d] = d == axis ? shape[d] / 2 + 1 : shape[d];
@@ -593,6 +756,8 @@ int main(int argc, char **argv) {
     }
     readop_t bx = {"boxes", {0}, {0}, 2, buf, boxbytes};
 
+    /* pencils first: their first call is the first read of the opened array */
+    for (int axis = 0; axis < NDIM; axis++) time_pencils(&a, axis);
     time_read(&a, &full, false);
     for (int axis = 0; axis < NDIM; axis++) time_read(&a, &planes[axis], false);
     time_read(&a, &bx, false);

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """The Python driver of the cross-library benchmark (bench/compare/README.md).
 
-    python pylibs.py --lib L --data FILE --dtype i8|f8 --shape A,B,C
+    python pylibs.py --lib L --data FILE --dtype i8|f4|u2... --shape A,B,C
         --chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W
-        --positions FILE --box S --path PATH [--cold]
+        --positions FILE --box S --path PATH
+        [--codec lz4|blosclz|zstd|lz4hc] [--clevel N] [--filter shuffle|bitshuffle|none]
+        [--defaults] [--cold]
 
-L is one of python-blosc2, zarr, zarr-sharded, h5py, tiledb. It times the
+L is one of python-blosc2, zarr, zarr-sharded, h5py, tiledb, tensorstore.
+--defaults: the library's own defaults (no codec, level, filter, chunk or
+block settings given). A library that lacks the codec or filter asked for
+prints {"na": "why"} and nothing else (its column says n/a). It times the
 operations that native.c times for the C libraries, through each library's
 ordinary Python API (reads return new NumPy arrays), on an array stored at
 PATH, and prints one JSON object per line with the raw times of every
@@ -63,7 +68,14 @@ def path_bytes(path):
 # zeros(path) (an array of the same schema holding zeros, nothing written
 # where the library allows), open(path) -> handle, close(handle),
 # read(handle, index) -> ndarray (index: a tuple of slices, or of ints for
-# one item), read_all(handle) -> ndarray, notes() -> str (settings used).
+# one item), read_all(handle) -> ndarray, notes() -> str (settings used),
+# settings(path) -> dict (the effective chunks, blocks, codec, level and
+# filters of the store written at path). The constructor raises NotAvailable
+# for a codec or filter the library lacks.
+
+
+class NotAvailable(Exception):
+    pass
 
 
 class Blosc2Lib:
@@ -72,14 +84,18 @@ class Blosc2Lib:
 
         self.b = blosc2
         self.a = a
+        if a.defaults:
+            return  # blosc2.asarray(data, urlpath=...) and nothing else
         blosc2.set_nthreads(a.threads)
+        filt = {"shuffle": blosc2.Filter.SHUFFLE, "bitshuffle": blosc2.Filter.BITSHUFFLE,
+                "none": blosc2.Filter.NOFILTER}[a.filter]
         self.cparams = blosc2.CParams(
-            codec=blosc2.Codec.ZSTD,
-            clevel=5,
-            typesize=8,
+            codec=blosc2.Codec[a.codec.upper()],
+            clevel=a.clevel,
+            typesize=a.np_dtype.itemsize,
             nthreads=a.threads,
             splitmode=blosc2.SplitMode.AUTO_SPLIT,
-            filters=[blosc2.Filter.NOFILTER] * 5 + [blosc2.Filter.SHUFFLE],
+            filters=[blosc2.Filter.NOFILTER] * 5 + [filt],
         )
         self.dparams = blosc2.DParams(nthreads=a.threads)
 
@@ -87,22 +103,41 @@ class Blosc2Lib:
         return f"python-blosc2 {self.b.__version__} (c-blosc2 {self.b.VERSION_STRING if hasattr(self.b, 'VERSION_STRING') else '?'})"
 
     def notes(self):
+        if self.a.defaults:
+            return ("contiguous frame; `blosc2.asarray(data, urlpath=...)` with nothing else (its chunks, blocks and "
+                    "cparams: see the settings), `blosc2.open(path)`")
         return f"contiguous frame; chunks and blocks as ours; nthreads {self.a.threads} (cparams, dparams)"
 
+    def settings(self, path):
+        h = self.b.open(path, mode="r")
+        cp = h.cparams
+        return {"chunks": list(h.chunks), "blocks": list(h.blocks), "codec": cp.codec.name.lower(),
+                "clevel": cp.clevel, "filters": [f.name.lower() for f in cp.filters if f.name != "NOFILTER"],
+                "nthreads": cp.nthreads, "splitmode": cp.splitmode.name}
+
     def write(self, path, src):
-        arr = self.b.asarray(
-            src, urlpath=path, mode="w", chunks=self.a.chunks, blocks=self.a.blocks, cparams=self.cparams, dparams=self.dparams
-        )
+        if self.a.defaults:
+            arr = self.b.asarray(src, urlpath=path)
+        else:
+            arr = self.b.asarray(
+                src, urlpath=path, mode="w", chunks=self.a.chunks, blocks=self.a.blocks, cparams=self.cparams,
+                dparams=self.dparams
+            )
         del arr
 
     def zeros(self, path):
-        arr = self.b.zeros(
-            self.a.shape, dtype=self.a.np_dtype, urlpath=path, mode="w", chunks=self.a.chunks, blocks=self.a.blocks,
-            cparams=self.cparams, dparams=self.dparams,
-        )
+        if self.a.defaults:
+            arr = self.b.zeros(self.a.shape, dtype=self.a.np_dtype, urlpath=path)
+        else:
+            arr = self.b.zeros(
+                self.a.shape, dtype=self.a.np_dtype, urlpath=path, mode="w", chunks=self.a.chunks,
+                blocks=self.a.blocks, cparams=self.cparams, dparams=self.dparams,
+            )
         del arr
 
     def open(self, path):
+        if self.a.defaults:
+            return self.b.open(path, mode="r")
         return self.b.open(path, mode="r", dparams=self.dparams)
 
     def close(self, h):
@@ -126,8 +161,11 @@ class ZarrLib:
         self.a = a
         self.sharded = sharded
         zarr.config.set({"threading.max_workers": a.threads})
-        self.codec = BloscCodec(cname="zstd", clevel=5, shuffle="shuffle", typesize=8)
-        if sharded:
+        shuffle = {"shuffle": "shuffle", "bitshuffle": "bitshuffle", "none": "noshuffle"}[a.filter]
+        self.codec = BloscCodec(cname=a.codec, clevel=a.clevel, shuffle=shuffle, typesize=a.np_dtype.itemsize)
+        if a.defaults:
+            self.inner, self.shards = "auto", None
+        elif sharded:
             # zarr needs a shard shape that is a multiple of the inner chunks:
             # the multiple of our block nearest to our chunk along each axis.
             self.inner = tuple(a.blocks)
@@ -140,16 +178,35 @@ class ZarrLib:
         return f"zarr {self.z.__version__} (numcodecs {self.numcodecs.__version__}, its c-blosc {self.numcodecs.blosc.VERSION_STRING})"
 
     def notes(self):
+        a = self.a
+        if a.defaults:
+            return (f"zarr v3, `zarr.create_array(store, shape, dtype, chunks='auto')`, default codecs (see the "
+                    f"settings); threading.max_workers {a.threads}")
+        c = f"BloscCodec {a.codec} {a.clevel} {self.codec.shuffle.value}"
         if self.sharded:
             return (f"zarr v3, shards {list(self.shards)} of inner chunks {list(self.inner)} (our blocks), "
-                    f"BloscCodec zstd 5 shuffle on each inner chunk; threading.max_workers {self.a.threads}")
-        return (f"zarr v3, chunks {list(self.inner)}, BloscCodec zstd 5 shuffle (blosc1, automatic blocksize); "
-                f"threading.max_workers {self.a.threads}")
+                    f"{c} on each inner chunk; threading.max_workers {a.threads}")
+        return (f"zarr v3, chunks {list(self.inner)}, {c} (blosc1, automatic blocksize); "
+                f"threading.max_workers {a.threads}")
+
+    def settings(self, path):
+        h = self.z.open_array(store=path, mode="r")
+        comp = [c.to_dict() for c in h.compressors]
+        st = {"chunks": list(h.chunks), "codecs": comp}
+        if self.sharded:
+            st["shards"] = list(h.shards)
+        for c in comp:
+            cfg = c.get("configuration", {})
+            st["codec"] = cfg.get("cname", c.get("name"))
+            st["clevel"] = cfg.get("clevel", cfg.get("level"))
+            st["filters"] = [cfg["shuffle"]] if "shuffle" in cfg else []
+        return st
 
     def _create(self, path):
+        kw = {} if self.a.defaults else dict(shards=self.shards, compressors=self.codec, fill_value=0)
         return self.z.create_array(
-            store=path, shape=self.a.shape, dtype=self.a.np_dtype, chunks=self.inner, shards=self.shards,
-            compressors=self.codec, fill_value=0, zarr_format=3, overwrite=True,
+            store=path, shape=self.a.shape, dtype=self.a.np_dtype, chunks=self.inner, zarr_format=3, overwrite=True,
+            **kw,
         )
 
     def write(self, path, src):
@@ -182,22 +239,46 @@ class H5pyLib:
         self.h5py = h5py
         self.hdf5plugin = hdf5plugin
         self.a = a
-        self.filt = hdf5plugin.Blosc2(cname="zstd", clevel=5, filters=hdf5plugin.Blosc2.SHUFFLE)
+        if a.defaults:
+            self.filt = hdf5plugin.Blosc2()
+            self.chunks = True
+        else:
+            filt = {"shuffle": hdf5plugin.Blosc2.SHUFFLE, "bitshuffle": hdf5plugin.Blosc2.BITSHUFFLE,
+                    "none": hdf5plugin.Blosc2.NOFILTER}[a.filter]
+            self.filt = hdf5plugin.Blosc2(cname=a.codec, clevel=a.clevel, filters=filt)
+            self.chunks = tuple(a.chunks)
 
     def version(self):
         return f"h5py {self.h5py.__version__} (HDF5 {self.h5py.version.hdf5_version}), hdf5plugin {self.hdf5plugin.version}"
 
     def notes(self):
-        return (f"one chunked dataset, chunks as ours, hdf5plugin.Blosc2 zstd 5 shuffle (blocks chosen by the "
+        a = self.a
+        what = ("chunks=True (h5py's guess), hdf5plugin.Blosc2() defaults" if a.defaults
+                else f"chunks as ours, hdf5plugin.Blosc2 {a.codec} {a.clevel} {a.filter}")
+        return (f"one chunked dataset, {what} (blocks chosen by the "
                 f"filter); BLOSC_NTHREADS={os.environ.get('BLOSC_NTHREADS', 'unset')}; chunk cache off (rdcc_nbytes=0)")
+
+    def settings(self, path):
+        with self.h5py.File(path, "r") as f:
+            d = f["data"]
+            plist = d.id.get_create_plist()
+            opts = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+            st = {"chunks": list(d.chunks), "hdf5 filters": [[o[0], list(o[2])] for o in opts]}
+        # hdf5plugin's Blosc2 cd_values: [.., .., typesize, bytes, clevel, filter, compcode]
+        names = {0: "blosclz", 1: "lz4", 2: "lz4hc", 4: "zlib", 5: "zstd"}
+        fnames = {0: "nofilter", 1: "shuffle", 2: "bitshuffle"}
+        for fid, _, cd, _ in opts:
+            if fid == 32026 and len(cd) >= 7:
+                st.update(codec=names.get(cd[6], cd[6]), clevel=cd[4], filters=[fnames.get(cd[5], cd[5])])
+        return st
 
     def write(self, path, src):
         with self.h5py.File(path, "w") as f:
-            f.create_dataset("data", data=src, chunks=tuple(self.a.chunks), **self.filt)
+            f.create_dataset("data", data=src, chunks=self.chunks, **self.filt)
 
     def zeros(self, path):
         with self.h5py.File(path, "w") as f:
-            f.create_dataset("data", shape=tuple(self.a.shape), dtype=self.a.np_dtype, chunks=tuple(self.a.chunks),
+            f.create_dataset("data", shape=tuple(self.a.shape), dtype=self.a.np_dtype, chunks=self.chunks,
                              fillvalue=0, **self.filt)
 
     def open(self, path):
@@ -217,9 +298,18 @@ class H5pyLib:
         return h[1][()]
 
 
-# Blosc's clevel 5 (every other library here) runs zstd at level 2*5-1 = 9
-# (c-blosc and c-blosc2's zstd_wrap_compress); TileDB takes zstd's own level.
-ZSTD_LEVEL = 9
+def zstd_level(clevel):
+    """The zstd level that blosc's clevel runs (c-blosc2's zstd_wrap_compress): 2*clevel-1, 9 -> 22."""
+    return clevel * 2 - 1 if clevel < 9 else 22
+
+
+def default_tiles(shape, itemsize, target=1 << 20):
+    """Near-cubic tiles of at most `target` bytes: halve the longest extent until they fit."""
+    t = list(shape)
+    while int(np.prod(t)) * itemsize > target and max(t) > 1:
+        i = t.index(max(t))
+        t[i] = (t[i] + 1) // 2
+    return tuple(t)
 
 
 class TileDBLib:
@@ -233,25 +323,54 @@ class TileDBLib:
             "sm.io_concurrency_level": str(a.threads),
         }
         self.ctx = tiledb.Ctx(tiledb.Config(self.cfg))
+        if a.defaults:
+            # TileDB has no automatic tiling for a dense array (tiledb.from_numpy
+            # makes the whole array one tile): ~1 MB near-cubic tiles, and
+            # ZstdFilter() at its default level.
+            self.tiles = default_tiles(a.shape, a.np_dtype.itemsize)
+            self.filters = [tiledb.ZstdFilter()]
+            return
+        self.tiles = tuple(a.chunks)
+        if a.codec == "zstd":
+            comp = tiledb.ZstdFilter(level=zstd_level(a.clevel))
+        elif a.codec == "lz4":
+            comp = tiledb.LZ4Filter()
+        else:
+            raise NotAvailable(f"TileDB has no {a.codec} filter (it has LZ4Filter and ZstdFilter)")
+        pre = {"shuffle": [tiledb.ByteShuffleFilter()], "bitshuffle": [tiledb.BitShuffleFilter()], "none": []}
+        self.filters = pre[a.filter] + [comp]
 
     def version(self):
         return f"tiledb-py {self.t.__version__} (TileDB {'.'.join(map(str, self.t.libtiledb.version()))})"
 
     def notes(self):
-        return (f"dense array, tiles as our chunks, row-major, ByteShuffleFilter + ZstdFilter(level=9) (what blosc's "
-                f"clevel 5 runs: zstd level 2*5-1); "
-                f"sm.compute/io_concurrency_level {self.a.threads}")
+        a = self.a
+        if a.defaults:
+            return (f"dense array, tiles {list(self.tiles)} (chosen here: TileDB has no automatic dense tiling; "
+                    f"near-cubic, at most 1 MiB), ZstdFilter() (TileDB's default level), no shuffle; "
+                    f"sm.compute/io_concurrency_level {a.threads}")
+        fl = " + ".join(f"{type(f).__name__}" + (f"(level={f.level})" if isinstance(f, self.t.ZstdFilter) else "")
+                        for f in self.filters)
+        return (f"dense array, tiles as our chunks, row-major, {fl}"
+                + (f" (what blosc's clevel {a.clevel} runs: zstd level {zstd_level(a.clevel)})" if a.codec == "zstd"
+                   else "") + f"; sm.compute/io_concurrency_level {a.threads}")
+
+    def settings(self, path):
+        sch = self.t.ArraySchema.load(path, ctx=self.ctx)
+        fl = list(sch.attr(0).filters)
+        comp = [f for f in fl if isinstance(f, (self.t.ZstdFilter, self.t.LZ4Filter))]
+        return {"chunks": [int(sch.domain.dim(i).tile) for i in range(sch.ndim)],
+                "codec": type(comp[0]).__name__ if comp else "none",
+                "clevel": comp[0].level if comp else None,
+                "filters": [type(f).__name__ for f in fl if f not in comp]}
 
     def _create(self, path):
         t = self.t
         dims = [
             t.Dim(name=f"d{i}", domain=(0, s - 1), tile=c, dtype=np.int64, ctx=self.ctx)
-            for i, (s, c) in enumerate(zip(self.a.shape, self.a.chunks))
+            for i, (s, c) in enumerate(zip(self.a.shape, self.tiles))
         ]
-        attr = t.Attr(
-            name="v", dtype=self.a.np_dtype, fill=0,
-            filters=t.FilterList([t.ByteShuffleFilter(), t.ZstdFilter(level=ZSTD_LEVEL)]), ctx=self.ctx,
-        )
+        attr = t.Attr(name="v", dtype=self.a.np_dtype, fill=0, filters=t.FilterList(self.filters), ctx=self.ctx)
         schema = t.ArraySchema(
             domain=t.Domain(*dims, ctx=self.ctx), attrs=[attr], sparse=False, cell_order="row-major",
             tile_order="row-major", ctx=self.ctx,
@@ -279,12 +398,87 @@ class TileDBLib:
         return h.query(attrs=["v"])[:]["v"]
 
 
+class TensorStoreLib:
+    """TensorStore, driver zarr3 on a local file kvstore (its blosc codec is c-blosc 1.x)."""
+
+    def __init__(self, a):
+        import tensorstore as ts
+
+        self.ts = ts
+        self.a = a
+        self.ctx = ts.Context({"data_copy_concurrency": {"limit": a.threads},
+                               "file_io_concurrency": {"limit": a.threads}})
+        self.metadata = {"shape": list(a.shape), "data_type": a.np_dtype.name}
+        if not a.defaults:
+            shuffle = {"shuffle": "shuffle", "bitshuffle": "bitshuffle", "none": "noshuffle"}[a.filter]
+            self.metadata.update(
+                chunk_grid={"name": "regular", "configuration": {"chunk_shape": list(a.chunks)}},
+                codecs=[{"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "blosc", "configuration": {"cname": a.codec, "clevel": a.clevel, "shuffle": shuffle,
+                                                            "typesize": a.np_dtype.itemsize, "blocksize": 0}}],
+                fill_value=0,
+            )
+
+    def version(self):
+        import importlib.metadata
+
+        return f"tensorstore {importlib.metadata.version('tensorstore')}"
+
+    def notes(self):
+        a = self.a
+        what = ("its default chunking and codecs (see the settings)" if a.defaults
+                else f"chunks as ours, codecs bytes + blosc {a.codec} {a.clevel} {a.filter} (automatic blocksize)")
+        return (f"zarr3 driver, file kvstore, {what}; data_copy_concurrency and file_io_concurrency limit "
+                f"{a.threads}; no cache pool (the default)")
+
+    def _spec(self, path):
+        return {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+
+    def _create(self, path):
+        spec = dict(self._spec(path), metadata=self.metadata)
+        return self.ts.open(spec, create=True, delete_existing=True, context=self.ctx).result()
+
+    def settings(self, path):
+        h = self.open(path)
+        md = h.spec().to_json()["metadata"]
+        st = {"chunks": md["chunk_grid"]["configuration"]["chunk_shape"], "codecs": md["codecs"]}
+        for c in md["codecs"]:
+            if c["name"] == "blosc":
+                cf = c["configuration"]
+                st.update(codec=cf["cname"], clevel=cf["clevel"], filters=[cf["shuffle"]])
+            elif c["name"] in ("zstd", "gzip"):
+                st.update(codec=c["name"], clevel=c.get("configuration", {}).get("level"), filters=[])
+        st.setdefault("codec", "none")
+        return st
+
+    def write(self, path, src):
+        h = self._create(path)
+        h.write(src).result()
+        del h
+
+    def zeros(self, path):
+        self._create(path)  # no chunk written: reads give the fill value
+
+    def open(self, path):
+        return self.ts.open(self._spec(path), open=True, read=True, context=self.ctx).result()
+
+    def close(self, h):
+        del h
+
+    def read(self, h, index):
+        return h[index].read().result()
+
+    def read_all(self, h):
+        return h.read().result()
+
+
 LIBS = {
     "python-blosc2": lambda a: Blosc2Lib(a),
     "zarr": lambda a: ZarrLib(a, False),
     "zarr-sharded": lambda a: ZarrLib(a, True),
     "h5py": lambda a: H5pyLib(a),
     "tiledb": lambda a: TileDBLib(a),
+    "tensorstore": lambda a: TensorStoreLib(a),
 }
 
 
@@ -298,7 +492,8 @@ def same(got, want):
         return f"shape {got.shape}, expected {want.shape}"
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, expected {want.dtype}"
-    if not np.array_equal(got.view(np.int64), want.view(np.int64)):
+    u = f"u{want.dtype.itemsize}"
+    if not np.array_equal(got.view(u), want.view(u)):
         return "wrong values"
     return None
 
@@ -307,7 +502,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--lib", required=True, choices=sorted(LIBS))
     p.add_argument("--data", required=True)
-    p.add_argument("--dtype", required=True, choices=["i8", "f8"])
+    p.add_argument("--dtype", required=True, help="numpy's: i8, f8, f4, u2...")
+    p.add_argument("--codec", default="zstd", choices=["lz4", "blosclz", "zstd", "lz4hc"])
+    p.add_argument("--clevel", type=int, default=5)
+    p.add_argument("--filter", default="shuffle", choices=["shuffle", "bitshuffle", "none"])
+    p.add_argument("--defaults", action="store_true")
     p.add_argument("--shape", required=True)
     p.add_argument("--chunks", required=True)
     p.add_argument("--blocks", required=True)
@@ -326,13 +525,21 @@ def main():
 
     src = np.fromfile(a.data, dtype=a.np_dtype)
     src = src.reshape(a.shape)
-    boxes, items = [], []
+    boxes, items, pencils = [], [], [[], [], []]
     with open(a.positions) as f:
         for line in f:
             kind, *xyz = line.split()
-            (boxes if kind == "box" else items).append(tuple(int(v) for v in xyz))
+            xyz = tuple(int(v) for v in xyz)
+            if kind == "pencil":
+                pencils[xyz[0]].append(xyz[1:])
+            else:
+                (boxes if kind == "box" else items).append(xyz)
 
-    lib = LIBS[a.lib](a)
+    try:
+        lib = LIBS[a.lib](a)
+    except NotAvailable as e:
+        emit({"na": str(e)})
+        return
     emit({"version": lib.version()})
     emit({"notes": lib.notes()})
     path = a.path
@@ -351,6 +558,10 @@ def main():
         times.append((clock() - t0) * 1e3)
     emit({"op": "write", "ms": times})
     emit({"op": "file_bytes", "value": path_bytes(path)})
+    try:
+        emit({"settings": lib.settings(path)})
+    except Exception as e:  # noqa: BLE001 - only a description
+        emit({"settings": {"error": f"{type(e).__name__}: {e}"}})
 
     def time_open(name, cold):
         times = []
@@ -446,8 +657,41 @@ def main():
     ops = [("full", "full", full_sl)] + [(f"plane{d}", "region", plane_idx[d]) for d in range(3)]
     ops.append(("boxes", "boxes", None))
 
+    def time_pencils(h, axis):
+        """Pencils along axis: every call timed, no warm-up (the first is the first such read of the
+        process); checked after timing."""
+        name = f"pencil{axis}"
+        idxs = []
+        for pos in pencils[axis]:
+            it = iter(pos)
+            idxs.append(tuple(slice(None) if d == axis else next(it) for d in range(3)))
+        times, outs = [], []
+        try:
+            for idx in idxs:
+                t0 = clock()
+                out = lib.read(h, idx)
+                times.append((clock() - t0) * 1e3)
+                outs.append(out)
+            err = None
+            for idx, out in zip(idxs, outs):
+                want = src[idx]
+                err = same(np.asarray(out).reshape(want.shape), want) if np.asarray(out).size == want.size else \
+                    f"{np.asarray(out).size} items, expected {want.size}"
+                if err:
+                    err = f"{err} in pencil {idx}"
+                    break
+        except Exception as e:  # noqa: BLE001
+            err = f"{type(e).__name__}: {e}"
+        if err:
+            emit({"op": name, "fail": err})
+        elif times:
+            emit({"op": name, "ms": times})
+
     time_open("open", False)
     h = lib.open(path)
+    # pencils first: their first call is the first read of the opened store
+    for axis in range(3):
+        time_pencils(h, axis)
     for name, kind, idx in ops:
         time_read(h, name, kind, idx, False)
     time_items(h, "item", path, False, False)

@@ -38,9 +38,10 @@ PIP = {
     "zarr": ["zarr==3.1.6"],
     "h5py": ["h5py==3.16.0", "hdf5plugin==7.1.0"],
     "tiledb": ["tiledb==0.36.1"],
+    "tensorstore": ["tensorstore==0.1.86"],
 }
 IMPORTS = {"numpy": ["numpy"], "python-blosc2": ["blosc2"], "zarr": ["zarr", "numcodecs"],
-           "h5py": ["h5py", "hdf5plugin"], "tiledb": ["tiledb"]}
+           "h5py": ["h5py", "hdf5plugin"], "tiledb": ["tiledb"], "tensorstore": ["tensorstore"]}
 
 # The columns: id, heading, driver kind, what it needs installed.
 LIBS = [
@@ -54,38 +55,66 @@ LIBS = [
     ("zarr-sharded", "zarr v3 sharded (Py)", "python", "zarr-sharded", "zarr"),
     ("h5py", "h5py + Blosc2 (Py)", "python", "h5py", "h5py"),
     ("tiledb", "TileDB (Py)", "python", "tiledb", "tiledb"),
+    ("tensorstore", "TensorStore zarr3 (Py)", "python", "tensorstore", "tensorstore"),
 ]
+# --sweep: the C columns on c-blosc2, for every codec/filter combination in SWEEP.
+SWEEP_LIBS = ["caterva-frame", "b2nd2", "b2nd3"]
+SWEEP = [("lz4", "shuffle"), ("blosclz", "shuffle"), ("zstd", "shuffle"), ("lz4hc", "shuffle"),
+         ("lz4", "bitshuffle"), ("lz4", "none")]
+CODECS = ["lz4", "blosclz", "zstd", "lz4hc"]
+FILTERS = ["shuffle", "bitshuffle", "none"]
 
-FULL = dict(shape=(300, 745, 400), chunks=(50, 150, 100), blocks=(13, 21, 30), reps=5, write_reps=3,
-            nboxes=300, nitems=200)
-QUICK = dict(shape=(60, 149, 80), chunks=(30, 75, 40), blocks=(13, 21, 30), reps=3, write_reps=1,
-             nboxes=300, nitems=50)
+# Per dataset: dtype, description, and the 'same' settings (every library
+# stores with these chunks and blocks) for the full run and for --quick.
+DATASETS = [
+    ("int", "i8", "int64 0..n",
+     dict(shape=(300, 745, 400), chunks=(50, 150, 100), blocks=(13, 21, 30)),
+     dict(shape=(60, 149, 80), chunks=(30, 75, 40), blocks=(13, 21, 30))),
+    ("float", "f8", "float64 smooth field + quantized noise",
+     dict(shape=(300, 745, 400), chunks=(50, 150, 100), blocks=(13, 21, 30)),
+     dict(shape=(60, 149, 80), chunks=(30, 75, 40), blocks=(13, 21, 30))),
+    ("climate", "f4", "float32 temperature-like field (time, lat, lon), rounded to 0.01",
+     dict(shape=(240, 721, 1440), chunks=(24, 180, 360), blocks=(4, 45, 90)),
+     dict(shape=(24, 73, 144), chunks=(12, 37, 72), blocks=(4, 15, 30))),
+]
+DS = {d[0]: d for d in DATASETS}
+# What the run does, per dataset (--quick: fewer repetitions and items).
+FULL = dict(reps=5, write_reps=3, nboxes=300, nitems=200, npencils=9)
+QUICK = dict(reps=3, write_reps=1, nboxes=300, nitems=50, npencils=9)
 BOX = 16
-DATASETS = [("int", "i8", "int64 0..n"), ("float", "f8", "float64 smooth field + quantized noise")]
 DATA_VERSION = "v1"  # change when the generators below change: the cache is keyed by it
 
-ROWS = [  # (op key, row label, unit: "s", "ms", "us", "MB", "x")
-    ("write", "write, s", "s"),
-    ("file_bytes", "file, MB", "MB"),
-    ("ratio", "compression ratio", "x"),
-    ("open", "open, ms", "ms"),
-    ("full", "full read, ms", "ms"),
-    ("plane0", "plane [k, :, :], ms", "ms"),
-    ("plane1", "plane [:, k, :], ms", "ms"),
-    ("plane2", "plane [:, :, k], ms", "ms"),
-    ("boxes", "{nboxes} boxes 16³ (total), ms", "ms"),
-    ("item", "1-item read, µs", "us"),
-    ("overhead", "per-call overhead, µs", "us"),
+ROWS = [  # (op key, row label, unit: "s", "ms", "us", "MB", "x"; statistic of the raw times: median or max)
+    ("write", "write, s", "s", "median"),
+    ("file_bytes", "file, MB", "MB", None),
+    ("ratio", "compression ratio", "x", None),
+    ("open", "open, ms", "ms", "median"),
+    ("full", "full read, ms", "ms", "median"),
+    ("plane0", "plane [k, :, :], ms", "ms", "median"),
+    ("plane1", "plane [:, k, :], ms", "ms", "median"),
+    ("plane2", "plane [:, :, k], ms", "ms", "median"),
+    ("pencil0", "pencil [:, j, k], ms (median of {npencils})", "ms", "median"),
+    ("pencil0", "**pencil [:, j, k], max**, ms (1st call incl.)", "ms", "max"),
+    ("pencil1", "pencil [i, :, k], ms (median of {npencils})", "ms", "median"),
+    ("pencil1", "**pencil [i, :, k], max**, ms (1st call incl.)", "ms", "max"),
+    ("pencil2", "pencil [i, j, :], ms (median of {npencils})", "ms", "median"),
+    ("pencil2", "**pencil [i, j, :], max**, ms (1st call incl.)", "ms", "max"),
+    ("boxes", "{nboxes} boxes 16³ (total), ms", "ms", "median"),
+    ("item", "1-item read, µs", "us", "median"),
+    ("overhead", "per-call overhead, µs", "us", "median"),
 ]
 COLD_ROWS = [
-    ("open_cold", "cold: open, ms", "ms"),
-    ("full_cold", "cold: full read, ms", "ms"),
-    ("plane0_cold", "cold: plane [k, :, :], ms", "ms"),
-    ("plane1_cold", "cold: plane [:, k, :], ms", "ms"),
-    ("plane2_cold", "cold: plane [:, :, k], ms", "ms"),
-    ("boxes_cold", "cold: {nboxes} boxes 16³, ms", "ms"),
-    ("item_cold", "cold: 1-item read, µs", "us"),
+    ("open_cold", "cold: open, ms", "ms", "median"),
+    ("full_cold", "cold: full read, ms", "ms", "median"),
+    ("plane0_cold", "cold: plane [k, :, :], ms", "ms", "median"),
+    ("plane1_cold", "cold: plane [:, k, :], ms", "ms", "median"),
+    ("plane2_cold", "cold: plane [:, :, k], ms", "ms", "median"),
+    ("boxes_cold", "cold: {nboxes} boxes 16³, ms", "ms", "median"),
+    ("item_cold", "cold: 1-item read, µs", "us", "median"),
 ]
+# The rows of each --sweep table.
+SWEEP_ROWS = ["write", "file_bytes", "full", "plane0", "plane1", "plane2", "pencil0", "pencil1", "pencil2",
+              "boxes", "item"]
 
 
 def log(msg):
@@ -235,8 +264,42 @@ def dataset_path(name, shape):
     return os.path.join(DATA, f"{name}-{'x'.join(map(str, shape))}-{DATA_VERSION}.bin")
 
 
+def climate_slabs(shape):
+    """The climate field, float32 (time, lat, lon), one time step at a time.
+
+    280 + 25 cos(lat) + 10 sin(2 pi t / 24 + lon) plus noise correlated in
+    space and time: an AR(1) in t (coefficient 0.9) of Gaussian noise on a
+    grid 8 times coarser, interpolated bilinearly (3 K), plus fine noise
+    (0.1 K), rounded to 0.01.
+    """
+    import numpy as np
+
+    nt, ny, nx = shape
+    rng = np.random.default_rng(20251126)
+    lat = np.deg2rad(np.linspace(90.0, -90.0, ny))
+    lon = np.linspace(0.0, 2 * np.pi, nx, endpoint=False)
+    base = (280.0 + 25.0 * np.cos(lat))[:, None]
+    cy, cx = ny // 8 + 2, nx // 8 + 2
+
+    def interp(n, m):  # indices and weights to stretch m points over n
+        x = np.linspace(0.0, m - 1.0, n)
+        i0 = np.minimum(np.floor(x).astype(int), m - 2)
+        return i0, i0 + 1, (x - i0)
+
+    yi0, yi1, wy = interp(ny, cy)
+    xi0, xi1, wx = interp(nx, cx)
+    coarse = rng.normal(0.0, 1.0, (cy, cx))
+    for t in range(nt):
+        coarse = 0.9 * coarse + np.sqrt(1 - 0.81) * rng.normal(0.0, 1.0, (cy, cx))
+        rows = coarse[yi0] * (1 - wy)[:, None] + coarse[yi1] * wy[:, None]
+        smooth = rows[:, xi0] * (1 - wx) + rows[:, xi1] * wx
+        a = base + 10.0 * np.sin(2 * np.pi * t / 24.0 + lon)[None, :] + 3.0 * smooth
+        a += rng.normal(0.0, 0.1, (ny, nx))
+        yield (np.round(a * 100.0) / 100.0).astype("<f4")
+
+
 def generate(name, shape):
-    """The dataset, generated once and cached: int64 0..n, or the float64 field."""
+    """The dataset, generated once and cached: int64 0..n, the float64 field, or the climate field."""
     import numpy as np
 
     path = dataset_path(name, shape)
@@ -244,6 +307,13 @@ def generate(name, shape):
         return path
     log(f"generating {path}")
     os.makedirs(DATA, exist_ok=True)
+    tmp = path + ".tmp"
+    if name == "climate":
+        with open(tmp, "wb") as f:
+            for slab in climate_slabs(shape):
+                slab.tofile(f)
+        os.replace(tmp, path)
+        return path
     if name == "int":
         a = np.arange(np.prod(shape), dtype="<i8").reshape(shape)
     else:
@@ -256,17 +326,22 @@ def generate(name, shape):
         q = 2.0**-16
         a = a + np.round(rng.normal(0.0, 1e-3, shape) / q) * q
         a = np.ascontiguousarray(a, dtype="<f8")
-    tmp = path + ".tmp"
     a.tofile(tmp)
     os.replace(tmp, path)
     return path
 
 
-def positions_file(shape, nboxes, nitems):
-    """Random box corners and item positions (fixed seed), shared by all libraries."""
+def positions_file(shape, nboxes, nitems, npencils):
+    """Random box corners, item positions and pencils (fixed seeds), shared by all libraries.
+
+    Boxes and items come from the same generator as before pencils existed
+    (the same positions); pencils from their own: `pencil AXIS a b` reads the
+    whole AXIS at (a, b) on the other two axes, in order.
+    """
     import numpy as np
 
-    path = os.path.join(DATA, f"positions-{'x'.join(map(str, shape))}-b{BOX}x{nboxes}-i{nitems}-{DATA_VERSION}.txt")
+    path = os.path.join(DATA, f"positions-{'x'.join(map(str, shape))}-b{BOX}x{nboxes}-i{nitems}-p{npencils}"
+                              f"-{DATA_VERSION}.txt")
     if os.path.exists(path):
         return path
     os.makedirs(DATA, exist_ok=True)
@@ -277,23 +352,47 @@ def positions_file(shape, nboxes, nitems):
             f.write("box %d %d %d\n" % tuple(rng.integers(0, hi)))
         for _ in range(nitems):
             f.write("item %d %d %d\n" % tuple(rng.integers(0, np.array(shape))))
+        prng = np.random.default_rng(0x9E9C)
+        for axis in range(3):
+            others = [shape[d] for d in range(3) if d != axis]
+            for _ in range(npencils):
+                f.write("pencil %d %d %d\n" % (axis, *prng.integers(0, np.array(others))))
     os.replace(path + ".tmp", path)
     return path
+
+
+def blosc2_defaults(shape, dtype):
+    """python-blosc2's default chunks and blocks for an array (compute_chunks_blocks)."""
+    r = sh([sys.executable, "-c", "import sys, blosc2, numpy as np; "
+            f"c, b = blosc2.compute_chunks_blocks({tuple(shape)}, dtype=np.dtype('<{dtype}')); "
+            "print(','.join(map(str, c)), ','.join(map(str, b)))"])
+    if r.returncode != 0:
+        return None
+    c, b = r.stdout.split()
+    return tuple(map(int, c.split(","))), tuple(map(int, b.split(",")))
 
 
 # ---------------------------------------------------------------- running
 
 
-def run_one(lib, ds, args, cfg, data, positions):
+def run_one(lib, ds, args, cfg, data, positions, codec, clevel, filt, tag=""):
     """Run one library on one dataset in its own process; return its parsed output."""
     lid, _, driver, libarg, _ = lib
-    name, dtype, _ = ds
+    name, dtype = ds[0], ds[1]
+    settings = cfg["ds"][name]
     os.makedirs(ARRAYS, exist_ok=True)
     path = os.path.join(ARRAYS, f"{lid}-{name}" + (".h5" if lid == "h5py" else ""))
-    common = ["--lib", libarg, "--data", data, "--dtype", dtype, "--shape", ",".join(map(str, cfg["shape"])),
-              "--chunks", ",".join(map(str, cfg["chunks"])), "--blocks", ",".join(map(str, cfg["blocks"])),
+    chunks, blocks = settings["chunks"], settings["blocks"]
+    if args.defaults and lid in ("b2nd2", "b2nd3"):
+        chunks, blocks = settings["b2nd_defaults"]
+    common = ["--lib", libarg, "--data", data, "--dtype", dtype, "--shape", ",".join(map(str, settings["shape"])),
+              "--chunks", ",".join(map(str, chunks)), "--blocks", ",".join(map(str, blocks)),
               "--threads", str(args.threads), "--reps", str(cfg["reps"]), "--write-reps", str(cfg["write_reps"]),
               "--positions", positions, "--box", str(BOX), "--path", path]
+    if args.defaults:
+        common.append("--defaults")
+    else:
+        common += ["--codec", codec, "--clevel", str(clevel), "--filter", filt]
     if args.cold:
         common.append("--cold")
     env = dict(os.environ)
@@ -304,9 +403,10 @@ def run_one(lib, ds, args, cfg, data, positions):
             env["BLOSC_NTHREADS"] = str(args.threads)  # hdf5plugin's Blosc2 filter has no other setting
     else:
         cmd = [os.path.join(BIN, driver), *common]
-    log(f"{lid} on {name}")
+    log(f"{lid} on {name}{tag}")
     t0 = time.time()
-    res = {"ops": {}, "fail": {}, "version": None, "notes": None, "cold": None, "error": None}
+    res = {"ops": {}, "fail": {}, "version": None, "notes": None, "cold": None, "error": None, "settings": None,
+           "na": None}
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
         stdout, stderr, rc = p.stdout, p.stderr, p.returncode
@@ -325,7 +425,7 @@ def run_one(lib, ds, args, cfg, data, positions):
         elif "op" in o and "fail" in o:
             res["fail"][o["op"]] = o["fail"]
         else:
-            for k in ("version", "notes", "cold"):
+            for k in ("version", "notes", "cold", "settings", "na"):
                 if k in o:
                     res[k] = o[k]
     if rc != 0:
@@ -334,7 +434,9 @@ def run_one(lib, ds, args, cfg, data, positions):
     shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else None
     if os.path.exists(path):
         os.remove(path)
-    log(f"{lid} on {name}: {time.time() - t0:.0f} s" + (f" ({res['error']})" if res["error"] else ""))
+    log(f"{lid} on {name}{tag}: {time.time() - t0:.0f} s" + (f" ({res['error']})" if res["error"] else "") +
+        (f" (n/a: {res['na']})" if res["na"] else "") +
+        (f" (FAIL: {', '.join(res['fail'])})" if res["fail"] else ""))
     return res
 
 
@@ -373,8 +475,12 @@ def commit():
     return c
 
 
-def value(res, key, unit, nbytes):
-    """(text, number) for one cell."""
+def fmt(m):
+    return f"{m:.3f}" if m < 1 else f"{m:.2f}" if m < 10 else f"{m:.1f}" if m < 1000 else f"{m:.0f}"
+
+
+def value(res, key, unit, stat, nbytes):
+    """(text, number) for one cell: the median (or max) of the raw times, or the size."""
     if key == "ratio":
         fb = res["ops"].get("file_bytes")
         return (f"{nbytes / fb:.1f}", nbytes / fb) if fb else (None, None)
@@ -382,23 +488,34 @@ def value(res, key, unit, nbytes):
     if v is None:
         return None, None
     if unit == "MB":
-        return f"{v / 1e6:.1f}", v / 1e6
-    m = statistics.median(v)
+        return fmt(v / 1e6), v / 1e6
+    m = max(v) if stat == "max" else statistics.median(v)
     if unit == "s":
         m /= 1e3
-        return (f"{m:.2f}" if m < 10 else f"{m:.1f}"), m
     if unit == "us":
         m *= 1e3
-    return (f"{m:.2f}" if m < 10 else f"{m:.1f}" if m < 1000 else f"{m:.0f}"), m
+    return fmt(m), m
 
 
-def report(args, cfg, results, skipped, elapsed):
+def ds_bytes(cfg, name):
+    shape = cfg["ds"][name]["shape"]
+    return int(DS[name][1][1:]) * shape[0] * shape[1] * shape[2]
+
+
+def compression(args):
+    if args.defaults:
+        return "each library's own defaults (see the settings below)"
+    if args.sweep:
+        return f"one table per codec and filter (below), level {args.clevel}"
+    return f"codec {args.codec} level {args.clevel}, filter {args.filter}"
+
+
+def header(args, cfg, title, elapsed):
     model, nproc, mem, fs = machine()
-    n_libs = [lib for lib in LIBS if lib[0] in args.only]
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = []
     w = out.append
-    w("# Cross-library benchmark: N-d arrays on disk" + (" (--quick)" if args.quick else ""))
+    w(f"# {title}" + (" (--quick)" if args.quick else ""))
     w("")
     w("Written by `bash bench/compare/run.sh" + (" " + " ".join(args.argv) if args.argv else "") +
       "`; what is measured and how to read it: [README.md](README.md).")
@@ -406,14 +523,88 @@ def report(args, cfg, results, skipped, elapsed):
     w(f"- date: {now}; total run time {elapsed / 60:.1f} min")
     w(f"- machine: {model}, nproc {nproc}, {mem} RAM, {platform.system()} {platform.release()}; "
       f"arrays on {fs}; load average (1, 5, 15 min) at the start {args.load_start}, at the end "
-      f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (the load before the run is other processes')")
+      f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (the load before the run is other processes'; "
+      f"the libraries run one after another)")
     w(f"- caterva-rs commit: {commit()}; its c-blosc2 2.15 (also b2nd 2.15's): {args.blosc215}")
     w(f"- threads: {args.threads} (where a library has a setting: see the notes)")
-    w(f"- workload: shape {list(cfg['shape'])}, chunks {list(cfg['chunks'])}, blocks {list(cfg['blocks'])}, 8-byte "
-      f"items, ZSTD level 5 + byte shuffle; {cfg['nboxes']} random {BOX}³ boxes and {cfg['nitems']} random items "
-      f"(fixed seed, the same for every library)")
+    w(f"- compression: {compression(args)}")
+    for name in args.datasets:
+        st = cfg["ds"][name]
+        line = (f"- dataset `{name}` ({DS[name][1]}): shape {list(st['shape'])}"
+                + (f", chunks {list(st['chunks'])}, blocks {list(st['blocks'])}" if not args.defaults else ""))
+        if args.defaults and st.get("b2nd_defaults"):
+            line += (f"; b2nd's chunks {list(st['b2nd_defaults'][0])}, blocks {list(st['b2nd_defaults'][1])} "
+                     f"(`blosc2.compute_chunks_blocks`)")
+        w(line)
+    w(f"- reads: {cfg['nboxes']} random {BOX}³ boxes, {cfg['nitems']} random items, {cfg['npencils']} pencils per "
+      f"axis (fixed seeds, the same for every library)")
     w(f"- medians of {cfg['reps']} repetitions (write: {cfg['write_reps']}; 1-item read and per-call overhead: the "
-      f"median of {cfg['nitems']} calls), page cache warm")
+      f"median of {cfg['nitems']} calls; pencils: the median and the max of {cfg['npencils']} calls, no warm-up: "
+      f"the first is the first such read of the process), page cache warm")
+    return out
+
+
+def make_cell(r, lid, head, name, key, unit, stat, nbytes, footnotes, skipped):
+    """(cell text, number or None)."""
+    if lid in skipped:
+        return "n/a", None
+    if r is None:
+        return "—", None
+    if r.get("na"):
+        note = f"{head}, {name}: n/a: {r['na']}"
+        if note not in footnotes:
+            footnotes.append(note)
+        return f"n/a[^{footnotes.index(note) + 1}]", None
+    fail = r["fail"].get(key if key != "ratio" else "write")
+    txt, num = value(r, key, unit, stat, nbytes)
+    if fail:
+        footnotes.append(f"{head}, {name}, {key}: {fail}")
+        return f"FAIL[^{len(footnotes)}]", None
+    if txt is None and r["error"]:
+        footnotes.append(f"{head}, {name}: {r['error']}")
+        return f"FAIL[^{len(footnotes)}]", None
+    if txt is None:
+        return "—", None
+    return txt, num
+
+
+def short_label(label, cfg, keep_bold=False):
+    """A row label without its unit: 'plane [k, :, :], ms' -> 'plane [k, :, :]'."""
+    lab = label.format(**cfg)
+    if not keep_bold:
+        lab = lab.replace("**", "")
+    for unit in (", ms", ", µs", ", s", ", MB"):
+        if unit in lab:
+            return lab.rsplit(unit, 1)[0]
+    return lab
+
+
+def spread_table(w, libs, per, rows, cfg):
+    """max / median of the raw times of every timed row."""
+    w("Spread (max / median of the raw times; for 1-item rows, of the calls; high values: noise, or a slow "
+      "first call):")
+    w("")
+    w("| | " + " | ".join(lib[1] for lib in libs) + " |")
+    w("|---|" + "---:|" * len(libs))
+    seen = set()
+    for key, label, unit, stat in rows:
+        if stat is None or key in seen:
+            continue
+        seen.add(key)
+        cells = []
+        for lib in libs:
+            v = (per.get(lib[0]) or {}).get("ops", {}).get(key)
+            m = statistics.median(v) if v else None
+            cells.append(f"{max(v) / m:.2f}" if v and m else "—")
+        w(f"| {short_label(label, cfg)} | " + " | ".join(cells) + " |")
+    w("")
+
+
+def report(args, cfg, results, skipped, elapsed):
+    n_libs = [lib for lib in LIBS if lib[0] in args.only]
+    title = "Cross-library benchmark: N-d arrays on disk" + (", each library's defaults" if args.defaults else "")
+    out = header(args, cfg, title, elapsed)
+    w = out.append
     if not args.cold:
         w("- cold run: not requested (`--cold`)")
     else:
@@ -424,7 +615,6 @@ def report(args, cfg, results, skipped, elapsed):
             w("- cold run: before each repetition the page cache is dropped (`echo 3 > /proc/sys/vm/drop_caches`) "
               "and the array opened (untimed, except for the open row); 1-item: one read per repetition")
     w("")
-    # versions and notes
     w("Libraries:")
     w("")
     for lib in n_libs:
@@ -432,56 +622,75 @@ def report(args, cfg, results, skipped, elapsed):
         if lid in skipped:
             w(f"- **{head}**: not measured: {skipped[lid]}")
             continue
-        r = next((results[d[0]][lid] for d in DATASETS if lid in results.get(d[0], {})), None)
+        r = next((results[d][lid] for d in args.datasets if lid in results.get(d, {})), None)
         ver = r["version"] if r and r["version"] else "?"
         if lid in ("caterva-frame", "caterva-frame-sums", "caterva-sparse", "b2nd2", "b2nd3"):
             ver = f"c-blosc2 {ver}"
             if lid.startswith("caterva"):
                 ver = f"libcaterva.so at the commit above, {ver}"
-        notes = {
-            "caterva-frame": f"contiguous frame (one file); `caterva_config_t.nthreads` {args.threads}",
-            "caterva-frame-sums": f"contiguous frame with per-chunk checksums (`caterva_ctx_set_checksums`): "
-                                  f"what the frame column costs with them; `nthreads` {args.threads}",
-            "caterva-sparse": f"sparse frame (a directory, one file per chunk); `nthreads` {args.threads}",
-            "b2nd2": f"contiguous frame; cparams/dparams nthreads {args.threads} (the dctx of an opened array "
-                     f"replaced by one with nthreads {args.threads}, as python-blosc2 does)",
-            "b2nd3": f"the libblosc2 of the python-blosc2 wheel, driven from C like b2nd 2.15",
-        }.get(lid) or (r["notes"] if r else "")
+        t = args.threads
+        if args.defaults:
+            notes = {
+                "caterva-frame": f"contiguous frame; `CATERVA_CONFIG_DEFAULTS` with nthreads {t}, partitions from "
+                                 f"`caterva_propose_partitions(BALANCED)` (native.c's `cat_default_settings`)",
+                "caterva-frame-sums": "as caterva-rs frame, with per-chunk checksums",
+                "caterva-sparse": "as caterva-rs frame, sparse frame (a directory)",
+                "b2nd2": f"`BLOSC2_CPARAMS_DEFAULTS` with typesize and nthreads {t}; chunks and blocks from "
+                         f"python-blosc2's `compute_chunks_blocks`",
+                "b2nd3": f"as b2nd 2.15, the libblosc2 of the python-blosc2 wheel",
+            }.get(lid)
+        else:
+            notes = {
+                "caterva-frame": f"contiguous frame (one file); `caterva_config_t.nthreads` {t}",
+                "caterva-frame-sums": f"contiguous frame with per-chunk checksums (`caterva_ctx_set_checksums`): "
+                                      f"what the frame column costs with them; `nthreads` {t}",
+                "caterva-sparse": f"sparse frame (a directory, one file per chunk); `nthreads` {t}",
+                "b2nd2": f"contiguous frame; cparams/dparams nthreads {t} (the dctx of an opened array "
+                         f"replaced by one with nthreads {t}, as python-blosc2 does)",
+                "b2nd3": f"the libblosc2 of the python-blosc2 wheel, driven from C like b2nd 2.15",
+            }.get(lid)
+        notes = notes or (r["notes"] if r else "")
+        if r and r.get("na"):
+            w(f"- **{head}**: not measured in this run: {r['na']}")
+            continue
         w(f"- **{head}**: {ver}; {notes}")
     w("")
+    if args.defaults:
+        w("Effective settings (as each library reports them after writing):")
+        w("")
+        w("| library | dataset | chunks | blocks / inner | codec | level | filters | other |")
+        w("|---|---|---|---|---|---|---|---|")
+        for lib in n_libs:
+            for name in args.datasets:
+                r = results.get(name, {}).get(lib[0])
+                st = (r or {}).get("settings") or {}
+                if not st:
+                    continue
+                other = ", ".join(f"{k} {v}" for k, v in st.items()
+                                  if k not in ("chunks", "blocks", "codec", "clevel", "filters"))
+                w(f"| {lib[1]} | {name} | {st.get('chunks', '—')} | {st.get('blocks', '—')} | {st.get('codec', '—')} "
+                  f"| {st.get('clevel', '—')} | {st.get('filters', '—')} | {other} |")
+        w("")
     rows = ROWS + (COLD_ROWS if args.cold else [])
     footnotes = []
-    for ds in DATASETS:
-        name, _, desc = ds
+    for name in args.datasets:
+        desc = DS[name][2]
         per = results.get(name, {})
-        nbytes = 8 * cfg["shape"][0] * cfg["shape"][1] * cfg["shape"][2]
+        nbytes = ds_bytes(cfg, name)
         w(f"## {desc} (dataset \"{name}\", {nbytes / 1e6:.0f} MB)")
         w("")
         heads = [lib[1] for lib in n_libs]
         w("| | " + " | ".join(heads) + " |")
         w("|---|" + "---:|" * len(heads))
         nums = {}
-        for key, label, unit in rows:
+        for key, label, unit, stat in rows:
             cells = []
             for lib in n_libs:
-                lid = lib[0]
-                if lid in skipped:
-                    cells.append("n/a")
-                    continue
-                r = per.get(lid)
-                fail = r["fail"].get(key if key != "ratio" else "write") if r else None
-                txt, num = value(r, key, unit, nbytes) if r else (None, None)
-                if fail:
-                    footnotes.append(f"{lib[1]}, {name}, {key}: {fail}")
-                    cells.append(f"FAIL[^{len(footnotes)}]")
-                elif txt is None and r and r["error"]:
-                    footnotes.append(f"{lib[1]}, {name}: {r['error']}")
-                    cells.append(f"FAIL[^{len(footnotes)}]")
-                elif txt is None:
-                    cells.append("—")
-                else:
-                    cells.append(txt)
-                    nums[(key, lid)] = num
+                txt, num = make_cell(per.get(lib[0]), lib[0], lib[1], name, key, unit, stat, nbytes, footnotes,
+                                     skipped)
+                cells.append(txt)
+                if num is not None:
+                    nums[(key, stat, lib[0])] = num
             w(f"| {label.format(**cfg)} | " + " | ".join(cells) + " |")
         w("")
         # relative table: time / caterva-rs frame's time
@@ -491,16 +700,85 @@ def report(args, cfg, results, skipped, elapsed):
             w("")
             w("| | " + " | ".join(heads[1:]) + " |")
             w("|---|" + "---:|" * (len(heads) - 1))
-            for key, label, unit in rows:
+            for key, label, unit, stat in rows:
                 if key == "ratio":
                     continue
-                base = nums.get((key, "caterva-frame"))
+                base = nums.get((key, stat, "caterva-frame"))
                 cells = []
                 for lib in n_libs[1:]:
-                    v = nums.get((key, lib[0]))
+                    v = nums.get((key, stat, lib[0]))
                     cells.append(f"{v / base:.2f}" if v is not None and base else "—")
-                w(f"| {label.format(**cfg).rsplit(',', 1)[0]} | " + " | ".join(cells) + " |")
+                w(f"| {short_label(label, cfg, keep_bold=True)} | " + " | ".join(cells) + " |")
             w("")
+        spread_table(w, [lib for lib in n_libs if lib[0] not in skipped], per, rows, cfg)
+    if footnotes:
+        for i, f in enumerate(footnotes, 1):
+            w(f"[^{i}]: {f}")
+        w("")
+    return "\n".join(out) + "\n"
+
+
+def combo_name(codec, filt):
+    return f"{codec} + {filt}"
+
+
+def report_sweep(args, cfg, results, skipped, elapsed):
+    """One table per codec/filter combination, then ours / best b2nd per row and combination."""
+    n_libs = [lib for lib in LIBS if lib[0] in args.only]
+    out = header(args, cfg, "Codec and filter sweep: caterva-rs vs b2nd (C)", elapsed)
+    w = out.append
+    w(f"- combinations (level {args.clevel}): " + ", ".join(combo_name(c, f) for c, f in SWEEP))
+    w("")
+    for lib in n_libs:
+        if lib[0] in skipped:
+            w(f"- **{lib[1]}**: not measured: {skipped[lib[0]]}")
+    rowdef = {}
+    for key, label, unit, stat in ROWS:
+        rowdef.setdefault(key, []).append((label, unit, stat))
+    sel = [(key, label, unit, stat) for key in SWEEP_ROWS for (label, unit, stat) in rowdef[key]]
+    footnotes = []
+    summary = {}  # (name, key, stat) -> {combo: ratio}
+    for name in args.datasets:
+        nbytes = ds_bytes(cfg, name)
+        w(f"## {DS[name][2]} (dataset \"{name}\", {nbytes / 1e6:.0f} MB)")
+        w("")
+        for codec, filt in SWEEP:
+            cn = combo_name(codec, filt)
+            per = results.get(cn, {}).get(name, {})
+            w(f"### {cn}")
+            w("")
+            w("| | " + " | ".join(lib[1] for lib in n_libs) + " | ours / best b2nd |")
+            w("|---|" + "---:|" * (len(n_libs) + 1))
+            for key, label, unit, stat in sel:
+                cells, nums = [], {}
+                for lib in n_libs:
+                    txt, num = make_cell(per.get(lib[0]), lib[0], lib[1], f"{name}, {cn}", key, unit, stat, nbytes,
+                                         footnotes, skipped)
+                    cells.append(txt)
+                    nums[lib[0]] = num
+                b2 = [nums.get(x) for x in ("b2nd2", "b2nd3") if nums.get(x)]
+                ratio = nums.get("caterva-frame") / min(b2) if b2 and nums.get("caterva-frame") else None
+                summary.setdefault((name, key, stat, label), {})[cn] = ratio
+                cells.append(f"{ratio:.2f}" if ratio else "—")
+                w(f"| {label.format(**cfg)} | " + " | ".join(cells) + " |")
+            w("")
+        w(f"### Summary, dataset \"{name}\": caterva-rs frame / the better of b2nd 2.15 and 3.x "
+          f"(time or size; below 1: caterva-rs is faster or smaller)")
+        w("")
+        combos = [combo_name(c, f) for c, f in SWEEP]
+        w("| | " + " | ".join(combos) + " |")
+        w("|---|" + "---:|" * len(combos))
+        for key, label, unit, stat in sel:
+            rs = summary.get((name, key, stat, label), {})
+            w(f"| {label.format(**cfg)} | " + " | ".join(f"{rs[c]:.2f}" if rs.get(c) else "—" for c in combos) + " |")
+        w("")
+        for codec, filt in SWEEP:
+            cn = combo_name(codec, filt)
+            per = results.get(cn, {}).get(name, {})
+            if per:
+                w(f"Spread, {cn}:")
+                w("")
+                spread_table(w, [lib for lib in n_libs if lib[0] not in skipped], per, sel, cfg)
     if footnotes:
         for i, f in enumerate(footnotes, 1):
             w(f"[^{i}]: {f}")
@@ -511,32 +789,66 @@ def report(args, cfg, results, skipped, elapsed):
 def main():
     p = argparse.ArgumentParser(description="cross-library N-d array benchmark (see bench/compare/README.md)")
     p.add_argument("--threads", type=int, default=2, help="threads where a library has a setting (default 2)")
-    p.add_argument("--quick", action="store_true", help="a small array and few repetitions (a CI smoke run)")
+    p.add_argument("--quick", action="store_true", help="small arrays and few repetitions (a CI smoke run)")
     p.add_argument("--cold", action="store_true", help="also time reads after dropping the page cache (root)")
     p.add_argument("--only", default=None, help="comma-separated library ids: " + ",".join(lib[0] for lib in LIBS))
+    p.add_argument("--datasets", default=None, help="comma-separated datasets: " + ",".join(DS) +
+                   " (default all; --sweep: climate)")
+    p.add_argument("--codec", default="zstd", choices=CODECS, help="blosc codec (default zstd)")
+    p.add_argument("--clevel", type=int, default=5, help="compression level 0..9 (default 5)")
+    p.add_argument("--filter", default="shuffle", choices=FILTERS, help="filter (default shuffle)")
+    p.add_argument("--sweep", action="store_true", help="only the C blosc columns, every codec/filter combination")
+    p.add_argument("--defaults", action="store_true", help="every library with its own default settings")
     p.add_argument("--reps", type=int, default=None, help="repetitions per operation (default 5, --quick 3)")
     p.add_argument("--out", default=None, help="results file (default bench/compare/results.md for a full run "
                                                 "of every library, else target/compare/results-quick.md or "
-                                                "target/compare/results-partial.md)")
+                                                "target/compare/results-partial.md; --sweep: results-sweep.md, "
+                                                "--defaults: results-defaults.md)")
     p.add_argument("--timeout", type=int, default=3600, help="seconds per library and dataset (default 3600)")
     args = p.parse_args()
     args.argv = sys.argv[1:]
+    if args.sweep and args.defaults:
+        p.error("--sweep and --defaults are separate runs")
+    if not 0 <= args.clevel <= 9:
+        p.error("--clevel: 0..9")
     ids = [lib[0] for lib in LIBS]
+    if args.sweep:
+        ids = SWEEP_LIBS
+    elif args.defaults:
+        ids = [x for x in ids if x != "zarr-sharded"]  # zarr has no default sharding
     if args.only:
         args.only = [x.strip() for x in args.only.split(",") if x.strip()]
         bad = [x for x in args.only if x not in ids]
         if bad:
-            p.error(f"unknown library {bad}; known: {','.join(ids)}")
+            p.error(f"unknown library {bad} (in this mode); known: {','.join(ids)}")
     else:
-        args.only = ids
+        args.only = list(ids)
+    if args.datasets:
+        args.datasets = [x.strip() for x in args.datasets.split(",") if x.strip()]
+        bad = [x for x in args.datasets if x not in DS]
+        if bad:
+            p.error(f"unknown dataset {bad}; known: {','.join(DS)}")
+    else:
+        args.datasets = ["climate"] if args.sweep else list(DS)
     cfg = dict(QUICK if args.quick else FULL)
     if args.reps:
         cfg["reps"] = args.reps
         cfg["write_reps"] = min(cfg["write_reps"], args.reps)
+    cfg["ds"] = {name: dict(DS[name][4] if args.quick else DS[name][3]) for name in args.datasets}
+    default_run = (len(args.only) == len(ids) and args.datasets == list(DS) and args.codec == "zstd"
+                   and args.clevel == 5 and args.filter == "shuffle")
     if args.out is None:
-        if args.quick:
+        mode = "sweep" if args.sweep else "defaults" if args.defaults else None
+        if mode:
+            if args.quick:
+                args.out = os.path.join(WORK, f"results-{mode}-quick.md")
+            elif len(args.only) < len(ids):
+                args.out = os.path.join(WORK, f"results-{mode}-partial.md")
+            else:
+                args.out = os.path.join(HERE, f"results-{mode}.md")
+        elif args.quick:
             args.out = os.path.join(WORK, "results-quick.md")
-        elif len(args.only) < len(ids):
+        elif not default_run:
             args.out = os.path.join(WORK, "results-partial.md")
         else:
             args.out = os.path.join(HERE, "results.md")
@@ -546,7 +858,9 @@ def main():
     # 1. what is installed
     missing = {}
     for name in PIP:
-        if name == "numpy" or any(lib[4] == name and lib[0] in args.only for lib in LIBS):
+        needed = name == "numpy" or any(lib[4] == name and lib[0] in args.only for lib in LIBS)
+        needed = needed or (name == "python-blosc2" and args.defaults)  # compute_chunks_blocks
+        if needed:
             why = ensure_installed(name)
             if why:
                 missing[name] = why
@@ -565,30 +879,58 @@ def main():
             skipped[lid] = missing[needs]
         elif driver != "python" and built.get(driver):
             skipped[lid] = built[driver]
+    if args.defaults:
+        for name in args.datasets:
+            st = cfg["ds"][name]
+            st["b2nd_defaults"] = blosc2_defaults(st["shape"], DS[name][1])
+            if st["b2nd_defaults"] is None:
+                for lid in ("b2nd2", "b2nd3"):
+                    skipped.setdefault(lid, "blosc2.compute_chunks_blocks failed (python-blosc2 not installed?)")
     for lid, why in skipped.items():
         log(f"skipping {lid}: {why}")
 
     # 3. data, 4. runs
-    positions = positions_file(cfg["shape"], cfg["nboxes"], cfg["nitems"])
     results = {}
-    for ds in DATASETS:
-        data = generate(ds[0], cfg["shape"])
-        results[ds[0]] = {}
-        for lib in LIBS:
-            if lib[0] in args.only and lib[0] not in skipped:
-                results[ds[0]][lib[0]] = run_one(lib, ds, args, cfg, data, positions)
+    for name in args.datasets:
+        st = cfg["ds"][name]
+        data = generate(name, st["shape"])
+        positions = positions_file(st["shape"], cfg["nboxes"], cfg["nitems"], cfg["npencils"])
+        runnable = [lib for lib in LIBS if lib[0] in args.only and lib[0] not in skipped]
+        if args.sweep:
+            for codec, filt in SWEEP:
+                cn = combo_name(codec, filt)
+                per = results.setdefault(cn, {}).setdefault(name, {})
+                for lib in runnable:
+                    per[lib[0]] = run_one(lib, DS[name], args, cfg, data, positions, codec, args.clevel, filt,
+                                          f" ({cn})")
+        else:
+            results[name] = {}
+            for lib in runnable:
+                results[name][lib[0]] = run_one(lib, DS[name], args, cfg, data, positions, args.codec, args.clevel,
+                                                args.filter)
 
-    text = report(args, cfg, results, skipped, time.time() - t_start)
+    elapsed = time.time() - t_start
+    text = (report_sweep if args.sweep else report)(args, cfg, results, skipped, elapsed)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".tmp", "w") as f:
         f.write(text)
     os.replace(args.out + ".tmp", args.out)
+
+    def plain(o):
+        if isinstance(o, dict):
+            return {k: plain(v) for k, v in o.items()}
+        return list(o) if isinstance(o, tuple) else o
+
     with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
-        json.dump({"cfg": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
-                   "threads": args.threads, "results": results, "skipped": skipped}, f)
+        json.dump({"cfg": plain(cfg), "threads": args.threads, "codec": args.codec, "clevel": args.clevel,
+                   "filter": args.filter, "mode": "sweep" if args.sweep else "defaults" if args.defaults else "same",
+                   "datasets": args.datasets, "results": results, "skipped": skipped}, f)
     sys.stdout.write(text)
     log(f"results written to {args.out} ({(time.time() - t_start) / 60:.1f} min)")
-    fails = sum(len(r["fail"]) + bool(r["error"]) for per in results.values() for r in per.values())
+    runs = [r for per in results.values() for r in per.values()]
+    if args.sweep:
+        runs = [r for byds in results.values() for per in byds.values() for r in per.values()]
+    fails = sum(len(r["fail"]) + bool(r["error"]) for r in runs)
     return 1 if fails else 0
 
 

@@ -7,7 +7,11 @@
 #   bash bench/compare/run.sh                  # the full run: bench/compare/results.md
 #   bash bench/compare/run.sh --quick          # the CI smoke run: target/compare/results-quick.md
 #   bash bench/compare/run.sh --threads 16 --cold --only caterva-frame,zarr
-# Options: --threads N (default 2), --quick, --cold, --only ID,ID, --reps N,
+#   bash bench/compare/run.sh --sweep          # codecs x filters, C columns, climate: bench/compare/results-sweep.md
+#   bash bench/compare/run.sh --defaults       # every library untuned: bench/compare/results-defaults.md
+# Options: --threads N (default 2), --quick, --cold, --only ID,ID,
+# --datasets int,float,climate, --codec lz4|blosclz|zstd|lz4hc, --clevel N,
+# --filter shuffle|bitshuffle|none, --sweep, --defaults, --reps N,
 # --out FILE, --timeout S (per library and dataset). Exit status 1 when an
 # operation failed its check or a library crashed.
 set -euo pipefail
