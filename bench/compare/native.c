@@ -58,6 +58,11 @@
 enum { CAT_FRAME, CAT_SPARSE, B2ND };
 /* caterva-frame-sums: a frame file with per-chunk checksums (caterva_ctx_set_checksums). */
 static bool checksums;
+/* caterva-frame-nosync, and every caterva column outside --defaults: arrays
+ * created without syncing (caterva_ctx_set_durability(PROCESS)), as every
+ * other library here writes; the library's default (FULL) syncs a new array
+ * before renaming it into place. */
+static bool nosync;
 static int lib = -1;
 static const char *data_path, *dtype = "i8", *pos_path, *arr_path;
 static int64_t shape[NDIM];
@@ -233,11 +238,13 @@ static void cat_params(caterva_params_t *p, caterva_storage_t *s);
  * THE ONE PLACE that says it: the configuration (codec, level, filters,
  * split mode) and the chunk and block shapes for an array of `p`, with only
  * the thread count set. Fills `cfg`, and `s->chunkshape` / `s->blockshape`.
- * (To be replaced by the library's own defaults call once it has one.)
+ * (caterva_propose_config and caterva_propose_partitions: the library's own proposal.)
  * ================================================================
  */
 static int cat_default_settings(caterva_params_t *p, caterva_config_t *cfg, caterva_storage_t *s) {
     *cfg = CATERVA_CONFIG_DEFAULTS;
+    int rc = caterva_propose_config(cfg); /* the library's proposal: what Python and the CLI use */
+    if (rc != 0) return rc;
     cfg->nthreads = (int16_t) nthreads;
     return caterva_propose_partitions(p, CATERVA_ACCESS_BALANCED, 0, 0, 0, nthreads, s);
 }
@@ -298,6 +305,8 @@ static void libs_init(void) {
     }
     if (caterva_ctx_new(&cfg, &cat_ctx) != 0) die("caterva_ctx_new failed");
     if (checksums && caterva_ctx_set_checksums(cat_ctx, true) != 0) die("caterva_ctx_set_checksums failed");
+    if ((nosync || !defaults) && caterva_ctx_set_durability(cat_ctx, CATERVA_DURABILITY_PROCESS) != 0)
+        die("caterva_ctx_set_durability failed");
 #endif
     cparams = BLOSC2_CPARAMS_DEFAULTS;
     cparams.typesize = itemsize;
@@ -650,7 +659,7 @@ static void time_open(const char *name, bool is_cold) {
 }
 
 static void usage(void) {
-    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-sparse|b2nd --data FILE --dtype i8|f4|u2... "
+    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-frame-nosync|caterva-sparse|b2nd --data FILE --dtype i8|f4|u2... "
         "--shape A,B,C --chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
         "--path PATH [--codec lz4|blosclz|zstd|lz4hc] [--clevel N] [--filter shuffle|bitshuffle|none] "
         "[--defaults] [--cold] [--keep]");
@@ -675,6 +684,7 @@ int main(int argc, char **argv) {
             else if (strcmp(v, "caterva-frame") == 0) lib = CAT_FRAME;
             else if (strcmp(v, "caterva-sparse") == 0) lib = CAT_SPARSE;
             else if (strcmp(v, "caterva-frame-sums") == 0) lib = CAT_FRAME, checksums = true;
+            else if (strcmp(v, "caterva-frame-nosync") == 0) lib = CAT_FRAME, nosync = true;
 #endif
             else die("unknown library '%s' in this build", v);
         } else if (strcmp(k, "--data") == 0) data_path = v;
