@@ -258,14 +258,39 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
             _ => merged.push((s, e)),
         }
     }
-    grow(buf, room, head_len, n)?;
+    // The wanted blocks' streams are packed one after another behind the
+    // header and block starts, whose entries move with them (those of the
+    // skipped blocks become 0, a start c-blosc2 refuses should it ever read
+    // one), and the header gives the chunk's packed length: the buffer holds
+    // only what the read needs, so a small read of a chunk faults in no
+    // fresh pages beyond those (a chunk-sized buffer would, read after read).
+    let packed = head_len + merged.iter().map(|(s, e)| e - s).sum::<usize>();
+    grow(buf, packed, head_len, n)?;
+    let mut to = head_len;
+    let mut moved = Vec::with_capacity(merged.len());
     for (s, e) in merged {
-        let got = read_upto(f, &mut buf[s..e], at + s as u64).map_err(io("reading"))?;
+        let got = read_upto(f, &mut buf[to..to + (e - s)], at + s as u64).map_err(io("reading"))?;
         if got < e - s {
             return Err(corrupt(&path, n, "is cut short"));
         }
+        moved.push((s, e, to));
+        to += e - s;
     }
-    Ok(Some(cbytes))
+    for (i, &s) in starts.iter().enumerate() {
+        let new = if skip[i] {
+            0
+        } else {
+            // Every wanted start lies in one of the merged spans.
+            let k = moved.partition_point(|&(ms, _, _)| ms <= s) - 1;
+            let (ms, me, mt) = moved[k];
+            debug_assert!(ms <= s && s <= me);
+            u32::try_from(mt + (s - ms)).map_err(|_| corrupt(&path, n, "is too large"))?
+        };
+        buf[HEADER + 4 * i..HEADER + 4 * i + 4].copy_from_slice(&new.to_le_bytes());
+    }
+    let len = u32::try_from(packed).map_err(|_| corrupt(&path, n, "is too large"))?;
+    buf[12..16].copy_from_slice(&len.to_le_bytes());
+    Ok(Some(packed))
 }
 
 /// Open a sparse frame's chunk file for chunk `n`. Without blocking: a
