@@ -129,3 +129,26 @@ def default_nthreads():
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def propose_partitions(shape, itemsize=None, dtype=None, access="balanced", nthreads=None):
+    """The chunks and blocks the library proposes for an array of `shape`
+    (items of `itemsize` bytes, or of NumPy `dtype`) read mostly as `access`
+    says: 'balanced' (the default the constructors use: for 3 or more axes
+    the first is a stack, blocks one item thin along it), 'small-reads',
+    'scans' (large blocks along the last axes) or 'planes:AXIS' (blocks one
+    item thin along AXIS, chunks wide across it). Returns (chunks, blocks),
+    to pass as the constructors' `chunks=` and `blocks=`; the same as C's
+    caterva_propose_partitions."""
+    if itemsize is None:
+        if dtype is None:
+            raise TypeError("propose_partitions needs itemsize or dtype")
+        import numpy as np
+
+        itemsize = np.dtype(dtype).itemsize
+    if isinstance(shape, int):
+        shape = (shape,)
+    nthreads = default_nthreads() if nthreads is None else int(nthreads)
+    chunks, blocks = _caterva.propose_partitions(int(itemsize), [int(s) for s in shape], access=str(access),
+                                                 nthreads=nthreads)
+    return tuple(chunks), tuple(blocks)

@@ -636,6 +636,28 @@ def test_default_partitions_come_from_the_core():
         cat._caterva.propose_partitions(8, [10], access="sideways")
 
 
+def test_defaults_are_the_cores_proposal(tmp_path):
+    # Issue 27: one default for every binding. No codec given: LZ4 5 + shuffle
+    # (caterva::propose_cparams, C's caterva_propose_config); a 3-d array is a
+    # stack along axis 0 (blocks one item thin there); the public
+    # propose_partitions gives the constructors' shapes and other patterns.
+    a = cat.asarray(np.arange(24 * 73 * 144, dtype="f4").reshape(24, 73, 144), urlpath=str(tmp_path / "a.b2nd"))
+    assert a.codec == cat.Codec.LZ4 and a.clevel == 5 and list(a.filters)[-1] == cat.Filter.SHUFFLE
+    assert a.blocks[0] == 1
+    assert (a.chunks, a.blocks) == cat.propose_partitions(a.shape, dtype="f4")
+    np.testing.assert_array_equal(cat.open(str(tmp_path / "a.b2nd"))[7], np.arange(24 * 73 * 144, dtype="f4").reshape(24, 73, 144)[7])
+    chunks, blocks = cat.propose_partitions((300, 745, 400), itemsize=8, access="planes:1")
+    assert blocks[1] == 1
+    chunks, blocks = cat.propose_partitions((300, 745, 400), itemsize=8, access="scans")
+    assert chunks[2] == 400 and blocks[2] == 400
+    z = cat.zeros((100, 100), dtype="f8", codec=cat.Codec.ZSTD, clevel=1)
+    assert z.codec == cat.Codec.ZSTD and z.clevel == 1
+    with pytest.raises(ValueError, match="access"):
+        cat.propose_partitions((10,), itemsize=8, access="sideways")
+    with pytest.raises(TypeError, match="itemsize or dtype"):
+        cat.propose_partitions((10,))
+
+
 @pytest.mark.parametrize("kind", STORAGES)
 def test_wide_items_and_long_record_dtypes(tmp_path, kind):
     # Issue 25, item 5: record dtypes over 64 characters, items over 255 bytes.
