@@ -444,6 +444,14 @@ def run_one(lib, ds, args, cfg, data, positions, codec, clevel, filt, tag=""):
 # ---------------------------------------------------------------- report
 
 
+def write_footnotes(w, footnotes):
+    """The footnotes of a results file, numbered as the cells cite them."""
+    if footnotes:
+        for i, f in enumerate(footnotes, 1):
+            w(f"[^{i}]: {f}")
+        w("")
+
+
 def machine():
     model = "unknown"
     try:
@@ -719,10 +727,7 @@ def report(args, cfg, results, skipped, elapsed):
                 w(f"| {short_label(label, cfg, keep_bold=True)} | " + " | ".join(cells) + " |")
             w("")
         spread_table(w, [lib for lib in n_libs if lib[0] not in skipped], per, rows, cfg)
-    if footnotes:
-        for i, f in enumerate(footnotes, 1):
-            w(f"[^{i}]: {f}")
-        w("")
+    write_footnotes(w, footnotes)
     return "\n".join(out) + "\n"
 
 
@@ -787,10 +792,7 @@ def report_sweep(args, cfg, results, skipped, elapsed):
                 w(f"Spread, {cn}:")
                 w("")
                 spread_table(w, [lib for lib in n_libs if lib[0] not in skipped], per, sel, cfg)
-    if footnotes:
-        for i, f in enumerate(footnotes, 1):
-            w(f"[^{i}]: {f}")
-        w("")
+    write_footnotes(w, footnotes)
     return "\n".join(out) + "\n"
 
 
