@@ -435,7 +435,7 @@ impl Geometry {
     /// the part covers it. A write of such a part overwrites every byte of
     /// the decompressed chunk (no padding is left).
     #[must_use]
-    pub fn fills_chunk(&self, part: &ChunkPart) -> bool {
+    pub(crate) fn fills_chunk(&self, part: &ChunkPart) -> bool {
         part.covers_chunk
             && (0..self.dims()).all(|i| {
                 let (c, b) = (i64::from(self.chunkshape[i]), i64::from(self.blockshape[i]));
@@ -732,6 +732,28 @@ mod tests {
                 assert_eq!((g.shape_full()[i], g.chunkshape_full()[i], g.blockshape_full()[i]), (1, 1, 1));
             }
         }
+    }
+
+    #[test]
+    fn fills_chunk_only_when_every_byte_is_written() {
+        // Chunks of 4×6 in blocks of 2×3 tile exactly; the last chunk row is cut by the shape.
+        let g = Geometry::new(1, &[10, 12], &[4, 6], &[2, 3]).unwrap();
+        let parts = |start: &[i64], stop: &[i64]| {
+            let mut v = Vec::new();
+            g.for_each_chunk_in(&g.region(start, stop).unwrap(), |p| v.push(p));
+            v
+        };
+        let whole = parts(&[0, 0], &[10, 12]);
+        let filled: Vec<bool> = whole.iter().map(|p| g.fills_chunk(p)).collect();
+        // Chunk rows 0 and 1 are whole; row 2 (items 8..10 of 4) leaves padding.
+        assert_eq!(filled, vec![true, true, true, true, false, false]);
+        // A part of a chunk is not a fill.
+        assert!(parts(&[0, 0], &[4, 5]).iter().all(|p| !g.fills_chunk(p)));
+        // Blocks that do not tile the chunk leave padding in it, covered or not.
+        let h = Geometry::new(1, &[8, 8], &[4, 4], &[3, 3]).unwrap();
+        let mut all = Vec::new();
+        h.for_each_chunk_in(&h.full_region(), |p| all.push(p));
+        assert!(all.iter().all(|p| p.covers_chunk && !h.fills_chunk(p)));
     }
 
     #[test]

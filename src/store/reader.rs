@@ -358,3 +358,54 @@ fn read_upto(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
     }
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::blosc::{Chunk, DCtx};
+    use super::Want;
+    use crate::{Array, Config, Context, Params, StorageParams};
+
+    /// A partial read packs the wanted blocks behind the header: fewer bytes
+    /// than the stored chunk, and the wanted blocks decode to the same bytes
+    /// as from the whole chunk (the blocks' starts were moved with them).
+    #[test]
+    fn partial_reads_pack_the_wanted_blocks() {
+        let dir = std::env::temp_dir().join(format!("caterva-reader-pack-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let ctx = Context::new(Config::default()).unwrap();
+        let n = 40 * 40 * 40usize;
+        let data: Vec<u8> =
+            (0..n).flat_map(|i| ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40).to_le_bytes()).collect();
+        let params = Params { itemsize: 8, shape: vec![40, 40, 40], dtype: None };
+        let storage = StorageParams {
+            chunkshape: vec![20, 20, 20],
+            blockshape: vec![5, 10, 10],
+            contiguous: true,
+            urlpath: Some(dir.to_string_lossy().into_owned()),
+            ..Default::default()
+        };
+        let arr = Array::from_buffer(&ctx, &params, &storage, &data).unwrap();
+        let (nbytes, blocksize) = (20 * 20 * 20 * 8, 5 * 10 * 10 * 8);
+        let nblocks = nbytes / blocksize;
+        // Blocks 1, 2 and 9 of chunk 3: two of them adjacent.
+        let skip: Vec<bool> = (0..nblocks).map(|i| ![1, 2, 9].contains(&i)).collect();
+        let (mut whole_buf, mut part_buf) = (Vec::new(), Vec::new());
+        let all = Want { nbytes, typesize: 8, blocksize, skip: None };
+        let whole = arr.store().chunk_for(3, &all, &mut whole_buf).unwrap().bytes().to_vec();
+        let some = Want { skip: Some(&skip), ..all };
+        let part = arr.store().chunk_for(3, &some, &mut part_buf).unwrap().bytes().to_vec();
+        assert!(part.len() < whole.len() / 2, "{} of {} bytes", part.len(), whole.len());
+        let (mut a, mut b) = (vec![0u8; nbytes], vec![0xa5u8; nbytes]);
+        let mut dctx = DCtx::new(1).unwrap();
+        dctx.decompress(&Chunk::from_slice(&whole), &mut a, None).unwrap();
+        dctx.decompress(&Chunk::from_slice(&part), &mut b, Some(&skip)).unwrap();
+        for i in [1, 2, 9] {
+            assert_eq!(a[i * blocksize..(i + 1) * blocksize], b[i * blocksize..(i + 1) * blocksize], "block {i}");
+        }
+        // A skipped block is not in the packed chunk: decoding it fails, never reads other bytes.
+        let mut c = vec![0u8; nbytes];
+        assert!(dctx.decompress(&Chunk::from_slice(&part), &mut c, None).is_err());
+        drop(arr);
+        let _ = std::fs::remove_file(&dir);
+    }
+}
