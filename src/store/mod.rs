@@ -29,6 +29,7 @@ mod checksum;
 mod frame;
 mod frame_check;
 mod identity;
+pub(crate) mod location;
 pub(crate) mod io;
 mod journal;
 mod lock;

@@ -1,0 +1,191 @@
+//! Objects in memory as a [`Location`] with an object store's semantics:
+//! no directories (a prefix is any name followed by `/`), whole objects
+//! replaced under conditions, a new entity tag for every version, nothing
+//! written in place. The reference model the [`conformance`] suite is
+//! checked against beside the real backends.
+//!
+//! [`conformance`]: super::conformance
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
+
+/// A bucket in memory.
+#[derive(Debug, Default)]
+pub(crate) struct Memory {
+    objects: Mutex<BTreeMap<String, Arc<MemObject>>>,
+}
+
+/// One version of an object in memory.
+#[derive(Debug)]
+pub(crate) struct MemObject {
+    bytes: Vec<u8>,
+    generation: Generation,
+}
+
+impl Object for MemObject {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {
+        for r in ranges.iter_mut() {
+            let from = usize::try_from(r.at).ok().filter(|&f| f <= self.bytes.len());
+            let piece = from.and_then(|f| self.bytes.get(f..f.checked_add(r.buf.len())?));
+            let Some(piece) = piece else {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a read past the end of the object"));
+            };
+            r.buf.copy_from_slice(piece);
+        }
+        Ok(())
+    }
+}
+
+fn tag() -> Generation {
+    static N: AtomicU64 = AtomicU64::new(1);
+    Generation::Tag(format!("\"m{}\"", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+impl Memory {
+    fn objects(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<MemObject>>> {
+        self.objects.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Location for Memory {
+    fn url(&self, name: &str) -> String {
+        format!("memory://{name}")
+    }
+
+    fn protocol(&self) -> Protocol {
+        Protocol::Versioned
+    }
+
+    fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+        check_name(name)?;
+        if let Some(o) = self.objects().get(name) {
+            return Ok(o.clone());
+        }
+        if self.stat(name)?.is_some() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("'{name}' is a prefix")));
+        }
+        Err(io::Error::new(io::ErrorKind::NotFound, format!("no object '{name}'")))
+    }
+
+    fn stat(&self, name: &str) -> io::Result<Option<Entry>> {
+        check_name(name)?;
+        let objects = self.objects();
+        if let Some(o) = objects.get(name) {
+            return Ok(Some(Entry { name: name.to_owned(), kind: Kind::Object, len: o.len(), generation: o.generation.clone() }));
+        }
+        let under = format!("{name}/");
+        let is_prefix = objects.range(under.clone()..).next().is_some_and(|(k, _)| k.starts_with(&under));
+        Ok(is_prefix.then(|| Entry { name: name.to_owned(), kind: Kind::Prefix, len: 0, generation: Generation::Tag(String::new()) }))
+    }
+
+    fn list(&self, prefix: &str) -> io::Result<Vec<Entry>> {
+        let under = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
+        let mut out: Vec<Entry> = Vec::new();
+        for (k, o) in self.objects().range(under.clone()..) {
+            let Some(rest) = k.strip_prefix(&under) else { break };
+            match rest.split_once('/') {
+                None => out.push(Entry { name: k.clone(), kind: Kind::Object, len: o.len(), generation: o.generation.clone() }),
+                Some((dir, _)) => {
+                    let name = format!("{under}{dir}");
+                    if out.last().map(|e| &e.name) != Some(&name) {
+                        out.push(Entry { name, kind: Kind::Prefix, len: 0, generation: Generation::Tag(String::new()) });
+                    }
+                }
+            }
+        }
+        if out.is_empty() && !prefix.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no prefix '{prefix}'")));
+        }
+        Ok(out)
+    }
+
+    fn put(&self, name: &str, bytes: &[u8], cond: Condition<'_>) -> Result<Generation, PutError> {
+        check_name(name)?;
+        let mut objects = self.objects();
+        let now = objects.get(name).map(|o| &o.generation);
+        let holds = match cond {
+            Condition::Always => true,
+            Condition::IfAbsent => now.is_none(),
+            Condition::IfGeneration(g) => now == Some(g),
+        };
+        if !holds {
+            return Err(PutError::Conflict);
+        }
+        let generation = tag();
+        objects.insert(name.to_owned(), Arc::new(MemObject { bytes: bytes.to_vec(), generation: generation.clone() }));
+        Ok(generation)
+    }
+
+    fn remove(&self, name: &str, expected: Option<&Generation>) -> Result<(), PutError> {
+        check_name(name)?;
+        let mut objects = self.objects();
+        if let Some(g) = expected {
+            if objects.get(name).map(|o| &o.generation) != Some(g) {
+                return Err(PutError::Conflict);
+            }
+        }
+        objects.remove(name);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn conformance() {
+        super::super::conformance::run(&super::Memory::default(), "");
+        super::super::conformance::run(&super::Memory::default(), "arr.caterva");
+    }
+}
+
+/// The suite fails a backend whose conditions do not hold.
+#[cfg(test)]
+mod careless {
+    use super::*;
+
+    /// [`Memory`], but every put replaces whatever is there.
+    #[derive(Debug, Default)]
+    struct Careless(Memory);
+
+    impl Location for Careless {
+        fn url(&self, name: &str) -> String {
+            self.0.url(name)
+        }
+        fn protocol(&self) -> Protocol {
+            self.0.protocol()
+        }
+        fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+            self.0.open(name)
+        }
+        fn stat(&self, name: &str) -> io::Result<Option<Entry>> {
+            self.0.stat(name)
+        }
+        fn list(&self, prefix: &str) -> io::Result<Vec<Entry>> {
+            self.0.list(prefix)
+        }
+        fn put(&self, name: &str, bytes: &[u8], _: Condition<'_>) -> Result<Generation, PutError> {
+            self.0.put(name, bytes, Condition::Always)
+        }
+        fn remove(&self, name: &str, expected: Option<&Generation>) -> Result<(), PutError> {
+            self.0.remove(name, expected)
+        }
+    }
+
+    #[test]
+    fn the_suite_fails_a_backend_that_ignores_conditions() {
+        let r = std::panic::catch_unwind(|| super::super::conformance::run(&Careless::default(), ""));
+        assert!(r.is_err());
+    }
+}

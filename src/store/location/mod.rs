@@ -1,0 +1,388 @@
+//! Where an array's bytes live: the seam between the store and its storage.
+//!
+//! A [`Location`] is a namespace of named objects (a directory of files, a
+//! bucket's prefix, a web server's path); an array is a key in it: one
+//! object for a contiguous frame (`x.b2frame`), a prefix holding the index
+//! and one object per chunk for a sparse frame (`x.caterva/chunks.b2frame`,
+//! `x.caterva/00000000.chunk`). Names use `/` and are relative to the
+//! location; [`check_name`] refuses `..`, empty segments and absolute names.
+//!
+//! What every backend gives:
+//!
+//! - **Positioned reads of byte ranges** of an opened [`Object`]: many in
+//!   one call ([`Object::read_ranges`]), which a remote backend coalesces
+//!   and runs concurrently, and a local one serves with `pread`. An opened
+//!   object is one version: its [`Generation`] and length are those it had
+//!   when opened.
+//! - **Length and generation** without reading ([`Location::stat`]): what
+//!   changes whenever the object changes: (device, inode, modification
+//!   time, length) for a local file, an entity tag remotely.
+//! - **Listing** the objects directly under a prefix ([`Location::list`]).
+//! - **Conditional writes** of whole objects ([`Location::put`]): create if
+//!   absent, replace if the generation is still the one read, or
+//!   unconditionally; a write is all or nothing (readers never see half of
+//!   it). Two writers racing on one condition: exactly one wins, the other
+//!   gets [`PutError::Conflict`] and may re-read and retry.
+//! - **Removal**, unconditional or if the generation is still the one read.
+//!
+//! How a change of an array is made durable depends on what the storage
+//! can do, so each location names its [`Protocol`]: local files and
+//! directories use today's undo journal, lock file and write-beside-then-
+//! rename ([`Protocol::Journaled`], `store/journal.rs`, `store/lock.rs`,
+//! `store/paths.rs`), which rely on in-place writes, `flock` and `rename`;
+//! storage without them (object stores) replaces whole objects under
+//! conditions ([`Protocol::Versioned`]).
+//!
+//! # Adding a backend
+//! A module beside [`local`] implementing [`Location`] and [`Object`], a
+//! scheme in [`locate`], and a run of [`conformance`] over it in its tests.
+
+pub(crate) mod local;
+#[cfg(test)]
+pub(crate) mod memory;
+
+#[cfg(test)]
+pub(crate) mod conformance;
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// What an object was when it was read: it differs after any change.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Generation {
+    /// A local file: its device, inode, modification and status-change
+    /// times (nanoseconds) and length.
+    Local { dev: u64, ino: u64, mtime_ns: i128, ctime_ns: i128, len: u64 },
+    /// An opaque tag the storage gives each version (an HTTP entity tag).
+    Tag(String),
+}
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Generation::Local { dev, ino, mtime_ns, len, .. } => {
+                write!(f, "file {dev}:{ino}, {len} bytes, modified at {mtime_ns} ns")
+            }
+            Generation::Tag(t) => write!(f, "version {t}"),
+        }
+    }
+}
+
+/// What is at a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An object, readable with [`Location::open`].
+    Object,
+    /// A prefix of other names (a directory).
+    Prefix,
+    /// Something else (a device, a pipe, a socket): never read.
+    Other,
+}
+
+/// An object's or prefix's name, kind, length and generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// Its name in the location (with the listed prefix).
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    /// Bytes of an object; 0 for the rest.
+    pub(crate) len: u64,
+    pub(crate) generation: Generation,
+}
+
+/// When a [`Location::put`] may happen.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Condition<'g> {
+    /// Whatever is there.
+    Always,
+    /// Only if nothing is at the name.
+    IfAbsent,
+    /// Only if the object at the name is still of this generation.
+    IfGeneration(&'g Generation),
+}
+
+/// Why a conditional change did not happen.
+#[derive(Debug)]
+pub(crate) enum PutError {
+    /// The condition did not hold: something is there (create-if-absent),
+    /// or the object changed or went since it was read.
+    Conflict,
+    /// The storage failed; nothing changed that a reader can see.
+    Io(io::Error),
+}
+
+impl From<io::Error> for PutError {
+    fn from(e: io::Error) -> Self {
+        PutError::Io(e)
+    }
+}
+
+impl fmt::Display for PutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PutError::Conflict => f.write_str("it was changed by another writer"),
+            PutError::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+/// How changes of an array are made durable at a location.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// In-place writes under an undo journal and a lock file; new arrays
+    /// built beside their name and renamed over it (local file systems).
+    Journaled,
+    /// Whole objects replaced under conditions on their generation; never
+    /// written in place (object stores).
+    Versioned,
+}
+
+/// One read of [`Object::read_ranges`]: fill `buf` from byte `at`.
+#[derive(Debug)]
+pub(crate) struct Range<'b> {
+    pub(crate) at: u64,
+    pub(crate) buf: &'b mut [u8],
+}
+
+/// An opened object: one version of it, read by positioned byte ranges.
+pub(crate) trait Object: Send + Sync + fmt::Debug {
+    /// Its bytes (when it was opened).
+    fn len(&self) -> u64;
+
+    /// Its generation (when it was opened).
+    fn generation(&self) -> &Generation;
+
+    /// Fill every range's buffer from its position. A range that runs
+    /// past the object's end fails ([`io::ErrorKind::UnexpectedEof`]) and
+    /// the buffers' contents are then unspecified.
+    ///
+    /// # Errors
+    /// As the storage fails.
+    fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()>;
+
+    /// Fill `buf` from byte `at`.
+    ///
+    /// # Errors
+    /// As [`Object::read_ranges`].
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.read_ranges(&mut [Range { at, buf }])
+    }
+
+    /// Up to `buf.len()` bytes from `at`, fewer at the object's end: how
+    /// many were read.
+    ///
+    /// # Errors
+    /// As [`Object::read_ranges`].
+    fn read_upto(&self, at: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let n = usize::try_from(self.len().saturating_sub(at)).map_or(buf.len(), |left| left.min(buf.len()));
+        self.read_at(at, &mut buf[..n])?;
+        Ok(n)
+    }
+
+    /// `n` bytes from `at`, in a vector allocated fallibly.
+    ///
+    /// # Errors
+    /// As [`Object::read_ranges`]; [`io::ErrorKind::OutOfMemory`] when no
+    /// buffer of `n` bytes can be had.
+    fn read_vec(&self, at: u64, n: usize) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        buf.try_reserve_exact(n).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        buf.resize(n, 0);
+        self.read_at(at, &mut buf)?;
+        Ok(buf)
+    }
+}
+
+/// A namespace of objects: where arrays live.
+pub(crate) trait Location: Send + Sync + fmt::Debug {
+    /// How an object's name is spelt for users and messages (a path or a URL).
+    fn url(&self, name: &str) -> String;
+
+    /// How changes are made durable here.
+    fn protocol(&self) -> Protocol;
+
+    /// Open the object at `name` for reading.
+    ///
+    /// # Errors
+    /// [`io::ErrorKind::NotFound`] if nothing is there;
+    /// [`io::ErrorKind::InvalidInput`] if what is there is not an object
+    /// (a prefix, a device); as the storage fails.
+    fn open(&self, name: &str) -> io::Result<Arc<dyn Object>>;
+
+    /// What is at `name`, if anything.
+    ///
+    /// # Errors
+    /// As the storage fails.
+    fn stat(&self, name: &str) -> io::Result<Option<Entry>>;
+
+    /// What lies directly under `prefix` (`""`: the location's top), sorted
+    /// by name; [`io::ErrorKind::NotFound`] if `prefix` is not a prefix.
+    ///
+    /// # Errors
+    /// As the storage fails.
+    fn list(&self, prefix: &str) -> io::Result<Vec<Entry>>;
+
+    /// Store `bytes` as the object `name` if `cond` holds, all or nothing;
+    /// the new object's generation.
+    ///
+    /// # Errors
+    /// [`PutError::Conflict`] if `cond` did not hold; [`PutError::Io`] if
+    /// the storage failed (the object is then as it was).
+    fn put(&self, name: &str, bytes: &[u8], cond: Condition<'_>) -> std::result::Result<Generation, PutError>;
+
+    /// Remove the object `name`; with `expected`, only if it is still of
+    /// that generation. Removing what is not there succeeds unless a
+    /// generation was expected.
+    ///
+    /// # Errors
+    /// [`PutError::Conflict`] if the object changed or went; [`PutError::Io`]
+    /// if the storage failed.
+    fn remove(&self, name: &str, expected: Option<&Generation>) -> std::result::Result<(), PutError>;
+}
+
+/// Refuse a name that could leave its location or name nothing: absolute,
+/// empty, with an empty, `.` or `..` segment, or with a NUL byte.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`], naming the name.
+pub(crate) fn check_name(name: &str) -> io::Result<()> {
+    let bad = name.is_empty()
+        || name.starts_with('/')
+        || name.contains('\0')
+        || name.split('/').any(|s| s.is_empty() || s == "." || s == "..");
+    if bad {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("'{name}' is not an object name")));
+    }
+    Ok(())
+}
+
+/// `name` under `prefix` (`""`: the top).
+pub(crate) fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{}/{name}", prefix.trim_end_matches('/'))
+    }
+}
+
+/// The location a urlpath names and the array's key in it: for a local
+/// path, the directory holding it and its last component (c-blosc2's
+/// `file:///` prefix dropped as c-blosc2 drops it).
+///
+/// # Errors
+/// [`Error::InvalidStorage`] for a URL of a scheme no backend serves, or a
+/// path with no last component (`/`, `..`).
+pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
+    if let Some((scheme, _)) = urlpath.split_once("://").filter(|(s, _)| is_scheme(s)) {
+        if scheme != "file" {
+            return Err(Error::storage(
+                Some(urlpath),
+                format!("'{urlpath}': no storage backend serves '{scheme}://' URLs in this build"),
+            ));
+        }
+    }
+    let path = std::path::Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Err(Error::storage(Some(urlpath), format!("'{urlpath}' names no file or directory")));
+    };
+    if name == ".." || name == "." {
+        return Err(Error::storage(Some(urlpath), format!("'{urlpath}' names no file or directory")));
+    }
+    Ok((Arc::new(local::Local::new(dir)), name.to_owned()))
+}
+
+/// Whether `s` is a URL scheme (RFC 3986: a letter, then letters, digits, `+-.`).
+fn is_scheme(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic())
+        && c.all(|ch| ch.is_ascii_alphanumeric() || "+-.".contains(ch))
+        && s.len() > 1
+}
+
+/// An object inside another (a frame at an offset of a larger file): bytes
+/// `base..base + len` of `inner`, read as a whole object.
+#[derive(Debug)]
+pub(crate) struct Slice {
+    inner: Arc<dyn Object>,
+    base: u64,
+    len: u64,
+}
+
+impl Slice {
+    /// Bytes `base..base + len` of `inner`; `None` if they are not inside it.
+    pub(crate) fn new(inner: Arc<dyn Object>, base: u64, len: u64) -> Option<Slice> {
+        (base.checked_add(len)? <= inner.len()).then_some(Slice { inner, base, len })
+    }
+}
+
+impl Object for Slice {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn generation(&self) -> &Generation {
+        self.inner.generation()
+    }
+    fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {
+        for r in ranges.iter_mut() {
+            let end = r.at.checked_add(r.buf.len() as u64).filter(|&e| e <= self.len);
+            if end.is_none() {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a read past the end of the frame"));
+            }
+            r.at += self.base;
+        }
+        let out = self.inner.read_ranges(ranges);
+        for r in ranges.iter_mut() {
+            r.at -= self.base;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_inside() {
+        for bad in ["", "/a", "a//b", "a/./b", "../a", "a/..", "a\0b", "a/"] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["a", "a.b2frame", "x.caterva/chunks.b2frame", "a/b/c..d"] {
+            check_name(good).unwrap();
+        }
+        assert_eq!(join("", "a"), "a");
+        assert_eq!(join("p/", "a"), "p/a");
+    }
+
+    #[test]
+    fn locate_splits_paths_and_refuses_unknown_schemes() {
+        let (loc, key) = locate("/tmp/x/a.b2frame").unwrap();
+        assert_eq!(key, "a.b2frame");
+        assert_eq!(loc.url(&key), "/tmp/x/a.b2frame");
+        let (loc, key) = locate("a.b2frame").unwrap();
+        assert_eq!(loc.url(&key), "a.b2frame");
+        assert_eq!(loc.protocol(), Protocol::Journaled);
+        let e = locate("s3://bucket/a.b2frame").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidStorage, "{e}");
+        assert!(e.to_string().contains("s3://"), "{e}");
+        for bad in ["/", "..", "a/.."] {
+            assert!(locate(bad).is_err(), "{bad}");
+        }
+        // A colon in a local name is not a scheme.
+        assert_eq!(locate("dir/a:b").unwrap().1, "a:b");
+    }
+
+    #[test]
+    fn slices_read_inside_their_window_only() {
+        let m = memory::Memory::default();
+        m.put("f", b"0123456789", Condition::Always).unwrap();
+        let s = Slice::new(m.open("f").unwrap(), 3, 4).unwrap();
+        assert_eq!(s.read_vec(0, 4).unwrap(), b"3456");
+        assert_eq!(s.read_upto(2, &mut [0; 8]).unwrap(), 2);
+        assert_eq!(s.read_vec(1, 4).unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert!(Slice::new(m.open("f").unwrap(), 8, 3).is_none());
+    }
+}
