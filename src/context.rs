@@ -10,7 +10,8 @@ use std::thread::JoinHandle;
 use crate::codec::{self, filter};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
-use crate::store::blosc::{CCtx, CParams, Compression, Prefilter};
+use crate::geometry::Geometry;
+use crate::store::blosc::{CCtx, CParams, Compression, DCtx, Prefilter};
 
 /// Settings shared by the arrays made with a context.
 #[derive(Clone, Copy, Debug)]
@@ -163,7 +164,7 @@ struct Inner {
     threads: PerProcess<Threads>,
     /// The engine's idle workers, per process too: a parent's hold Blosc2
     /// contexts whose threads a child does not have.
-    workers: PerProcess<crate::engine::WorkerPool>,
+    workers: PerProcess<WorkerPool>,
 }
 
 /// A rayon pool of `nthreads` workers and their threads.
@@ -271,7 +272,7 @@ impl Context {
         }
         check_pipeline(cp)?;
         let threads = PerProcess::new(Threads::start(config.nthreads)?);
-        let workers = PerProcess::new(crate::engine::WorkerPool::default());
+        let workers = PerProcess::new(WorkerPool::default());
         let compression = Compression { cparams: config.cparams, prefilter };
         Ok(Context { inner: Arc::new(Inner { config, compression, threads, workers }) })
     }
@@ -310,8 +311,8 @@ impl Context {
 
     /// This process's idle workers of the engine (contexts and scratch
     /// buffers kept between calls).
-    pub(crate) fn workers(&self) -> &crate::engine::WorkerPool {
-        self.inner.workers.get(crate::engine::WorkerPool::default)
+    pub(crate) fn workers(&self) -> &WorkerPool {
+        self.inner.workers.get(WorkerPool::default)
     }
 
     /// Run `f` on the calling thread with a scope whose spawned jobs run on
@@ -363,4 +364,119 @@ fn check_pipeline(cp: &CParams) -> Result<()> {
             e.message()
         ))
     })
+}
+
+// The engine's workers (codecs and scratch), which a context keeps idle
+// between calls: here, so that the context owns them without importing the
+// engine.
+
+/// Per-worker state: codecs and scratch buffers, two objects so that a task
+/// borrows a codec and a buffer at once. Workers are kept by their
+/// [`Context`] between calls ([`WorkerPool`]), so a small read neither
+/// creates Blosc2 contexts nor touches a fresh chunk-sized buffer.
+#[derive(Default)]
+pub(crate) struct Worker {
+    pub(crate) codecs: Codecs,
+    pub(crate) bufs: Buffers,
+}
+
+/// A worker's Blosc2 contexts, made on first use and kept while they fit.
+#[derive(Default)]
+pub(crate) struct Codecs {
+    /// Decompression contexts by thread count, most recently used first.
+    pub(crate) dctx: Vec<(usize, DCtx)>,
+    /// Compression contexts, likewise.
+    cctx: Vec<(CctxKey, CCtx)>,
+    /// Compressed bytes read from a file
+    /// ([`Store::chunk_for`](crate::store::Store::chunk_for)), kept between
+    /// reads so that a read allocates and zero-fills nothing.
+    pub(crate) compressed: Vec<u8>,
+    /// The same for the chunks of a read done a block per task (the
+    /// engine's `read_blocks`).
+    pub(crate) fetched: Vec<Vec<u8>>,
+}
+
+/// A worker's scratch buffers.
+#[derive(Default)]
+pub(crate) struct Buffers {
+    /// A decompressed chunk (block layout).
+    pub(crate) scratch: Vec<u8>,
+    /// A chunk being built (block layout).
+    pub(crate) out: Vec<u8>,
+    /// A C-order staging box.
+    pub(crate) stage: Vec<u8>,
+    /// One decompressed block.
+    pub(crate) block: Vec<u8>,
+}
+
+/// What a compression context was made for; another array (item size,
+/// block size) or thread count needs another one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct CctxKey {
+    comp: Compression,
+    typesize: usize,
+    blocksize: usize,
+    nthreads: usize,
+}
+
+impl CctxKey {
+    fn new(comp: &Compression, geom: &Geometry, nthreads: usize) -> Self {
+        CctxKey { comp: *comp, typesize: geom.itemsize(), blocksize: geom.block_nbytes(), nthreads }
+    }
+}
+
+/// The idle [`Worker`]s of a context, in the process that uses it (a
+/// forked child gets an empty one: see [`Context::workers`]).
+#[derive(Default)]
+pub(crate) struct WorkerPool {
+    idle: std::sync::Mutex<Vec<Worker>>,
+}
+
+impl WorkerPool {
+    pub(crate) fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Worker>> {
+        // A panic while holding the lock leaves a plain Vec behind: still valid.
+        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// How many Blosc2 contexts of each kind a worker keeps. A context with
+/// threads keeps them (idle) while it lives, and a job's
+/// [`Split`](crate::engine::Split) picks one of a few thread counts, so a
+/// handful covers the jobs that alternate.
+const KEPT_CONTEXTS: usize = 3;
+
+/// The context for `key` among `kept` (most recently used first), made by
+/// `make` when missing; the least recently used one goes when too many.
+pub(crate) fn kept<K: PartialEq + Copy, V>(
+    kept: &mut Vec<(K, V)>,
+    key: K,
+    make: impl FnOnce() -> Result<V>,
+) -> Result<&mut V> {
+    match kept.iter().position(|(k, _)| *k == key) {
+        Some(i) => kept[..=i].rotate_right(1),
+        None => {
+            kept.insert(0, (key, make()?));
+            kept.truncate(KEPT_CONTEXTS);
+        }
+    }
+    Ok(&mut kept[0].1)
+}
+
+impl Codecs {
+    pub(crate) fn cctx(&mut self, comp: &Compression, geom: &Geometry, nthreads: usize) -> Result<&mut CCtx> {
+        kept(&mut self.cctx, CctxKey::new(comp, geom, nthreads), || {
+            CCtx::new(comp, geom.itemsize(), geom.block_nbytes(), nthreads)
+        })
+    }
+
+    /// Compress `chunk` (a whole chunk of `geom`, block layout).
+    pub(crate) fn compress(
+        &mut self,
+        comp: &Compression,
+        geom: &Geometry,
+        chunk: &[u8],
+        nthreads: usize,
+    ) -> Result<Vec<u8>> {
+        self.cctx(comp, geom, nthreads)?.compress(chunk)
+    }
 }

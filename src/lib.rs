@@ -37,6 +37,7 @@ mod array;
 /// cbindgen:ignore
 ///
 pub mod blz;
+mod buffer;
 mod cache;
 pub mod codec;
 mod context;

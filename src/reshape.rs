@@ -16,8 +16,10 @@
 
 use std::sync::Arc;
 
+use crate::buffer;
 use crate::context::Context;
-use crate::engine::{self, Buffers, UserBuf, Worker};
+use crate::context::{Buffers, Worker};
+use crate::engine::{self, UserBuf};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
 use crate::store::blosc::repeat_chunk;
@@ -228,7 +230,7 @@ fn assemble(w: &mut Worker, new_geom: &Geometry, m: &Mapping<'_>, part: &ChunkPa
         let region = new_geom.region(&lo[..new_geom.ndim()], &hi[..new_geom.ndim()])?;
         return engine::pack(out, new_geom, &region, part, view);
     }
-    engine::zeroed(stage, nitems as usize * item)?;
+    buffer::zeroed(stage, nitems as usize * item)?;
     let counts: Vec<i64> = pieces.iter().map(|p| p.len() as i64).collect();
     let old_n = m.old_geom.ndim();
     let mut result = Ok(());
@@ -381,7 +383,7 @@ fn build_with(
     // Plan every chunk first (cheap), so that only the chunks with work to
     // do are spread over the threads.
     let mut out: Vec<Option<Built>> = Vec::new();
-    engine::reserve(&mut out, count, || format!("the plan of {count} chunks"))?;
+    buffer::reserve(&mut out, count, || format!("the plan of {count} chunks"))?;
     let mut todo = Vec::new();
     each(&mut |part: ChunkPart| match classify(new_geom, m, same_layout, &part) {
         Plan::Zeros => out.push(Some(Built::Zeros(zeros.clone()))),

@@ -7,8 +7,8 @@
 
 use super::create::{kept_axes, padded_axes, NewArray};
 use super::{Array, Metalayer, Params, StorageParams};
+use crate::buffer;
 use crate::context::Context;
-use crate::engine;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{invalid, Result};
@@ -32,7 +32,7 @@ impl Array {
     pub fn slice_nchunks(&self, start: &[i64], stop: &[i64]) -> Result<Vec<i64>> {
         let region = self.geom.region(start, stop)?;
         let mut out = Vec::new();
-        engine::reserve(&mut out, usize::try_from(self.geom.nchunks_in(&region)).unwrap_or(0), || {
+        buffer::reserve(&mut out, usize::try_from(self.geom.nchunks_in(&region)).unwrap_or(0), || {
             "the chunk list".into()
         })?;
         self.geom.for_each_chunk_in(&region, |part| out.push(part.nchunk));

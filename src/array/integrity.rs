@@ -16,7 +16,8 @@
 //! batches, so that progress is reported from the calling thread.
 
 use crate::array::Array;
-use crate::engine::{self, Worker};
+use crate::context::Worker;
+use crate::engine;
 use crate::error::{Error, Result};
 
 /// A chunk that failed a check, or (`nchunk == -1`) the array's checksum

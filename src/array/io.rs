@@ -1,6 +1,7 @@
 //! Reading and writing regions and orthogonal selections.
 
 use super::Array;
+use crate::buffer;
 use crate::engine;
 use crate::error::Result;
 
@@ -23,7 +24,7 @@ impl Array {
         let len = usize::try_from(self.geom.nitems()).ok().and_then(|n| n.checked_mul(self.geom.itemsize()));
         let len = len.ok_or_else(|| crate::error::Error::InvalidArgument("the array does not fit in memory".into()))?;
         let mut v = Vec::new();
-        engine::zeroed(&mut v, len)?;
+        buffer::zeroed(&mut v, len)?;
         self.to_buffer(&mut v)?;
         Ok(v)
     }

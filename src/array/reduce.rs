@@ -21,7 +21,9 @@
 //! `min`/`max` over no items are an error.
 
 use super::Array;
-use crate::engine::{self, read_part_box, run_tasks, Split, Worker};
+use crate::buffer;
+use crate::context::Worker;
+use crate::engine::{self, read_part_box, run_tasks, Split};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{ChunkPart, MAX_DIM};
 
@@ -675,7 +677,7 @@ where
         // Two passes over the chunk, in memory: the means, then the squared
         // deviations from them.
         let mut sums = Vec::new();
-        engine::reserve(&mut sums, part.len(), || format!("{} partial means", part.len()))?;
+        buffer::reserve(&mut sums, part.len(), || format!("{} partial means", part.len()))?;
         sums.resize(part.len(), (0.0f64, 0u64));
         MeanFold::<R, SKIP>(std::marker::PhantomData).chunk(walk, data, &mut sums)?;
         for (m, &(s, n)) in part.iter_mut().zip(&sums) {
@@ -805,7 +807,7 @@ impl Job<'_> {
         let geom = &a.geom;
         let state = std::mem::size_of::<F::S>();
         let mut out = Vec::new();
-        engine::reserve(&mut out, self.out_len, || format!("a result of {} items", self.out_len))?;
+        buffer::reserve(&mut out, self.out_len, || format!("a result of {} items", self.out_len))?;
         out.resize(self.out_len, fold.init());
         let region = geom.full_region();
         let parts = engine::plan(geom, &region)?;
@@ -845,7 +847,7 @@ impl Job<'_> {
             let shape: Vec<i64> = (0..n).map(|i| part.stop[i] - part.start[i]).collect();
             let walk = Walk::new(&shape, &reduced[..n], itemsize);
             let mut p = Vec::new();
-            engine::reserve(&mut p, walk.out_len, || format!("a partial result of {} items", walk.out_len))?;
+            buffer::reserve(&mut p, walk.out_len, || format!("a partial result of {} items", walk.out_len))?;
             p.resize(walk.out_len, fold.init());
             fold.chunk(&walk, data, &mut p)?;
             Ok(p)
@@ -902,7 +904,7 @@ impl Out {
         };
         let mut data = Vec::new();
         let bytes = len.checked_mul(size).ok_or_else(|| Error::InvalidArgument("the result is too large".into()))?;
-        engine::reserve(&mut data, bytes, || format!("a result of {bytes} bytes"))?;
+        buffer::reserve(&mut data, bytes, || format!("a result of {bytes} bytes"))?;
         Ok(Out { num, data })
     }
     fn int(&mut self, v: i64) {

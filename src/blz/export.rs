@@ -114,7 +114,7 @@ fn rows(array: &Array, r0: i64, r1: i64, buf: &mut Vec<u8>) -> Result<()> {
     let mut shape = stop.clone();
     shape[0] = r1 - r0;
     let n = shape.iter().product::<i64>() as usize * array.itemsize();
-    crate::engine::zeroed(buf, n)?;
+    crate::buffer::zeroed(buf, n)?;
     array.get_slice_buffer(&start, &stop, buf, &shape)
 }
 

@@ -15,6 +15,7 @@ use super::bloscpack::Reader;
 use super::carray::{numpy_typestr, CArray, CTable};
 use super::json::Json;
 use crate::array::{Array, Params, StorageParams};
+use crate::buffer;
 use crate::context::Context;
 use crate::engine;
 use crate::error::{Error, Result};
@@ -45,7 +46,7 @@ trait Source {
 
 fn decompress(dctx: &mut DCtx, chunk: &[u8], out: &mut Vec<u8>, what: &dyn Fn() -> String) -> Result<()> {
     let nbytes = u32::from_le_bytes(chunk[4..8].try_into().unwrap_or([0; 4])) as usize;
-    engine::zeroed(out, nbytes)?;
+    buffer::zeroed(out, nbytes)?;
     blosc::decompress_into(dctx, chunk, out).map_err(|e| match e {
         Error::Blosc { op, code } => Error::Blosc { op: format!("{op} of {}", what()), code },
         Error::InvalidFormat(m) => Error::InvalidFormat(format!("{}: {m}", what())),
@@ -160,7 +161,7 @@ fn fill(
                 // Grown as rows arrive (doubling, up to the slab): a header
                 // promising more rows than the data holds costs no memory.
                 let grow = n.max(slab.len()).min(want - slab.len());
-                engine::reserve(&mut slab, grow, || format!("a slab of {want} bytes of rows"))?;
+                buffer::reserve(&mut slab, grow, || format!("a slab of {want} bytes of rows"))?;
             }
             slab.extend_from_slice(&pending[at..at + n]);
             filled += n;
@@ -484,7 +485,7 @@ impl Source for RecordSource<'_> {
         }
         let rows = rows.min(self.rows_per_call);
         let record: usize = self.columns.iter().map(|c| c.3).sum();
-        engine::reserve(out, rows * record, || format!("{rows} records"))?;
+        buffer::reserve(out, rows * record, || format!("{rows} records"))?;
         for r in 0..rows {
             for (_, buf, at, size) in &self.columns {
                 out.extend_from_slice(&buf[*at + r * size..*at + (r + 1) * size]);

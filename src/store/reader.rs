@@ -30,7 +30,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{blosc, frame, frame_check};
-use crate::engine;
+use crate::buffer;
 use crate::error::{Error, Result};
 
 /// Bytes of a Blosc2 chunk header.
@@ -315,7 +315,7 @@ fn open_chunk_file(path: &Path, n: i64) -> Result<(File, u64)> {
 /// [`Error::Io`] (out of memory) naming chunk `n`.
 ///
 /// Only the first `keep` bytes are kept when `buf` must be reallocated: a
-/// new buffer comes zeroed from the allocator ([`engine::zeroed_vec`]), so
+/// new buffer comes zeroed from the allocator ([`buffer::zeroed_vec`]), so
 /// a partial read faults in only the pages of the blocks it reads.
 fn grow(buf: &mut Vec<u8>, len: usize, keep: usize, n: i64) -> Result<()> {
     if buf.len() >= len {
@@ -325,7 +325,7 @@ fn grow(buf: &mut Vec<u8>, len: usize, keep: usize, n: i64) -> Result<()> {
         buf.resize(len, 0);
         return Ok(());
     }
-    let mut v = engine::zeroed_vec(len).map_err(|_| {
+    let mut v = buffer::zeroed_vec(len).map_err(|_| {
         let oom = std::io::Error::from(std::io::ErrorKind::OutOfMemory);
         Error::io(&format!("allocating chunk {n} ({len} bytes)"), None, &oom)
     })?;
