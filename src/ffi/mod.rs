@@ -52,18 +52,6 @@ mod types;
 use last_error::{caterva_clear_last_error, caterva_last_error};
 pub(crate) use types::*;
 
-/// The C layer's part of the `pthread_atfork` prepare handler ([`crate::fork`]).
-pub(crate) fn before_fork() {
-    handles::before_fork();
-    slots::before_fork();
-}
-
-/// The C layer's part of the parent and child `pthread_atfork` handlers.
-pub(crate) fn after_fork() {
-    slots::after_fork();
-    handles::after_fork();
-}
-
 /// Major version of the caterva API this library implements.
 #[allow(dead_code)] // reaches C through the header only
 pub const CATERVA_VERSION_MAJOR: c_int = 0;
