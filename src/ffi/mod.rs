@@ -35,13 +35,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
+mod array_calls;
 mod blz;
+mod chunks;
+mod concat;
 mod durability;
-mod extras;
 mod handles;
 mod integrity;
 mod last_error;
 mod meta;
+mod offset;
 mod partition;
 mod reduce;
 mod reshape;
