@@ -702,6 +702,30 @@ int caterva_full(struct caterva_ctx_t *ctx,
                  struct caterva_array_t **array);
 
 /**
+ * Create an array in which every item is NaN. `dtype` is `"<f2"`, `">f2"`,
+ * `"<f4"`, `">f4"`, `"<f8"` or `">f8"` (`=` for the machine's order), and
+ * must match `params->itemsize`; NULL takes the little-endian float of
+ * that size. Little-endian f4 and f8 are stored as Blosc2 NaN special
+ * chunks (no data); the others as one repeated-value chunk per chunk. The
+ * dtype is recorded in the `b2nd` metalayer.
+ *
+ * Ownership: `*array` receives an array to release with `caterva_free`.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (but `dtype`);
+ * `CATERVA_ERR_INVALID_ARGUMENT` for another dtype, a dtype of another
+ * size, or as `caterva_zeros`; `CATERVA_ERR_INVALID_STORAGE` if the path is
+ * taken by something that is not an array. Nothing is created then.
+ *
+ * # Safety
+ * As `caterva_zeros`; a non-NULL `dtype` must be a NUL-terminated string.
+ */
+int caterva_nans(struct caterva_ctx_t *ctx,
+                 struct caterva_params_t *params,
+                 struct caterva_storage_t *storage,
+                 const char *dtype,
+                 struct caterva_array_t **array);
+
+/**
  * Create an array from `buffer`, a C-order array of `params->shape` items.
  *
  * # Safety
@@ -847,6 +871,37 @@ int caterva_set_slice_buffer(struct caterva_ctx_t *ctx,
                              struct caterva_array_t *array);
 
 /**
+ * Copy the box `src_start..src_stop` of `src`, a C-order buffer of
+ * `src_pad_shape` items of `itemsize` bytes (`srcsize` bytes in all), into
+ * `dst`, a C-order buffer of `dst_pad_shape` items (`dstsize` bytes), at
+ * `dst_start` (as `b2nd_copy_buffer` does, with the buffer sizes added so
+ * that they can be checked). Items of `dst` outside the box are left as
+ * they are; a 0-dim copy (`ndim` 0, the shape pointers may be NULL) moves
+ * one item. No context is needed.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_ARGUMENT` for `ndim` outside 0..=8, `itemsize` 0,
+ * a negative size or shape, a box outside `src_pad_shape` or, moved to
+ * `dst_start`, outside `dst_pad_shape`, a buffer smaller than its shape, or
+ * overlapping buffers. Nothing is written then.
+ *
+ * # Safety
+ * `src` must hold `srcsize` readable bytes and `dst` `dstsize` writable
+ * ones; each shape and position pointer must hold `ndim` items.
+ */
+int caterva_copy_buffer(int8_t ndim,
+                        uint8_t itemsize,
+                        const void *src,
+                        int64_t srcsize,
+                        const int64_t *src_pad_shape,
+                        const int64_t *src_start,
+                        const int64_t *src_stop,
+                        void *dst,
+                        int64_t dstsize,
+                        const int64_t *dst_pad_shape,
+                        const int64_t *dst_start);
+
+/**
  * Fill `options` with the defaults: bcolz's (blosclz, level 5, byte
  * shuffle), the array's chunk length, a carray directory, and adler32 for
  * Bloscpack files.
@@ -909,48 +964,6 @@ int caterva_export_blz(struct caterva_ctx_t *ctx,
                        const struct caterva_blz_options_t *options);
 
 /**
- * Choose what `array`'s writes survive from its next write on:
- * `CATERVA_DURABILITY_FULL` (the default) or `CATERVA_DURABILITY_PROCESS`.
- * A setting of this handle only, not stored in the file; an array in
- * memory keeps it and has nothing to sync. The environment variable
- * `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
- * whatever this says.
- *
- * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
- *
- * # Safety
- * `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.
- */
-int caterva_set_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int level);
-
-/**
- * Choose what the writes of the arrays created or opened with `ctx` from
- * now on survive (`CATERVA_DURABILITY_FULL`, the default, or
- * `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
- * array on disk is synced before it is renamed into place, at `PROCESS`
- * it is not (as b2nd, zarr or HDF5 write by default). Each handle may
- * change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
- * in the environment makes every handle `PROCESS` whatever this says.
- *
- * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
- * Not thread-safe with respect to other calls using `ctx`.
- *
- * # Safety
- * `ctx` must be NULL or a live context from `caterva_ctx_new`.
- */
-int caterva_ctx_set_durability(struct caterva_ctx_t *ctx, int level);
-
-/**
- * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
- * `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
- * left it (`CATERVA_JOURNAL_SYNC=0` does not change it).
- *
- * # Safety
- * `ctx` and `array` must be NULL or live handles; `level` NULL or writable.
- */
-int caterva_get_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int *level);
-
-/**
  * The chunks that the region `start..stop` (`ndim` entries each) touches:
  * `*chunks_idx` receives their numbers in C order of the chunk grid and
  * `*nchunks` how many there are (as `b2nd_get_slice_nchunks` lists them),
@@ -996,81 +1009,6 @@ int caterva_get_chunk_region(struct caterva_ctx_t *ctx,
                              int64_t nchunk,
                              int64_t *start,
                              int64_t *stop);
-
-/**
- * Copy the box `src_start..src_stop` of `src`, a C-order buffer of
- * `src_pad_shape` items of `itemsize` bytes (`srcsize` bytes in all), into
- * `dst`, a C-order buffer of `dst_pad_shape` items (`dstsize` bytes), at
- * `dst_start` (as `b2nd_copy_buffer` does, with the buffer sizes added so
- * that they can be checked). Items of `dst` outside the box are left as
- * they are; a 0-dim copy (`ndim` 0, the shape pointers may be NULL) moves
- * one item. No context is needed.
- *
- * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
- * `CATERVA_ERR_INVALID_ARGUMENT` for `ndim` outside 0..=8, `itemsize` 0,
- * a negative size or shape, a box outside `src_pad_shape` or, moved to
- * `dst_start`, outside `dst_pad_shape`, a buffer smaller than its shape, or
- * overlapping buffers. Nothing is written then.
- *
- * # Safety
- * `src` must hold `srcsize` readable bytes and `dst` `dstsize` writable
- * ones; each shape and position pointer must hold `ndim` items.
- */
-int caterva_copy_buffer(int8_t ndim,
-                        uint8_t itemsize,
-                        const void *src,
-                        int64_t srcsize,
-                        const int64_t *src_pad_shape,
-                        const int64_t *src_start,
-                        const int64_t *src_stop,
-                        void *dst,
-                        int64_t dstsize,
-                        const int64_t *dst_pad_shape,
-                        const int64_t *dst_start);
-
-/**
- * Insert an axis of length 1 (chunk and block length 1) at position `axis`
- * (`0..=ndim`). No chunk is recompressed, but c-blosc2 metalayers cannot
- * grow, so the array is copied (compressed chunks as they are, with its
- * metalayers, vlmetalayers and checksums); a file or directory array is
- * written beside its path and renamed into place. `arr->ndim`, the shapes
- * and `arr->sc` (a new super-chunk) are updated.
- *
- * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for an axis out of range or an
- * array of 8 axes; `CATERVA_ERR_INVALID_STORAGE` for an array opened with
- * `caterva_open_offset` (read-only); `CATERVA_ERR_BLOSC_FAILED` if writing
- * fails. The array is unchanged then.
- *
- * Needs exclusive access to the array: no other call on it may run meanwhile.
- *
- * # Safety
- * The pointers must be NULL or valid.
- */
-int caterva_expand_dims(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int8_t axis);
-
-/**
- * Create an array in which every item is NaN. `dtype` is `"<f2"`, `">f2"`,
- * `"<f4"`, `">f4"`, `"<f8"` or `">f8"` (`=` for the machine's order), and
- * must match `params->itemsize`; NULL takes the little-endian float of
- * that size. Little-endian f4 and f8 are stored as Blosc2 NaN special
- * chunks (no data); the others as one repeated-value chunk per chunk. The
- * dtype is recorded in the `b2nd` metalayer.
- *
- * Ownership: `*array` receives an array to release with `caterva_free`.
- *
- * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (but `dtype`);
- * `CATERVA_ERR_INVALID_ARGUMENT` for another dtype, a dtype of another
- * size, or as `caterva_zeros`; `CATERVA_ERR_INVALID_STORAGE` if the path is
- * taken by something that is not an array. Nothing is created then.
- *
- * # Safety
- * As `caterva_zeros`; a non-NULL `dtype` must be a NUL-terminated string.
- */
-int caterva_nans(struct caterva_ctx_t *ctx,
-                 struct caterva_params_t *params,
-                 struct caterva_storage_t *storage,
-                 const char *dtype,
-                 struct caterva_array_t **array);
 
 /**
  * A new array holding `src1` followed by `src2` along `axis`, with the
@@ -1124,56 +1062,46 @@ int caterva_append_array(struct caterva_ctx_t *ctx,
                          int8_t axis);
 
 /**
- * Open, read-only, the array whose contiguous frame starts at byte
- * `offset` of the file `urlpath` (as `b2nd_open_offset` does): one of
- * several arrays saved into one file with `caterva_save_append`, or a
- * frame inside another format. The frame is checked before c-blosc2
- * reads it. Calls that would change the array fail with
- * `CATERVA_ERR_INVALID_STORAGE` (c-blosc2 would write past the frame's
- * end, over the file's next frame); copy it to change it.
+ * Choose what `array`'s writes survive from its next write on:
+ * `CATERVA_DURABILITY_FULL` (the default) or `CATERVA_DURABILITY_PROCESS`.
+ * A setting of this handle only, not stored in the file; an array in
+ * memory keeps it and has nothing to sync. The environment variable
+ * `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
+ * whatever this says.
  *
- * Ownership: `*array` receives an array to release with `caterva_free`.
- *
- * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
- * `CATERVA_ERR_INVALID_ARGUMENT` for a negative offset, or if no sound
- * frame of an array starts at `offset`; `CATERVA_ERR_INVALID_STORAGE` if
- * nothing is at `urlpath` or it is not a regular file.
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
  *
  * # Safety
- * `urlpath` must be a NUL-terminated string.
+ * `ctx` and `array` must be NULL or live handles; nobody else may use `array` during the call.
  */
-int caterva_open_offset(struct caterva_ctx_t *ctx,
-                        const char *urlpath,
-                        int64_t offset,
-                        struct caterva_array_t **array);
+int caterva_set_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int level);
 
 /**
- * Append the array, as a contiguous frame, to the end of the file
- * `urlpath` (created if missing) and write to `*offset` the byte offset
- * where its frame starts (as `b2nd_save_append` does); open it again with
- * `caterva_open_offset` or python-blosc2's `blosc2.open(urlpath,
- * offset=...)`. The file is synced; a failure cuts it back to its old
- * length (or removes it if this call created it); a process killed
- * mid-append may leave part of a frame after the old end, never a change
- * before it. A frame appended to an
- * array's own file makes that array read-only for its handles and
- * reopenable only with `caterva_open_offset` (at 0).
+ * Choose what the writes of the arrays created or opened with `ctx` from
+ * now on survive (`CATERVA_DURABILITY_FULL`, the default, or
+ * `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
+ * array on disk is synced before it is renamed into place, at `PROCESS`
+ * it is not (as b2nd, zarr or HDF5 write by default). Each handle may
+ * change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
+ * in the environment makes every handle `PROCESS` whatever this says.
  *
- * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
- * `CATERVA_ERR_INVALID_STORAGE` if `urlpath` is empty, a directory or a
- * symbolic link, or another handle is writing it;
- * `CATERVA_ERR_BLOSC_FAILED` if writing fails. `*offset` is written only
- * on success.
- *
- * Only reads the array: several threads may read it meanwhile.
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for another `level`.
+ * Not thread-safe with respect to other calls using `ctx`.
  *
  * # Safety
- * `urlpath` must be a NUL-terminated string; `offset` must be writable.
+ * `ctx` must be NULL or a live context from `caterva_ctx_new`.
  */
-int caterva_save_append(struct caterva_ctx_t *ctx,
-                        struct caterva_array_t *array,
-                        const char *urlpath,
-                        int64_t *offset);
+int caterva_ctx_set_durability(struct caterva_ctx_t *ctx, int level);
+
+/**
+ * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
+ * `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
+ * left it (`CATERVA_JOURNAL_SYNC=0` does not change it).
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; `level` NULL or writable.
+ */
+int caterva_get_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int *level);
 
 /**
  * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the
@@ -1414,6 +1342,58 @@ int caterva_set_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, 
  * `dtype` must point to writable memory.
  */
 int caterva_get_dtype(struct caterva_ctx_t *ctx, struct caterva_array_t *array, char **dtype);
+
+/**
+ * Open, read-only, the array whose contiguous frame starts at byte
+ * `offset` of the file `urlpath` (as `b2nd_open_offset` does): one of
+ * several arrays saved into one file with `caterva_save_append`, or a
+ * frame inside another format. The frame is checked before c-blosc2
+ * reads it. Calls that would change the array fail with
+ * `CATERVA_ERR_INVALID_STORAGE` (c-blosc2 would write past the frame's
+ * end, over the file's next frame); copy it to change it.
+ *
+ * Ownership: `*array` receives an array to release with `caterva_free`.
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_ARGUMENT` for a negative offset, or if no sound
+ * frame of an array starts at `offset`; `CATERVA_ERR_INVALID_STORAGE` if
+ * nothing is at `urlpath` or it is not a regular file.
+ *
+ * # Safety
+ * `urlpath` must be a NUL-terminated string.
+ */
+int caterva_open_offset(struct caterva_ctx_t *ctx,
+                        const char *urlpath,
+                        int64_t offset,
+                        struct caterva_array_t **array);
+
+/**
+ * Append the array, as a contiguous frame, to the end of the file
+ * `urlpath` (created if missing) and write to `*offset` the byte offset
+ * where its frame starts (as `b2nd_save_append` does); open it again with
+ * `caterva_open_offset` or python-blosc2's `blosc2.open(urlpath,
+ * offset=...)`. The file is synced; a failure cuts it back to its old
+ * length (or removes it if this call created it); a process killed
+ * mid-append may leave part of a frame after the old end, never a change
+ * before it. A frame appended to an
+ * array's own file makes that array read-only for its handles and
+ * reopenable only with `caterva_open_offset` (at 0).
+ *
+ * Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+ * `CATERVA_ERR_INVALID_STORAGE` if `urlpath` is empty, a directory or a
+ * symbolic link, or another handle is writing it;
+ * `CATERVA_ERR_BLOSC_FAILED` if writing fails. `*offset` is written only
+ * on success.
+ *
+ * Only reads the array: several threads may read it meanwhile.
+ *
+ * # Safety
+ * `urlpath` must be a NUL-terminated string; `offset` must be writable.
+ */
+int caterva_save_append(struct caterva_ctx_t *ctx,
+                        struct caterva_array_t *array,
+                        const char *urlpath,
+                        int64_t *offset);
 
 /**
  * Propose a chunk shape and a block shape for an array of `params`
@@ -1690,6 +1670,26 @@ int caterva_set_orthogonal_selection(struct caterva_ctx_t *ctx,
                                      void *buffer,
                                      int64_t *buffershape,
                                      int64_t buffersize);
+
+/**
+ * Insert an axis of length 1 (chunk and block length 1) at position `axis`
+ * (`0..=ndim`). No chunk is recompressed, but c-blosc2 metalayers cannot
+ * grow, so the array is copied (compressed chunks as they are, with its
+ * metalayers, vlmetalayers and checksums); a file or directory array is
+ * written beside its path and renamed into place. `arr->ndim`, the shapes
+ * and `arr->sc` (a new super-chunk) are updated.
+ *
+ * Errors: `CATERVA_ERR_INVALID_ARGUMENT` for an axis out of range or an
+ * array of 8 axes; `CATERVA_ERR_INVALID_STORAGE` for an array opened with
+ * `caterva_open_offset` (read-only); `CATERVA_ERR_BLOSC_FAILED` if writing
+ * fails. The array is unchanged then.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
+ * # Safety
+ * The pointers must be NULL or valid.
+ */
+int caterva_expand_dims(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int8_t axis);
 
 #ifdef __cplusplus
 }  // extern "C"

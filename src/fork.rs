@@ -16,18 +16,24 @@
 //!   rayon pool would wait for threads that are not there, freeing a Blosc2
 //!   context with threads would join them, and a mutex may be held forever.
 //! - State that the child must inherit as it is (the C layer's registry of
-//!   live handles) is locked by the `pthread_atfork` prepare handler, so no
-//!   parent thread is in the middle of changing it at the fork, and unlocked
-//!   in both processes after it.
+//!   live handles, the memory of its handles) is locked before the fork, so
+//!   no parent thread is in the middle of changing it, and unlocked in both
+//!   processes after it; c-blosc2's first initialisation, if under way,
+//!   finishes before the fork. The modules that own that state say so
+//!   themselves: each registers its [`ForkHooks`] with [`on_fork`], and the
+//!   one `pthread_atfork` handler set of this module runs them. This module
+//!   knows nothing above it.
 //!
 //! What this cannot fix: an array being *changed* by another thread of the
 //! parent at the fork (the child's copy is then half-written; callers must
 //! not do that, as with any data structure).
 
+use std::cell::Cell;
+use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::Once;
 
-/// This process's id, or 0 before [`register`] (or if `pthread_atfork` failed).
+/// This process's id, or 0 before [`install_handlers`] (or if `pthread_atfork` failed).
 static PID: AtomicU32 = AtomicU32::new(0);
 
 /// The id of the calling process. Cheap: a forked child's id is stored by
@@ -35,7 +41,7 @@ static PID: AtomicU32 = AtomicU32::new(0);
 #[inline]
 pub(crate) fn pid() -> u32 {
     match PID.load(Ordering::Relaxed) {
-        0 => register(),
+        0 => install_handlers(),
         p => p,
     }
 }
@@ -43,7 +49,7 @@ pub(crate) fn pid() -> u32 {
 /// Install the `pthread_atfork` handlers, once per process (a child
 /// inherits them), and return the process id.
 #[cold]
-pub(crate) fn register() -> u32 {
+fn install_handlers() -> u32 {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: the handlers are plain functions that live as long as the
@@ -60,24 +66,117 @@ pub(crate) fn register() -> u32 {
     }
 }
 
-/// Before a fork, in the forking thread: let a first c-blosc2
-/// initialisation finish, and take the locks whose state the child inherits.
-extern "C" fn prepare() {
-    crate::store::blosc::init();
-    crate::ffi::before_fork();
+/// What a module does around a `fork()` for the state it owns, registered
+/// with [`on_fork`]. As with `pthread_atfork`, the `prepare` hooks run in
+/// the reverse order of registration and the `parent` and `child` hooks in
+/// the order of registration, so a module registered after another one
+/// (that it relies on) is prepared first and released last.
+pub(crate) struct ForkHooks {
+    /// Before the fork, in the forking thread.
+    pub(crate) prepare: fn(),
+    /// After the fork, in the parent (the forking thread).
+    pub(crate) parent: fn(),
+    /// After the fork, in the child (which has only the forking thread),
+    /// after [`pid`] has learnt the child's id.
+    pub(crate) child: fn(),
 }
 
-/// After a fork, in the parent: release what [`prepare`] took.
+impl ForkHooks {
+    /// Hooks that only prepare (nothing to do after the fork).
+    pub(crate) const fn prepare_only(prepare: fn()) -> Self {
+        ForkHooks { prepare, parent: || {}, child: || {} }
+    }
+}
+
+/// Most hooks there can be (this crate registers three; the tests two more).
+const MAX_HOOKS: usize = 8;
+
+/// The registered hooks, in order of registration. A slot is filled only
+/// after every slot before it, and never emptied, so the filled slots are
+/// always a prefix; the handlers read them without a lock (a lock here
+/// could be held by a vanished thread in the child).
+static HOOKS: [AtomicPtr<ForkHooks>; MAX_HOOKS] = [const { AtomicPtr::new(ptr::null_mut()) }; MAX_HOOKS];
+
+thread_local! {
+    /// How many hooks this thread's last [`prepare`] ran: [`parent`] and
+    /// [`child`] release exactly those (a hook registered during the fork
+    /// was not prepared).
+    static PREPARED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Run `hooks` around every `fork()` of this process from now on (see
+/// [`ForkHooks`] for the order). Registering the same `static` again does
+/// nothing, so owners may call this on every use of their state: it costs a
+/// few atomic loads. Also installs the `pthread_atfork` handlers.
+///
+/// # Panics
+/// If more than [`MAX_HOOKS`] different hooks are registered (a bug).
+pub(crate) fn on_fork(hooks: &'static ForkHooks) {
+    pid();
+    let ours = ptr::from_ref(hooks).cast_mut();
+    for slot in &HOOKS {
+        let cur = slot.load(Ordering::Acquire);
+        if cur == ours {
+            return;
+        }
+        if cur.is_null() {
+            match slot.compare_exchange(ptr::null_mut(), ours, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return,
+                Err(winner) if winner == ours => return,
+                // Another module took this slot first: try the next.
+                Err(_) => {}
+            }
+        }
+    }
+    panic!("more than {MAX_HOOKS} fork hooks registered");
+}
+
+/// The first `n` registered hooks, in order of registration.
+fn registered(n: usize) -> impl DoubleEndedIterator<Item = &'static ForkHooks> {
+    HOOKS[..n.min(MAX_HOOKS)].iter().filter_map(|slot| {
+        // SAFETY: a non-null slot holds a `&'static ForkHooks` (`on_fork`).
+        unsafe { slot.load(Ordering::Acquire).as_ref() }
+    })
+}
+
+/// How many hooks are registered now.
+fn registered_now() -> usize {
+    HOOKS.iter().take_while(|slot| !slot.load(Ordering::Acquire).is_null()).count()
+}
+
+/// How many hooks this thread's [`prepare`] ran (all registered ones, if
+/// thread-local storage is gone: a thread being torn down).
+fn prepared() -> usize {
+    PREPARED.try_with(Cell::get).unwrap_or_else(|_| registered_now())
+}
+
+/// Before a fork, in the forking thread: the registered `prepare` hooks,
+/// last registered first.
+extern "C" fn prepare() {
+    let n = registered_now();
+    let _ = PREPARED.try_with(|p| p.set(n));
+    for h in registered(n).rev() {
+        (h.prepare)();
+    }
+}
+
+/// After a fork, in the parent: the `parent` hooks of what [`prepare`]
+/// prepared, in order of registration.
 extern "C" fn parent() {
-    crate::ffi::after_fork();
+    for h in registered(prepared()) {
+        (h.parent)();
+    }
 }
 
 /// After a fork, in the child (which has only the forking thread): record
-/// the new id, then release what [`prepare`] took.
+/// the new id, then the `child` hooks of what [`prepare`] prepared, in
+/// order of registration.
 extern "C" fn child() {
     // SAFETY: getpid has no preconditions (and is async-signal-safe).
     PID.store(unsafe { libc::getpid() } as u32, Ordering::Relaxed);
-    crate::ffi::after_fork();
+    for h in registered(prepared()) {
+        (h.child)();
+    }
 }
 
 /// A value that belongs to the process that made it. In a forked child the
@@ -181,6 +280,26 @@ mod tests {
         assert_eq!(*v.get(|| unreachable!("not forked")), 7);
         assert_eq!(v.owned_mut(), Some(&mut 7));
         assert_eq!(pid(), std::process::id());
+    }
+
+    #[test]
+    fn hooks_run_in_the_order_pthread_atfork_runs_handlers() {
+        use std::sync::Mutex;
+        static SEEN: Mutex<Vec<&str>> = Mutex::new(Vec::new());
+        fn note(what: &'static str) {
+            SEEN.lock().unwrap().push(what);
+        }
+        static A: ForkHooks = ForkHooks { prepare: || note("prepare a"), parent: || note("parent a"), child: || {} };
+        static B: ForkHooks = ForkHooks { prepare: || note("prepare b"), parent: || note("parent b"), child: || {} };
+        on_fork(&A);
+        on_fork(&B);
+        let n = registered_now();
+        on_fork(&A);
+        assert_eq!(registered_now(), n, "a second registration adds nothing");
+        // As around a fork (the crate's own hooks run too: they lock and unlock).
+        prepare();
+        parent();
+        assert_eq!(*SEEN.lock().unwrap(), ["prepare b", "prepare a", "parent a", "parent b"]);
     }
 
     #[test]

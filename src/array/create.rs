@@ -1,6 +1,6 @@
-//! Making arrays: from nothing, a buffer, a frame, a file, or another array
-//! (`get_slice`, `copy`, and the relayouts of `squeeze`); persisting and
-//! removing them.
+//! Making arrays: from nothing (zeros, a fill value, NaNs), a buffer, a
+//! frame, a file, or another array (`get_slice`, `copy`, and the relayouts
+//! of `squeeze`); persisting and removing them.
 
 use super::{Array, Metalayer, Params, StorageParams};
 use crate::context::Context;
@@ -355,6 +355,54 @@ impl Array {
             .filter(|n| !super::meta::is_reserved(n))
             .filter_map(|name| self.store.meta_get(&name).map(|content| Metalayer { name, content }))
             .collect()
+    }
+
+    /// A new array in which every item is NaN, for the float dtypes `f2`,
+    /// `f4` and `f8` in either byte order (`params.dtype`; `None` takes the
+    /// little-endian float of `params.itemsize`). Little-endian `f4` and
+    /// `f8` are stored as Blosc2 NaN special chunks (a header each, no
+    /// data); the others as one repeated-value chunk per chunk (c-blosc2
+    /// makes NaN chunks only of the machine's floats of 4 and 8 bytes).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a dtype that is not one of those floats
+    /// or does not match the item size, and as [`Array::zeros`].
+    pub fn nans(ctx: &Context, params: &Params, storage: &StorageParams) -> Result<Array> {
+        let dtype = match &params.dtype {
+            Some(d) => d.clone(),
+            None => match params.itemsize {
+                2 | 4 | 8 => format!("<f{}", params.itemsize),
+                n => invalid!("nans needs a float dtype; no float has {n} bytes"),
+            },
+        };
+        let (big, size) = match dtype.as_bytes() {
+            [o @ (b'<' | b'>' | b'='), b'f', d @ (b'2' | b'4' | b'8')] => {
+                let big = *o == b'>' || (*o == b'=' && cfg!(target_endian = "big"));
+                (big, usize::from(d - b'0'))
+            }
+            _ => invalid!("nans needs the dtype of a float of 2, 4 or 8 bytes (<f2, >f4, <f8…), not '{dtype}'"),
+        };
+        if size != params.itemsize {
+            invalid!("dtype '{dtype}' does not describe items of {} bytes", params.itemsize);
+        }
+        let bits: u64 = match size {
+            2 => 0x7e00,
+            4 => u64::from(f32::NAN.to_bits()),
+            _ => f64::NAN.to_bits(),
+        };
+        let value: Vec<u8> =
+            if big { bits.to_be_bytes()[8 - size..].to_vec() } else { bits.to_le_bytes()[..size].to_vec() };
+        let special = size != 2 && big == cfg!(target_endian = "big");
+        let params = Params { dtype: Some(dtype), ..params.clone() };
+        Self::create_streamed(ctx, &params, storage, |tx, g| {
+            if special {
+                tx.fill_special(g.nchunks(), g.chunk_nbytes(), Special::Nan)
+            } else {
+                let chunk =
+                    blosc::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), &value)?;
+                tx.append_repeated(&chunk, g.nchunks())
+            }
+        })
     }
 }
 

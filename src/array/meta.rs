@@ -128,6 +128,12 @@ impl Array {
             join(m.blockshape.iter().map(ToString::to_string).collect()),
         ))
     }
+
+    /// The vlmetalayers (the checksum table aside), in order.
+    pub(super) fn vlmetalayers(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let names = self.store.vlmeta_names().into_iter().filter(|n| n != crate::store::CHECKSUM_VLMETA);
+        names.map(|n| self.vlmeta_get(&n).map(|c| (n, c))).collect()
+    }
 }
 
 /// Metalayer names managed by the library itself: the geometry ones, the

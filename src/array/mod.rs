@@ -1,31 +1,40 @@
 //! [`Array`]: an N-dimensional array over a store (`crate::store::Store`).
 //!
 //! The methods are split by concern, one file each:
-//! - `create`: making arrays (from nothing, a buffer, a frame, a file, or
-//!   another array: `get_slice`, `copy`), persisting and removing them;
+//! - `create`: making arrays (from nothing, NaNs, a buffer, a frame, a file,
+//!   or another array: `get_slice`, `copy`), persisting and removing them;
 //! - `io`: reading and writing regions and orthogonal selections;
-//! - `reshape`: resize, insert, append, delete, squeeze;
+//! - `reshape`: resize, insert, append, delete, squeeze, expand_dims;
+//! - `concat`: joining two arrays along an axis (`concatenate`, `append_array`);
+//! - `chunks`: chunk lists for schedulers (`slice_nchunks`, `chunk_region`);
+//! - `offset`: arrays inside larger files (`open_offset`, `save_append`);
 //! - `meta`: metalayers, vlmetalayers, dtype;
 //! - `integrity`: checksums and `verify`;
+//! - `shared`: handles in several processes writing one array (`refresh`,
+//!   `exclusive`, `set_slice_shared`);
 //! - `reduce`: sums, means, extremes, variances along axes ([`Array::reduce`]);
-//! - `info`: what an array is and how it is stored ([`Array::info`]).
+//! - `info`: what an array is and how it is stored ([`Array::info`]);
+//! - `copy_buffer`: [`copy_buffer()`], N-d boxes between C-order buffers.
 //!
 //! This file holds the types they share and the geometry a store describes.
 //! Every change of an array is one `Store::write` transaction: the methods
 //! compute what to write first (compressing new chunks in parallel), then
 //! apply it inside the transaction, and update `geom` only once it committed.
 
+mod chunks;
+mod concat;
+mod copy_buffer;
 mod create;
-mod extras;
 mod info;
 mod integrity;
 mod io;
 mod meta;
+mod offset;
 mod reduce;
 mod reshape;
 mod shared;
 
-pub use extras::copy_buffer;
+pub use copy_buffer::copy_buffer;
 pub use info::{blosc2_version, ArrayInfo};
 pub use integrity::ChunkProblem;
 pub(crate) use meta::check_user_vlmeta;
@@ -36,7 +45,7 @@ use crate::context::Config;
 use crate::context::{Context, Durability};
 use crate::error::{Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
-use crate::meta::{self as codec, B2ND_META, CATERVA_META};
+use crate::meta::{self as metalayer, B2ND_META, CATERVA_META};
 use crate::store::blosc::Storage;
 use crate::store::{Replaced, Store};
 
@@ -137,10 +146,10 @@ impl Array {
         &self.store
     }
 
-    /// Wrap a store that carries a `caterva` and/or `b2nd` metalayer (and,
-    /// when the context requires checksums, a checksum table); a failure
-    /// hands the store back.
-    pub(crate) fn from_store(ctx: &Context, store: Store) -> std::result::Result<Array, Box<(Error, Store)>> {
+    /// [`Array::wrap`], but a failure hands the store back (to a caller that
+    /// must not drop it: the C layer's `caterva_from_schunk` leaves the
+    /// caller's super-chunk alive).
+    pub(crate) fn wrap_or_hand_back(ctx: &Context, store: Store) -> std::result::Result<Array, Box<(Error, Store)>> {
         if ctx.config().require_checksums && !store.has_checksums() {
             let e = Error::corrupt(
                 -1,
@@ -159,9 +168,12 @@ impl Array {
         }
     }
 
-    /// [`Array::from_store`], dropping the store on failure.
+    /// The array a store holds: the store must carry a `caterva` and/or
+    /// `b2nd` metalayer (and, when the context requires checksums, a
+    /// checksum table). A failure drops the store
+    /// ([`Array::wrap_or_hand_back`] returns it).
     pub(crate) fn wrap(ctx: &Context, store: Store) -> Result<Array> {
-        Self::from_store(ctx, store).map_err(|b| b.0)
+        Self::wrap_or_hand_back(ctx, store).map_err(|b| b.0)
     }
 
     /// Replace this array by the one `make` builds from it at the storage
@@ -211,10 +223,10 @@ impl Array {
 /// describe (they must agree when both are there), checked against the
 /// super-chunk itself.
 fn geometry_of(sc: &Store) -> Result<Geometry> {
-    let read = |name: &str| -> Result<Option<codec::MetaGeometry>> {
+    let read = |name: &str| -> Result<Option<metalayer::MetaGeometry>> {
         sc.meta_get(name)
             .map(|b| {
-                codec::decode(&b)
+                metalayer::decode(&b)
                     .map(|(m, _)| m)
                     .map_err(|e| Error::InvalidFormat(format!("'{name}' metalayer: {}", e.message())))
             })

@@ -1,14 +1,18 @@
 //! Reshaping in place: resize, insert, append, delete, squeeze. New chunks
 //! are built (compressed in parallel) before the store's transaction starts;
 //! the transaction then swaps them in and records the new geometry.
+//! `expand_dims` changes no chunk: it copies them, compressed, under new
+//! geometry metalayers.
 
-use super::create::{kept_axes, padded_axes, Derived};
-use super::Array;
+use super::create::{kept_axes, padded_axes, Derived, NewArray};
+use super::{Array, Metalayer};
+use crate::context::Context;
 use crate::error::{invalid, Error, Result};
-use crate::geometry::Geometry;
+use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Mapping, Source};
-use crate::store::Tx;
+use crate::store::blosc::Storage;
+use crate::store::{Batch, Tx};
 
 impl Array {
     /// Change the shape. On each axis whose length grows, the new items go in
@@ -236,6 +240,74 @@ impl Array {
         self.replace_store(|a, st| {
             let d = Derived { geom: new_geom, storage: st, axes, keep, metalayers: &metas, vlmeta: true };
             a.derive(&ctx, d)
+        })
+    }
+
+    /// Insert an axis of length 1 at position `axis` (`0..=ndim`), with
+    /// chunk and block length 1 there.
+    ///
+    /// The stored layout does not change (the chunk and block grids gain an
+    /// axis of one row), so no chunk is decompressed or recompressed. But
+    /// c-blosc2 metalayers never grow and the geometry metalayers must, so
+    /// the super-chunk is copied: chunk by chunk, compressed bytes as they
+    /// are, with the user metalayers, vlmetalayers and checksums. A file or
+    /// directory array is written beside its path and renamed into place
+    /// (all or nothing); the handle then refers to the new one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `axis` is not in `0..=ndim` or the array
+    /// already has [`MAX_DIM`] axes; [`Error::Blosc`] or [`Error::Io`] if
+    /// writing fails (the array is as it was).
+    pub fn expand_dims(&mut self, axis: i64) -> Result<()> {
+        let n = self.ndim();
+        let a = match usize::try_from(axis) {
+            Ok(a) if a <= n => a,
+            _ => invalid!("axis {axis} is not in 0..={n}"),
+        };
+        if n >= MAX_DIM {
+            invalid!("the array already has {MAX_DIM} axes, the most there can be");
+        }
+        let g = &self.geom;
+        let (mut shape, mut chunks, mut blocks) =
+            (g.shape().to_vec(), g.chunkshape().to_vec(), g.blockshape().to_vec());
+        shape.insert(a, 1);
+        chunks.insert(a, 1);
+        blocks.insert(a, 1);
+        let new_geom = Geometry::new(g.itemsize(), &shape, &chunks, &blocks)?;
+        self.rewrite_as(new_geom)
+    }
+    /// Replace the store with a copy described by `new_geom`, which has the
+    /// same stored layout: the compressed chunks are copied as they are.
+    fn rewrite_as(&mut self, new_geom: Geometry) -> Result<()> {
+        let ctx = self.ctx.clone();
+        self.replace_store(|a, st| a.copy_chunks(&ctx, new_geom, st))
+    }
+
+    /// A new array at `st` described by `geom` (the same stored layout as
+    /// this one) holding this array's compressed chunks, metalayers,
+    /// vlmetalayers and dtype.
+    fn copy_chunks(&self, ctx: &Context, geom: Geometry, st: &Storage) -> Result<Array> {
+        let metas: Vec<Metalayer> = self.user_metalayers();
+        let vl = self.vlmetalayers()?;
+        let dtype = self.dtype().unwrap_or_else(|| meta::default_dtype(self.itemsize()));
+        let new = NewArray {
+            geom,
+            storage: st,
+            metalayers: &metas,
+            dtype: &dtype,
+            checksums: ctx.config().wants_checksums() || self.store.has_checksums(),
+        };
+        let cparams = ctx.config().cparams;
+        Array::create_with(ctx, &new, |tx, _| {
+            let mut batch = Batch::default();
+            for k in 0..self.store.nchunks() {
+                batch.push(tx, self.store.chunk(k)?.bytes().to_vec())?;
+            }
+            batch.flush(tx)?;
+            for (name, content) in &vl {
+                tx.vlmeta_put(name, content, false, &cparams)?;
+            }
+            Ok(())
         })
     }
 }

@@ -10,12 +10,14 @@
 //! attribute is lost or renamed, and a user's `bcolz_dflt` never becomes
 //! the carray's `dflt`.
 
-use super::import::DFLT_VLMETA;
 use super::json::{Attributes, Json};
 use super::msgpack;
 use crate::array::{check_user_vlmeta, Array};
 use crate::error::{Error, Result};
 use crate::store::CHECKSUM_VLMETA;
+
+/// The vlmetalayer that keeps a carray's `dflt` (msgpack, as python-blosc2 reads it).
+pub const DFLT_VLMETA: &str = "bcolz_dflt";
 
 /// The vlmetalayer holding, as a msgpack map of name to value, the
 /// attributes whose names cannot be vlmetalayer names of their own.

@@ -24,8 +24,8 @@ use crate::partition::{propose_partitions, Access, PartitionHints};
 use crate::store::blosc::{self, DCtx};
 use crate::store::Tx;
 
-/// The vlmetalayer that keeps a carray's `dflt` (msgpack, as python-blosc2 reads it).
-pub const DFLT_VLMETA: &str = "bcolz_dflt";
+/// Also here, where it was first defined (`caterva::blz::import::DFLT_VLMETA`).
+pub use super::attrs::DFLT_VLMETA;
 
 /// The bytes of rows the import's slab holds: as many target chunk-rows as
 /// fit (up to one round of the engine's workers), never fewer than one.
@@ -224,7 +224,7 @@ fn with_defaults(ctx: &Context, storage: &StorageParams, shape: &[i64], itemsize
     Ok(st)
 }
 
-/// The vlmetalayers of a carray: its attributes and `dflt` (see [`attrs`](super::attrs)).
+/// The vlmetalayers of a carray: its attributes and `dflt` (see [`attrs`]).
 fn carray_vlmeta(c: &CArray) -> Result<Vec<(String, Vec<u8>)>> {
     attrs::to_vlmeta(&c.attrs, &c.dflt, &format!("'{}'", c.path.display()))
 }

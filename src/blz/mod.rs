@@ -29,10 +29,10 @@ pub mod import;
 pub mod json;
 pub mod msgpack;
 
-pub use attrs::ATTRS_VLMETA;
+pub use attrs::{ATTRS_VLMETA, DFLT_VLMETA};
 pub use bloscpack::Checksum;
 pub use export::{export_bloscpack, export_carray, export_ctable, ExportOptions};
 pub use import::{
     default_partitions, detect, import, import_bloscpack, import_carray, import_column, import_ctable,
-    import_ctable_records, source_shape, Kind, Progress, DFLT_VLMETA,
+    import_ctable_records, source_shape, Kind, Progress,
 };

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use blosc2_sys::blosc2_schunk;
 
-use super::meta::read_array;
+use super::array_calls::read_array;
 use super::types::{
     caterva_array_t, caterva_config_t, caterva_ctx_t, caterva_params_t, caterva_storage_t, ndim_of, params_from_c,
     storage_from_c, ArrayBox, CtxBox,
@@ -156,6 +156,50 @@ pub unsafe extern "C" fn caterva_full(
     unsafe { create("caterva_full", ctx, params, storage, array, build) }
 }
 
+/// Create an array in which every item is NaN. `dtype` is `"<f2"`, `">f2"`,
+/// `"<f4"`, `">f4"`, `"<f8"` or `">f8"` (`=` for the machine's order), and
+/// must match `params->itemsize`; NULL takes the little-endian float of
+/// that size. Little-endian f4 and f8 are stored as Blosc2 NaN special
+/// chunks (no data); the others as one repeated-value chunk per chunk. The
+/// dtype is recorded in the `b2nd` metalayer.
+///
+/// Ownership: `*array` receives an array to release with `caterva_free`.
+///
+/// Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer (but `dtype`);
+/// `CATERVA_ERR_INVALID_ARGUMENT` for another dtype, a dtype of another
+/// size, or as `caterva_zeros`; `CATERVA_ERR_INVALID_STORAGE` if the path is
+/// taken by something that is not an array. Nothing is created then.
+///
+/// # Safety
+/// As `caterva_zeros`; a non-NULL `dtype` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_nans(
+    ctx: *mut caterva_ctx_t,
+    params: *mut caterva_params_t,
+    storage: *mut caterva_storage_t,
+    dtype: *const c_char,
+    array: *mut *mut caterva_array_t,
+) -> c_int {
+    boundary("caterva_nans", || {
+        // SAFETY: caller's contract.
+        let c = unsafe { CtxBox::get(ctx) }?;
+        // SAFETY: caller's contract.
+        let mut p = params_from_c(unsafe { deref(params, "params") }?)?;
+        // SAFETY: caller's contract.
+        let s = unsafe { storage_from_c(deref(storage, "storage")?, p.shape.len()) }?;
+        if !dtype.is_null() {
+            // SAFETY: caller's contract.
+            p.dtype = Some(unsafe { string(dtype, "dtype") }?.to_owned());
+        }
+        let out = out_ptr(array, "array")?;
+        let arr = Array::nans(&c.ctx, &p, &s)?;
+        let raw = ArrayBox::into_raw(arr, c.config())?;
+        // SAFETY: out is non-NULL and writable.
+        unsafe { *out = raw };
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
 /// Create an array from `buffer`, a C-order array of `params->shape` items.
 ///
 /// # Safety
@@ -220,7 +264,7 @@ pub unsafe extern "C" fn caterva_from_schunk(
         // SAFETY: schunk is live and owned by the caller (not by one of our
         // arrays: checked), who hands it over.
         let store = unsafe { Store::from_raw(schunk) }?;
-        let arr = match Array::from_store(&c.ctx, store) {
+        let arr = match Array::wrap_or_hand_back(&c.ctx, store) {
             Ok(a) => a,
             Err(failed) => {
                 // Failure: ownership stays with the caller.
@@ -448,7 +492,59 @@ pub unsafe extern "C" fn caterva_set_slice_buffer(
     })
 }
 
-/// Check an `ndim` value given by C (used by the metalayer codec functions).
-pub(crate) fn checked_ndim(ndim: i8) -> Result<usize> {
-    ndim_of(ndim).map_err(|e| Error::InvalidArgument(e.message()))
+/// Copy the box `src_start..src_stop` of `src`, a C-order buffer of
+/// `src_pad_shape` items of `itemsize` bytes (`srcsize` bytes in all), into
+/// `dst`, a C-order buffer of `dst_pad_shape` items (`dstsize` bytes), at
+/// `dst_start` (as `b2nd_copy_buffer` does, with the buffer sizes added so
+/// that they can be checked). Items of `dst` outside the box are left as
+/// they are; a 0-dim copy (`ndim` 0, the shape pointers may be NULL) moves
+/// one item. No context is needed.
+///
+/// Errors: `CATERVA_ERR_NULL_POINTER` for a NULL pointer;
+/// `CATERVA_ERR_INVALID_ARGUMENT` for `ndim` outside 0..=8, `itemsize` 0,
+/// a negative size or shape, a box outside `src_pad_shape` or, moved to
+/// `dst_start`, outside `dst_pad_shape`, a buffer smaller than its shape, or
+/// overlapping buffers. Nothing is written then.
+///
+/// # Safety
+/// `src` must hold `srcsize` readable bytes and `dst` `dstsize` writable
+/// ones; each shape and position pointer must hold `ndim` items.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_copy_buffer(
+    ndim: i8,
+    itemsize: u8,
+    src: *const c_void,
+    srcsize: i64,
+    src_pad_shape: *const i64,
+    src_start: *const i64,
+    src_stop: *const i64,
+    dst: *mut c_void,
+    dstsize: i64,
+    dst_pad_shape: *const i64,
+    dst_start: *const i64,
+) -> c_int {
+    boundary("caterva_copy_buffer", || {
+        let n = ndim_of(ndim)?;
+        // SAFETY: caller's contract.
+        let (sp, ss, st, dp, ds) = unsafe {
+            (
+                slice(src_pad_shape, n, "src_pad_shape")?,
+                slice(src_start, n, "src_start")?,
+                slice(src_stop, n, "src_stop")?,
+                slice(dst_pad_shape, n, "dst_pad_shape")?,
+                slice(dst_start, n, "dst_start")?,
+            )
+        };
+        // SAFETY: caller's contract.
+        let s = unsafe { bytes(src.cast::<u8>(), srcsize, "src") }?;
+        let (d0, dn) = (dst as usize, usize::try_from(dstsize).unwrap_or(0));
+        let (s0, sn) = (s.as_ptr() as usize, s.len());
+        if !dst.is_null() && s0 < d0.saturating_add(dn) && d0 < s0.saturating_add(sn) {
+            return Err(Error::InvalidArgument("src and dst overlap".into()));
+        }
+        // SAFETY: caller's contract; dst does not overlap src (checked).
+        let d = unsafe { bytes_mut(dst.cast::<u8>(), dstsize, "dst") }?;
+        crate::copy_buffer(usize::from(itemsize), s, sp, ss, st, d, dp, ds)?;
+        Ok(CATERVA_SUCCEED)
+    })
 }

@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int};
 use std::path::Path;
 
-use super::meta::read_array;
+use super::array_calls::read_array;
 use super::types::{caterva_array_t, caterva_ctx_t, caterva_storage_t, storage_from_c, ArrayBox, CtxBox};
 use super::{boundary, deref, out_ptr, string, CATERVA_SUCCEED};
 use crate::blz::{self, Checksum, ExportOptions};

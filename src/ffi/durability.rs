@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use super::meta::{read_array, with_array};
+use super::array_calls::{read_array, with_array};
 use super::types::{caterva_array_t, caterva_ctx_t};
 use super::{boundary, CtxBox, CATERVA_SUCCEED};
 use crate::context::{Config, Context, Durability};

@@ -10,15 +10,19 @@
 //! after any number of new handles have been made.
 //!
 //! A forked child inherits the registry (its handles are live there too):
-//! the `pthread_atfork` handlers ([`crate::fork`]) hold the lock across the
-//! fork, so that no other thread of the parent is half-way through a change
-//! and the child does not find it locked by a thread it does not have.
+//! the fork hooks this module registers ([`crate::fork::on_fork`]) hold the
+//! lock across the fork, so that no other thread of the parent is half-way
+//! through a change and the child does not find it locked by a thread it
+//! does not have. They are registered after those of [`super::slots`], so
+//! this lock is taken before the slots' one and released after it.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::slots;
 use crate::error::{Error, Result};
+use crate::fork::{self, ForkHooks};
 
 /// The live handles, by address.
 struct Live {
@@ -30,9 +34,14 @@ struct Live {
 
 static LIVE: Mutex<Live> = Mutex::new(Live { ctxs: BTreeSet::new(), arrays: BTreeMap::new() });
 
+/// What the registry does around a `fork()`: hold its lock across it.
+static FORK_HOOKS: ForkHooks = ForkHooks { prepare: before_fork, parent: after_fork, child: after_fork };
+
 fn live() -> MutexGuard<'static, Live> {
-    // Handles exist only once the fork handlers do (one atomic load).
-    crate::fork::pid();
+    // Handles exist only once the fork hooks do (a few atomic loads): the
+    // slots' first, so that a fork takes this lock before theirs.
+    slots::register_fork_hooks();
+    fork::on_fork(&FORK_HOOKS);
     // The registry is two plain collections, valid after any panic.
     LIVE.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -42,10 +51,10 @@ thread_local! {
     static HELD: RefCell<Option<MutexGuard<'static, Live>>> = const { RefCell::new(None) };
 }
 
-/// Before a fork (the `pthread_atfork` prepare handler, in the forking
-/// thread): take the lock, waiting for any change in progress to end. No
-/// thread holding it waits for anything else, so this cannot deadlock.
-pub(crate) fn before_fork() {
+/// Before a fork (in the forking thread): take the lock, waiting for any
+/// change in progress to end. No thread holding it waits for anything
+/// else, so this cannot deadlock.
+fn before_fork() {
     let guard = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
     // Without thread-local storage (a thread being torn down) the guard is
     // dropped here: the fork is then no safer than without this handler.
@@ -54,7 +63,7 @@ pub(crate) fn before_fork() {
 
 /// After a fork, in the parent and in the child (the same thread as
 /// [`before_fork`]): release the lock.
-pub(crate) fn after_fork() {
+fn after_fork() {
     let _ = HELD.try_with(|h| h.borrow_mut().take());
 }
 

@@ -1,8 +1,8 @@
-//! Per-chunk checksums from C (beyond the original API; see [`crate::checksum`]).
+//! Per-chunk checksums from C (beyond the original API; see `store/checksum.rs`).
 
 use std::ffi::c_int;
 
-use super::meta::{read_array, with_array};
+use super::array_calls::{read_array, with_array};
 use super::{boundary, CtxBox, CATERVA_SUCCEED};
 use super::{caterva_array_t, caterva_ctx_t};
 use crate::context::{Config, Context};

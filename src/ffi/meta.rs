@@ -2,8 +2,8 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::array::checked_ndim;
-use super::types::{caterva_array_t, caterva_ctx_t, caterva_metalayer_t, ArrayBox, CtxBox};
+use super::array_calls::{read_array, with_array};
+use super::types::{caterva_array_t, caterva_ctx_t, caterva_metalayer_t, checked_ndim, ArrayBox};
 use super::{boundary, deref, malloc_copy, malloc_cstr, out_ptr, slice, string, CATERVA_SUCCEED};
 use crate::array::Array;
 use crate::error::{Error, Result};
@@ -43,52 +43,6 @@ unsafe fn write_metalayer(out: *mut caterva_metalayer_t, name: &str, data: &[u8]
     // SAFETY: out is non-NULL and writable (caller's contract).
     unsafe { *out = caterva_metalayer_t { name: n, sdata: d, size } };
     Ok(())
-}
-
-/// The shared part of the calls that change one array: check ctx and array,
-/// run `f`, then refresh the public fields (also after an error: a failure
-/// inside c-blosc2, or a borrowed frame copied before a write, may have
-/// changed them).
-///
-/// # Safety
-/// `ctx` and `array` must be NULL or handles from this library; nobody else
-/// may use the array during the call.
-pub(crate) unsafe fn with_array(
-    func: &str,
-    ctx: *mut caterva_ctx_t,
-    array: *mut caterva_array_t,
-    f: impl FnOnce(&mut ArrayBox) -> Result<()>,
-) -> c_int {
-    boundary(func, || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get(array) }?;
-        let r = f(a);
-        a.sync();
-        r.map(|()| CATERVA_SUCCEED)
-    })
-}
-
-/// The shared part of the calls that only read one array: check ctx and
-/// array and run `f` (several threads may do this on one array at once).
-///
-/// # Safety
-/// `ctx` and `array` must be NULL or handles from this library; nobody may
-/// change or free the array during the call.
-pub(crate) unsafe fn read_array(
-    func: &str,
-    ctx: *mut caterva_ctx_t,
-    array: *const caterva_array_t,
-    f: impl FnOnce(&ArrayBox) -> Result<()>,
-) -> c_int {
-    boundary(func, || {
-        // SAFETY: caller's contract.
-        unsafe { CtxBox::get(ctx) }?;
-        // SAFETY: caller's contract.
-        let a = unsafe { ArrayBox::get_ref(array, "array") }?;
-        f(a).map(|()| CATERVA_SUCCEED)
-    })
 }
 
 /// Shared body of `caterva_vlmeta_add`, `caterva_vlmeta_update` and `caterva_meta_update`.

@@ -35,13 +35,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{Error, Result};
 
 mod array;
+mod array_calls;
 mod blz;
+mod chunks;
+mod concat;
 mod durability;
-mod extras;
 mod handles;
 mod integrity;
 mod last_error;
 mod meta;
+mod offset;
 mod partition;
 mod reduce;
 mod reshape;
@@ -51,18 +54,6 @@ mod types;
 #[cfg(test)]
 use last_error::{caterva_clear_last_error, caterva_last_error};
 pub(crate) use types::*;
-
-/// The C layer's part of the `pthread_atfork` prepare handler ([`crate::fork`]).
-pub(crate) fn before_fork() {
-    handles::before_fork();
-    slots::before_fork();
-}
-
-/// The C layer's part of the parent and child `pthread_atfork` handlers.
-pub(crate) fn after_fork() {
-    slots::after_fork();
-    handles::after_fork();
-}
 
 /// Major version of the caterva API this library implements.
 #[allow(dead_code)] // reaches C through the header only

@@ -4,7 +4,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::meta::read_array;
+use super::array_calls::read_array;
 use super::types::caterva_array_t;
 use super::types::caterva_ctx_t;
 use super::{bytes_mut, slice, CATERVA_MAX_DIM};

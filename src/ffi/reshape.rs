@@ -1,4 +1,4 @@
-//! Reshaping (resize, insert, append, delete, squeeze), new arrays from old
+//! Reshaping (resize, insert, append, delete, squeeze, expand_dims), new arrays from old
 //! (get_slice, copy) and orthogonal selections.
 //!
 //! Every function here checks all its pointers and arguments before it
@@ -7,7 +7,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::meta::{read_array, with_array};
+use super::array_calls::{read_array, with_array};
 use super::types::{caterva_array_t, caterva_ctx_t, caterva_storage_t, storage_from_c, ArrayBox, CtxBox};
 use super::{boundary, bytes, bytes_mut, deref, out_ptr, slice, CATERVA_SUCCEED};
 use crate::error::{Error, Result};
@@ -316,4 +316,26 @@ pub unsafe extern "C" fn caterva_set_orthogonal_selection(
             a.set_orthogonal_selection(&sel, buf, shape)
         })
     }
+}
+
+/// Insert an axis of length 1 (chunk and block length 1) at position `axis`
+/// (`0..=ndim`). No chunk is recompressed, but c-blosc2 metalayers cannot
+/// grow, so the array is copied (compressed chunks as they are, with its
+/// metalayers, vlmetalayers and checksums); a file or directory array is
+/// written beside its path and renamed into place. `arr->ndim`, the shapes
+/// and `arr->sc` (a new super-chunk) are updated.
+///
+/// Errors: `CATERVA_ERR_INVALID_ARGUMENT` for an axis out of range or an
+/// array of 8 axes; `CATERVA_ERR_INVALID_STORAGE` for an array opened with
+/// `caterva_open_offset` (read-only); `CATERVA_ERR_BLOSC_FAILED` if writing
+/// fails. The array is unchanged then.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
+/// # Safety
+/// The pointers must be NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_expand_dims(ctx: *mut caterva_ctx_t, array: *mut caterva_array_t, axis: i8) -> c_int {
+    // SAFETY: caller's contract.
+    unsafe { with_array("caterva_expand_dims", ctx, array, |a| a.array.expand_dims(i64::from(axis))) }
 }

@@ -18,19 +18,19 @@
 //! space per handle ever made (made writable [`BATCH`] at a time, so that a
 //! new handle rarely costs a system call), reserved `REGION` bytes at a time (reserving
 //! costs no memory). Where address space cannot be reserved (a tight
-//! `RLIMIT_AS`, a target without `mmap`), handles come from the allocator,
+//! `RLIMIT_AS`), handles come from the allocator,
 //! without this guarantee but otherwise the same.
 
 use std::sync::{Mutex, PoisonError};
 
+use crate::fork::{self, ForkHooks};
+
 /// Address space reserved at a time: 1 GiB, 262,144 handles of 4 KiB pages.
-#[cfg(unix)]
 const REGION: usize = 1 << 30;
 
 /// Pages made writable at a time, ahead of the handles that will use them:
 /// one `mprotect` per this many handles (the pages cost no memory until a
 /// handle is written to one).
-#[cfg(unix)]
 const BATCH: usize = 32;
 
 /// The regions reserved so far and the next unused page of the last one.
@@ -45,7 +45,18 @@ struct Regions {
 
 static REGIONS: Mutex<Regions> = Mutex::new(Regions { all: Vec::new(), next: 0, ready: 0 });
 
+/// What the regions do around a `fork()`: hold their lock across it.
+static FORK_HOOKS: ForkHooks = ForkHooks { prepare: before_fork, parent: after_fork, child: after_fork };
+
+/// Register the regions' fork hooks (once; later calls cost a few atomic
+/// loads). The registry of handles ([`super::handles`]) registers them
+/// before its own.
+pub(super) fn register_fork_hooks() {
+    fork::on_fork(&FORK_HOOKS);
+}
+
 fn regions() -> std::sync::MutexGuard<'static, Regions> {
+    register_fork_hooks();
     // Plain numbers: valid after any panic.
     REGIONS.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -56,10 +67,10 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// Before a fork (the `pthread_atfork` prepare handler, in the forking
-/// thread): take the lock, so that the child does not inherit it held by a
-/// thread it does not have. Nobody holding it waits for anything else.
-pub(crate) fn before_fork() {
+/// Before a fork (in the forking thread): take the lock, so that the child
+/// does not inherit it held by a thread it does not have. Nobody holding it
+/// waits for anything else.
+fn before_fork() {
     let guard = regions();
     // Without thread-local storage (a thread being torn down) the guard is
     // dropped here: the fork is then no safer than without this handler.
@@ -67,11 +78,10 @@ pub(crate) fn before_fork() {
 }
 
 /// After a fork, in the parent and in the child: release the lock.
-pub(crate) fn after_fork() {
+fn after_fork() {
     let _ = HELD.try_with(|h| h.borrow_mut().take());
 }
 
-#[cfg(unix)]
 fn page_size() -> usize {
     use std::sync::OnceLock;
     static PAGE: OnceLock<usize> = OnceLock::new();
@@ -81,7 +91,6 @@ fn page_size() -> usize {
 
 /// A fresh, writable page that was never handed out before, or `None` if
 /// address space or memory cannot be had.
-#[cfg(unix)]
 fn take_page() -> Option<*mut u8> {
     let page = page_size();
     let mut r = regions();
@@ -121,11 +130,6 @@ fn take_page() -> Option<*mut u8> {
     Some(p.cast())
 }
 
-#[cfg(not(unix))]
-fn take_page() -> Option<*mut u8> {
-    None
-}
-
 /// Whether `p` lies in one of the reserved regions.
 fn in_regions(p: usize) -> bool {
     regions().all.iter().any(|&(base, len)| (base..base + len).contains(&p))
@@ -134,7 +138,6 @@ fn in_regions(p: usize) -> bool {
 /// Move `value` to memory of its own at an address never used before (or,
 /// failing that, to the heap), and return it.
 pub(crate) fn alloc<T>(value: T) -> *mut T {
-    #[cfg(unix)]
     if std::mem::size_of::<T>() <= page_size() && std::mem::align_of::<T>() <= page_size() {
         if let Some(p) = take_page() {
             let p = p.cast::<T>();
@@ -158,7 +161,6 @@ pub(crate) unsafe fn free<T>(p: *mut T) {
     }
     // SAFETY: p holds a live T that nobody uses any more (the caller's contract).
     unsafe { std::ptr::drop_in_place(p) };
-    #[cfg(unix)]
     {
         let page = page_size();
         // SAFETY: p is the start of one of our pages: give its memory back and

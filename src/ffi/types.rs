@@ -378,6 +378,12 @@ pub(crate) fn ndim_of(ndim: i8) -> Result<usize> {
     }
 }
 
+/// An `ndim` value given by C, checked, as an [`Error::InvalidArgument`]
+/// (used by the metalayer codec functions).
+pub(crate) fn checked_ndim(ndim: i8) -> Result<usize> {
+    ndim_of(ndim).map_err(|e| Error::InvalidArgument(e.message()))
+}
+
 /// The Rust parameters of a C `caterva_params_t`.
 pub(crate) fn params_from_c(p: &caterva_params_t) -> Result<Params> {
     let n = ndim_of(p.ndim)?;

@@ -36,7 +36,7 @@ use super::frame;
 use super::frame_check::{self, Chunks};
 use super::io;
 use crate::error::{Error, Result};
-use crate::fork::PerProcess;
+use crate::fork::{ForkHooks, PerProcess};
 
 /// Maximum number of metalayers of a super-chunk (`BLOSC2_MAX_METALAYERS`).
 pub(crate) const MAX_METALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
@@ -86,6 +86,12 @@ pub(crate) const METALAYER_NAME_MAXLEN: usize = 31;
 /// process (and `arr->sc` users) may still rely on it.
 pub(crate) fn init() {
     static INIT: Once = Once::new();
+    if INIT.is_completed() {
+        return;
+    }
+    // Registered before the initialisation starts: a fork while it runs
+    // waits for it to end (a child would find it half-done forever).
+    crate::fork::on_fork(&FORK_HOOKS);
     INIT.call_once(|| {
         // SAFETY: blosc2_init has no preconditions; Once makes it run once.
         unsafe { b::blosc2_init() };
@@ -93,6 +99,10 @@ pub(crate) fn init() {
         register_io();
     });
 }
+
+/// What c-blosc2 needs around a `fork()`: before it, a first
+/// initialisation under way in another thread finishes ([`init`]).
+static FORK_HOOKS: ForkHooks = ForkHooks::prepare_only(init);
 
 /// Whether c-blosc2 took our I/O backend ([`io`]), registered by [`init`].
 static IO_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
