@@ -28,6 +28,9 @@ pub(crate) mod blosc;
 mod checksum;
 mod frame;
 mod frame_check;
+mod fs;
+#[cfg(feature = "testing")]
+pub(crate) mod hooks;
 mod identity;
 pub(crate) mod io;
 mod journal;
@@ -232,7 +235,7 @@ impl Store {
     fn open_quiet(urlpath: &str) -> Option<Store> {
         // (A lock file there now is there at the end too, or its holder
         // changed the frame meanwhile: the last two checks below see either.)
-        let beside = paths::sidecar(urlpath, "");
+        let beside = fs::sidecar(urlpath, "");
         if journal::pending(&beside) || paths::saving(urlpath) {
             return None;
         }
@@ -859,7 +862,7 @@ impl Tx<'_> {
         #[cfg(test)]
         tests::fault::hit()?;
         #[cfg(feature = "testing")]
-        crate::testing::hook("op");
+        hooks::hook("op");
         self.journal.before(self.sc, ops)
     }
 
