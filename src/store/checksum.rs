@@ -93,6 +93,7 @@
 //! the records above; [`crate::Array::enable_checksums`] upgrades one to
 //! version 2 after checking every chunk against it.
 
+use super::chunk_header::{ChunkHeader, HEADER_LEN as CHUNK_HEADER};
 use crate::error::{Error, Result};
 
 /// The vlmetalayer holding the table. Reserved: users cannot add or update it.
@@ -111,8 +112,6 @@ const V2: u8 = 2;
 const FLAG_MARKER: u8 = 0x01;
 /// Prefix of the canonical form of a special chunk (see [`hash_v2`]).
 const SPECIAL_PREFIX: &[u8] = b"caterva special chunk";
-/// A Blosc2 extended chunk header's length.
-const CHUNK_HEADER: usize = blosc2_sys::BLOSC_EXTENDED_HEADER_LENGTH as usize;
 
 /// XXH3-64 of some bytes.
 #[must_use]
@@ -135,15 +134,15 @@ pub fn hash_v2(chunk: &[u8]) -> u64 {
 /// repeated value, the value.
 fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
     let header = chunk.get(..CHUNK_HEADER)?;
-    let extended = (blosc2_sys::BLOSC_DOSHUFFLE | blosc2_sys::BLOSC_DOBITSHUFFLE) as u8;
-    if header[2] & extended != extended {
+    let h = ChunkHeader::parse(header)?;
+    if !h.is_extended() {
         return None;
     }
-    let kind = (header[31] >> 4) & blosc2_sys::BLOSC2_SPECIAL_MASK as u8;
+    let kind = h.special();
     if kind == 0 {
         return None;
     }
-    let typesize = header[3];
+    let typesize = h.typesize;
     let mut out = Vec::with_capacity(SPECIAL_PREFIX.len() + 6 + usize::from(typesize));
     out.extend_from_slice(SPECIAL_PREFIX);
     out.extend_from_slice(&[kind, typesize]);
@@ -152,8 +151,7 @@ fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
         // The value follows the header (all of cbytes when it is wider than
         // a header's typesize: `blosc::wide_value`); a chunk cut short
         // hashes what it has.
-        let cbytes = chunk.get(12..16).map_or(0, |b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-        let width = usize::try_from(cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
+        let width = usize::try_from(h.cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
         let end = (CHUNK_HEADER + width).min(chunk.len());
         out.extend_from_slice(&chunk[CHUNK_HEADER..end]);
     }

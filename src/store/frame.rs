@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::chunk_header::{ChunkHeader, HEADER_LEN};
 use super::io::Served;
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
@@ -14,8 +15,6 @@ pub(crate) const HEADER_MINLEN: usize = 87;
 pub(crate) const POS_HEADER_LEN: usize = 11;
 /// `int64` compressed bytes, big-endian (`FRAME_CBYTES`); msgpack marker `0xd3` before it.
 pub(crate) const POS_CBYTES: usize = 39;
-/// Offset of the compressed size (`int32`, little-endian) in a chunk header.
-pub(crate) const CHUNK_POS_CBYTES: usize = 12;
 
 /// A frame header opens with a msgpack fixarray of 14 fields, then the
 /// fixstr of 8 bytes holding the magic string.
@@ -187,8 +186,6 @@ pub(crate) const POS_CHUNKSIZE: usize = 58;
 /// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
 /// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
 pub(crate) const TRAILER_TAIL: usize = 23;
-/// The flags byte of a chunk header that holds its special kind (bits 4-6).
-const CHUNK_POS_SPECIAL: usize = 31;
 /// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
 pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
 
@@ -274,7 +271,7 @@ pub(crate) fn plan_append(old: &[i64], sparse: bool, data_len: i64, chunks: &[&[
     let mut at = data_len;
     let mut stored = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
-        let kind = c.get(CHUNK_POS_SPECIAL).map_or(0, |f| (f >> 4) & blosc2_sys::BLOSC2_SPECIAL_MASK as u8);
+        let kind = c.get(..HEADER_LEN).and_then(ChunkHeader::parse).map_or(0, |h| h.special());
         let special =
             [blosc2_sys::BLOSC2_SPECIAL_ZERO, blosc2_sys::BLOSC2_SPECIAL_NAN, blosc2_sys::BLOSC2_SPECIAL_UNINIT];
         if special.contains(&u32::from(kind)) {
@@ -321,7 +318,7 @@ mod tests {
     /// A chunk header whose special kind is `kind`, of `len` bytes.
     fn chunk(kind: u8, len: usize) -> Vec<u8> {
         let mut c = vec![0u8; len];
-        c[CHUNK_POS_SPECIAL] = kind << 4;
+        c[crate::store::chunk_header::POS_BLOSC2_FLAGS] = kind << 4;
         c
     }
 

@@ -117,7 +117,7 @@ use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
-use super::blosc::typesize_fits;
+use super::chunk_header::{typesize_fits, ChunkHeader, HEADER_LEN as CHUNK_HEADER};
 use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
 use super::io::Served;
 use crate::error::{Error, Result};
@@ -182,19 +182,6 @@ const SPARSE_TYPE: u8 = 1;
 /// c-blosc2 3.x's chunk format with variable-length blocks
 /// (`BLOSC2_VERSION_FORMAT_VL_BLOCKS`).
 const CHUNK_VERSION_VL_BLOCKS: u8 = 6;
-
-/// A Blosc2 chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
-const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
-/// Header flags: both shuffles at once mark an extended (Blosc2) header.
-const FLAG_EXTENDED: u8 = (b::BLOSC_DOSHUFFLE | b::BLOSC_DOBITSHUFFLE) as u8;
-/// Header flags: a plain copy.
-const FLAG_MEMCPYED: u8 = b::BLOSC_MEMCPYED as u8;
-/// Blosc2 flags: the chunk carries a compression dictionary.
-const BLOSC2_USEDICT: u8 = b::BLOSC2_USEDICT as u8;
-/// Blosc2 flags: a lazy chunk (only ever built in memory by c-blosc2).
-const BLOSC2_LAZY: u8 = 0x08;
-/// Blosc2 flags: an instrumented codec (development only; different output).
-const BLOSC2_INSTR: u8 = b::BLOSC2_INSTR_CODEC as u8;
 
 /// No built-in codec expands a stream more than this (zstd, the most,
 /// needs 4 bytes for a 128 KiB block): an offsets index claiming more is
@@ -487,9 +474,6 @@ impl<'s> Section<'s> {
     fn be_u64(&self, at: usize, what: impl Display + Copy) -> Result<u64> {
         self.array(at, what).map(u64::from_be_bytes)
     }
-    fn le_i32(&self, at: usize, what: impl Display + Copy) -> Result<i32> {
-        self.array(at, what).map(i32::from_le_bytes)
-    }
 }
 
 /// The header fields the rest of the checks use.
@@ -511,20 +495,6 @@ impl Header {
             self.chunksize
         }
     }
-}
-
-/// The sizes and kind of a chunk, from its header.
-struct ChunkHeader {
-    nbytes: i64,
-    cbytes: i64,
-    blocksize: i64,
-    typesize: u8,
-    /// A plain copy (no block starts; the items follow the header).
-    memcpyed: bool,
-    special: u8,
-    filters: [u8; 6],
-    /// The chunk carries a compression dictionary.
-    dict: bool,
 }
 
 /// The offsets index.
@@ -751,15 +721,15 @@ impl Frame<'_> {
         // Item n is read alone with blosc2_getitem, where delta coding
         // decodes against another reference than a whole decompression
         // (and a dictionary is not loaded at all).
-        if ch.filters.contains(&(b::BLOSC_DELTA as u8)) {
+        if ch.has_delta() {
             return Err(s.err(16, "offsets index uses delta coding"));
         }
-        if ch.dict {
+        if ch.dict() {
             return Err(s.err(31, "offsets index carries a dictionary"));
         }
         // Every blosc2_getitem on it (one per chunk read) allocates 4 blocks.
         check_blocksize(&s, &ch, &"offsets index")?;
-        match u32::from(ch.special) {
+        match u32::from(ch.special()) {
             0 => {}
             b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
             b::BLOSC2_SPECIAL_VALUE => {
@@ -770,10 +740,10 @@ impl Frame<'_> {
         }
         // A plain copy holds exactly the header and nbytes (check_chunk_header);
         // decompressing a compressed one costs time in proportion to its size.
-        if !ch.memcpyed {
+        if !ch.memcpyed() {
             check_ratio(&s, &ch, &"offsets index")?;
         }
-        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed })
+        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed() })
     }
 
     /// Every chunk the offsets point at, each distinct one once, with the
@@ -994,7 +964,7 @@ fn check_vlmeta_chunk(content: &Section<'_>, name: &str) -> Result<()> {
     }
     let what = format!("vlmetalayer '{name}'");
     let ch = check_chunk_header(content, content.bytes.len() as u64, &what, &mut content.reader())?;
-    if u32::from(ch.special) == b::BLOSC2_SPECIAL_UNINIT {
+    if u32::from(ch.special()) == b::BLOSC2_SPECIAL_UNINIT {
         return Err(content.err(31, format!("{what} is an uninitialised special chunk")));
     }
     check_metadata_size(content, &ch, &what)?;
@@ -1134,7 +1104,8 @@ fn check_chunk_header(
     what: &dyn Display,
     more: &mut ReadChunk<'_>,
 ) -> Result<ChunkHeader> {
-    let version = s.byte(0, "chunk version")?;
+    let ch = ChunkHeader::parse(s.get(0, CHUNK_HEADER, "chunk header")?).expect("a whole header");
+    let version = ch.version;
     if version == CHUNK_VERSION_VL_BLOCKS {
         return Err(s.err(
             0,
@@ -1147,14 +1118,10 @@ fn check_chunk_header(
     if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
         return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
     }
-    let flags = s.byte(2, "chunk flags")?;
-    if flags & FLAG_EXTENDED != FLAG_EXTENDED {
+    if !ch.is_extended() {
         return Err(s.err(2, format!("{what}: chunk has no Blosc2 extended header")));
     }
-    let typesize = s.byte(3, "chunk typesize")?;
-    let nbytes = i64::from(s.le_i32(4, "chunk nbytes")?);
-    let blocksize = i64::from(s.le_i32(8, "chunk blocksize")?);
-    let cbytes = i64::from(s.le_i32(12, "chunk cbytes")?);
+    let (typesize, nbytes, blocksize, cbytes) = (ch.typesize, ch.nbytes, ch.blocksize, ch.cbytes);
     if typesize == 0 || nbytes < 0 {
         return Err(s.err(3, format!("{what}: chunk typesize {typesize} / nbytes {nbytes} are invalid")));
     }
@@ -1164,15 +1131,13 @@ fn check_chunk_header(
     if cbytes < CHUNK_HEADER as i64 || cbytes as u64 > avail {
         return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
     }
-    let mut filters = [0u8; 6];
-    filters.copy_from_slice(s.get(16, 6, "chunk filters")?);
-    let blosc2_flags = s.byte(31, "chunk Blosc2 flags")?;
-    if blosc2_flags & (BLOSC2_LAZY | BLOSC2_INSTR) != 0 {
+    if ch.lazy_or_instrumented() {
+        let blosc2_flags = ch.blosc2_flags;
         return Err(s.err(31, format!("{what}: chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
     }
-    let special = (blosc2_flags >> 4) & b::BLOSC2_SPECIAL_MASK as u8;
+    let special = ch.special();
     let need = match u32::from(special) {
-        0 if flags & FLAG_MEMCPYED != 0 => Some(nbytes + CHUNK_HEADER as i64),
+        0 if ch.memcpyed() => Some(nbytes + CHUNK_HEADER as i64),
         0 => None,
         // c-blosc2 3.x stores a value wider than a header's typesize (more
         // than 255 bytes) whole, its width given by cbytes alone
@@ -1202,11 +1167,10 @@ fn check_chunk_header(
         _ => {}
     }
     let empty = nbytes == 0 && cbytes == CHUNK_HEADER as i64 && special == 0;
-    if blosc2_flags & BLOSC2_USEDICT != 0 && !empty {
+    if ch.dict() && !empty {
         check_dict(s, what, cbytes, starts_end, more)?;
     }
-    let (memcpyed, dict) = (flags & FLAG_MEMCPYED != 0, blosc2_flags & BLOSC2_USEDICT != 0);
-    Ok(ChunkHeader { nbytes, cbytes, blocksize, typesize, memcpyed, special, filters, dict })
+    Ok(ch)
 }
 
 /// Reads `n` bytes at an offset from the start of the chunk being checked

@@ -162,7 +162,8 @@ use std::sync::OnceLock;
 use crate::context::Durability;
 
 use super::blosc::SChunk;
-use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
+use super::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
+use super::frame::{self, chunk_file, chunk_id, read_at, HEADER_MINLEN, SPARSE_INDEX};
 use super::fs::{
     finish_replace, is_our_leftover, parent_dir, remove_leftover, sidecar, suffixed, sync_dir, OLD_SUFFIX,
 };
@@ -1455,7 +1456,7 @@ mod tests {
         let fresh = dir.join("fresh.b2nd").to_string_lossy().into_owned();
         make(&fresh, false, 11);
         let new = snapshot(&fresh);
-        replace_dir(&fresh, &url, true).unwrap();
+        crate::store::fs::replace_dir(&fresh, &url, true).unwrap();
         assert_eq!(snapshot(&url), new);
         assert!(!old.exists() && !Path::new(&fresh).exists());
         let _ = std::fs::remove_dir_all(&dir);

@@ -26,6 +26,7 @@
 
 pub(crate) mod blosc;
 mod checksum;
+mod chunk_header;
 mod frame;
 mod frame_check;
 mod fs;
