@@ -16,6 +16,9 @@ use blosc2_sys as b;
 
 /// Bytes of a Blosc2 (extended) chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
 pub(crate) const HEADER_LEN: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+/// c-blosc2 3.x's chunk format with variable-length blocks
+/// (`BLOSC2_VERSION_FORMAT_VL_BLOCKS`).
+pub(crate) const CHUNK_VERSION_VL_BLOCKS: u8 = 6;
 /// Bytes of a Blosc1 chunk header (`BLOSC_MIN_HEADER_LENGTH`).
 const MIN_HEADER_LEN: usize = b::BLOSC_MIN_HEADER_LENGTH as usize;
 /// Where `cbytes` lies in the header.

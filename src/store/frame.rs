@@ -1,5 +1,6 @@
-//! The on-disk layout facts of Blosc2 frames that more than one module
-//! needs (the frame checker and the undo journal), named once. Positions
+//! The on-disk layout facts of Blosc2 frames (header positions and
+//! markers, magic, trailer, special offsets), named once for the frame
+//! checker, the undo journal and the binding. Positions
 //! are those of c-blosc2's `blosc/frame.h` and `README_CFRAME_FORMAT.rst`.
 
 use std::fs::File;
@@ -26,6 +27,62 @@ pub(crate) const POS_MAGIC: usize = 2;
 
 /// The offsets index of a sparse frame, inside its directory.
 pub(crate) const SPARSE_INDEX: &str = "chunks.b2frame";
+
+/// `uint64` frame length, big-endian (`FRAME_LEN`); msgpack marker `0xcf` before it.
+pub(crate) const POS_FRAME_LEN: usize = 16;
+/// `int64` uncompressed bytes, big-endian (`FRAME_NBYTES`); marker `0xd3` before it.
+pub(crate) const POS_NBYTES: usize = 30;
+/// `int32` chunk size, big-endian (`FRAME_CHUNKSIZE`); marker `0xd2` before it.
+pub(crate) const POS_CHUNKSIZE: usize = 58;
+/// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
+/// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
+pub(crate) const TRAILER_TAIL: usize = 23;
+/// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
+pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
+/// General flags: format version and offset width (`FRAME_FLAGS`).
+pub(crate) const POS_GENERAL_FLAGS: usize = 25;
+/// General flag of c-blosc2 3.x: the chunks have variable-length blocks
+/// (`FRAME_VL_BLOCKS`), a chunk format 2.15 does not decode.
+pub(crate) const FRAME_VL_BLOCKS: u8 = 0x80;
+/// Frame type: contiguous or sparse (`FRAME_TYPE`).
+pub(crate) const POS_FRAME_TYPE: usize = 26;
+/// Split mode minus one (`FRAME_OTHER_FLAGS`).
+pub(crate) const POS_OTHER_FLAGS: usize = 28;
+/// `int32` typesize (`FRAME_TYPESIZE`).
+pub(crate) const POS_TYPESIZE: usize = 48;
+/// `int32` block size (`FRAME_BLOCKSIZE`).
+pub(crate) const POS_BLOCKSIZE: usize = 53;
+/// Filter count, then the filters (`FRAME_FILTER_PIPELINE`).
+pub(crate) const POS_FILTERS: usize = 70;
+/// The msgpack markers c-blosc2 writes at fixed header positions.
+pub(crate) const HEADER_MARKERS: [(usize, u8, &str); 13] = [
+    (0, 0x9e, "fixarray of 14 fields"),
+    (1, 0xa8, "magic string marker"),
+    (10, 0xd2, "header length marker"),
+    (15, 0xcf, "frame length marker"),
+    (24, 0xa4, "flags marker"),
+    (29, 0xd3, "nbytes marker"),
+    (38, 0xd3, "cbytes marker"),
+    (47, 0xd2, "typesize marker"),
+    (52, 0xd2, "blocksize marker"),
+    (57, 0xd2, "chunksize marker"),
+    (62, 0xd1, "compression threads marker"),
+    (65, 0xd1, "decompression threads marker"),
+    (69, 0xd8, "filter pipeline marker"),
+];
+/// `map16` of the metalayers index, in the header.
+pub(crate) const META_MAP: usize = 91;
+/// `has_vlmetalayers`: msgpack false or true.
+pub(crate) const POS_HAS_VLMETA: usize = 68;
+/// Bytes at the end of every trailer: `uint32` length and fingerprint (`FRAME_TRAILER_MINLEN`).
+pub(crate) const TRAILER_MINLEN: usize = 25;
+/// `map16` of the vlmetalayers index, in the trailer.
+pub(crate) const VLMETA_MAP: usize = 6;
+/// Newest trailer version (`FRAME_TRAILER_VERSION`).
+pub(crate) const TRAILER_VERSION: u8 = 1;
+/// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
+pub(crate) const CONTIGUOUS_TYPE: u8 = 0;
+pub(crate) const SPARSE_TYPE: u8 = 1;
 
 /// The file of chunk `id` in a sparse-frame directory (`%08X.chunk`).
 pub(crate) fn chunk_file(dir: &Path, id: i64) -> PathBuf {
@@ -176,18 +233,6 @@ pub(crate) fn data_section(head: &[u8], len: u64) -> Option<(u64, u64)> {
     let data_end = header_len.checked_add(cbytes)?;
     (header_len >= HEADER_MINLEN as u64 && data_end <= len).then_some((header_len, data_end))
 }
-
-/// `uint64` frame length, big-endian (`FRAME_LEN`); msgpack marker `0xcf` before it.
-pub(crate) const POS_FRAME_LEN: usize = 16;
-/// `int64` uncompressed bytes, big-endian (`FRAME_NBYTES`); marker `0xd3` before it.
-pub(crate) const POS_NBYTES: usize = 30;
-/// `int32` chunk size, big-endian (`FRAME_CHUNKSIZE`); marker `0xd2` before it.
-pub(crate) const POS_CHUNKSIZE: usize = 58;
-/// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
-/// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
-pub(crate) const TRAILER_TAIL: usize = 23;
-/// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
-pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
 
 /// Where the sections of a frame (a sparse frame's index) lie, from its
 /// header and the end of its trailer.

@@ -117,71 +117,20 @@ use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
-use super::chunk_header::{typesize_fits, ChunkHeader, HEADER_LEN as CHUNK_HEADER};
-use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
+use super::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
+use super::frame::{
+    self, chunk_file, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
+    POS_CBYTES, POS_CHUNKSIZE, POS_FILTERS, POS_FRAME_LEN, POS_FRAME_TYPE, POS_GENERAL_FLAGS, POS_HAS_VLMETA,
+    POS_HEADER_LEN, POS_MAGIC, POS_NBYTES, POS_OTHER_FLAGS, POS_TYPESIZE, SPARSE_INDEX, SPARSE_TYPE, SPECIAL_OFFSET,
+    TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
+};
 use super::io::Served;
 use crate::error::{Error, Result};
 
-/// `uint64` frame length (`FRAME_LEN`).
-const POS_FRAME_LEN: usize = 16;
-/// General flags: format version and offset width (`FRAME_FLAGS`).
-const POS_GENERAL_FLAGS: usize = 25;
 /// The newest frame format version read: c-blosc2 3.x's
 /// `BLOSC2_VERSION_FRAME_FORMAT_VL_BLOCKS`, whose layout is version 2's
-/// unless [`FRAME_VL_BLOCKS`] is set.
+/// unless [`frame::FRAME_VL_BLOCKS`] is set.
 const FRAME_VERSION_READ: u8 = 3;
-/// General flag of c-blosc2 3.x: the chunks have variable-length blocks
-/// (`FRAME_VL_BLOCKS`), a chunk format 2.15 does not decode.
-const FRAME_VL_BLOCKS: u8 = 0x80;
-/// Frame type: contiguous or sparse (`FRAME_TYPE`).
-const POS_FRAME_TYPE: usize = 26;
-/// Split mode minus one (`FRAME_OTHER_FLAGS`).
-const POS_OTHER_FLAGS: usize = 28;
-/// `int64` uncompressed bytes (`FRAME_NBYTES`).
-const POS_NBYTES: usize = 30;
-/// `int32` typesize (`FRAME_TYPESIZE`).
-const POS_TYPESIZE: usize = 48;
-/// `int32` block size (`FRAME_BLOCKSIZE`).
-const POS_BLOCKSIZE: usize = 53;
-/// `int32` chunk size (`FRAME_CHUNKSIZE`).
-const POS_CHUNKSIZE: usize = 58;
-/// Filter count, then the filters (`FRAME_FILTER_PIPELINE`).
-const POS_FILTERS: usize = 70;
-/// The msgpack markers c-blosc2 writes at fixed header positions.
-const HEADER_MARKERS: [(usize, u8, &str); 13] = [
-    (0, 0x9e, "fixarray of 14 fields"),
-    (1, 0xa8, "magic string marker"),
-    (10, 0xd2, "header length marker"),
-    (15, 0xcf, "frame length marker"),
-    (24, 0xa4, "flags marker"),
-    (29, 0xd3, "nbytes marker"),
-    (38, 0xd3, "cbytes marker"),
-    (47, 0xd2, "typesize marker"),
-    (52, 0xd2, "blocksize marker"),
-    (57, 0xd2, "chunksize marker"),
-    (62, 0xd1, "compression threads marker"),
-    (65, 0xd1, "decompression threads marker"),
-    (69, 0xd8, "filter pipeline marker"),
-];
-/// `map16` of the metalayers index, in the header.
-const META_MAP: usize = 91;
-/// `has_vlmetalayers`: msgpack false or true.
-const POS_HAS_VLMETA: usize = 68;
-
-/// Bytes at the end of every trailer: `uint32` length and fingerprint (`FRAME_TRAILER_MINLEN`).
-const TRAILER_MINLEN: usize = 25;
-/// `map16` of the vlmetalayers index, in the trailer.
-const VLMETA_MAP: usize = 6;
-/// Newest trailer version (`FRAME_TRAILER_VERSION`).
-const TRAILER_VERSION: u8 = 1;
-
-/// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
-const CONTIGUOUS_TYPE: u8 = 0;
-const SPARSE_TYPE: u8 = 1;
-
-/// c-blosc2 3.x's chunk format with variable-length blocks
-/// (`BLOSC2_VERSION_FORMAT_VL_BLOCKS`).
-const CHUNK_VERSION_VL_BLOCKS: u8 = 6;
 
 /// No built-in codec expands a stream more than this (zstd, the most,
 /// needs 4 bytes for a 128 KiB block): an offsets index claiming more is
@@ -203,10 +152,6 @@ const INDEX_WINDOW: usize = 4 << 20;
 pub(super) const METADATA_FREE: i64 = 16 << 20;
 /// … and to this many times its compressed size beyond that.
 const METADATA_RATIO: i64 = 4;
-
-/// The bit that marks a special chunk in an offset, and the special-value
-/// byte (`README_CFRAME_FORMAT.rst`: "Byte for special values").
-const SPECIAL_OFFSET: u64 = 1 << 63;
 
 /// What a frame holds, once it has passed the checks.
 #[derive(Debug)]
