@@ -14,7 +14,7 @@
 //!   `Ok`, and the changes are rolled back when it fails. Reads of chunks go
 //!   through [`Store::chunk`], which checks the checksum, so no code path can
 //!   skip it.
-//! - Every store is adopted through [`load_checksums`], which recognises an
+//! - Every store is adopted through [`checksum::load_checksums`], which recognises an
 //!   array written with checksums even when one byte of its table, its
 //!   header marker or their names is damaged, and checks the recorded
 //!   metadata, refusing a damaged array as [`Error::Corrupt`] rather than
@@ -45,7 +45,7 @@ mod shared;
 mod tests;
 
 use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
-use checksum::{Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
+use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
 use journal::{Op, Slot};
 
@@ -647,143 +647,6 @@ impl Store {
         self.unsynced = unsynced;
         Ok(())
     }
-}
-
-/// Chunk `n` of `sc`, checked against `sums`.
-fn checked_chunk<'a>(sc: &'a SChunk, sums: Option<&Table>, n: i64) -> Result<Chunk<'a>> {
-    let chunk = sc.chunk(n)?;
-    if let Some(t) = sums {
-        t.check(n, sc.nchunks(), chunk.bytes())?;
-    }
-    Ok(chunk)
-}
-
-/// Chunk `n`'s checksum in table `t`, as [`SChunk::chunk`] hands it back.
-fn chunk_hash(sc: &SChunk, t: &Table, n: i64) -> Result<u64> {
-    sc.chunk(n).map(|c| t.hash(c.bytes()))
-}
-
-/// The checksum table a super-chunk stores, if any, with everything it
-/// vouches for checked: the header marker and the recorded metadata.
-///
-/// An array is taken to have been written with checksums when it has the
-/// table, the marker, or a vlmetalayer (metalayer) whose name is the
-/// table's (marker's) with one character changed; then anything missing,
-/// damaged or different from its record is [`Error::Corrupt`], never an
-/// array without checksums.
-///
-/// # Errors
-/// [`Error::Corrupt`] (chunk -1) naming what is damaged;
-/// [`Error::InvalidFormat`] for a table of a version this library does not know.
-fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
-    let metas = sc.meta_names();
-    let vlmetas = sc.vlmeta_names();
-    let marker = sc.meta_get(MARKER_NAME);
-    let content = sc.vlmeta_get(VLMETA_NAME).map_err(|e| {
-        Error::corrupt(-1, format!("the checksum table (vlmetalayer '{VLMETA_NAME}') cannot be read: {}", e.message()))
-    })?;
-    let Some(content) = content else {
-        // What says the array was written with checksums.
-        let mut signs = Vec::new();
-        if marker.is_some() {
-            signs.push(format!("the header's metalayer '{MARKER_NAME}' says it keeps checksums"));
-        }
-        if let Some(n) = vlmetas.iter().find(|n| checksum::one_off(n, VLMETA_NAME)) {
-            signs.push(format!("vlmetalayer '{}' is the table with a damaged name", n.escape_debug()));
-        } else if let Some((n, _)) = sc.vlmeta_raw().into_iter().find(|(n, content)| {
-            // A sound table under a name of the table's length (bit flips
-            // keep a name's length): the table, its name damaged in more
-            // than one character (arrays given checksums after they were
-            // written have no header marker to tell).
-            n.len() == VLMETA_NAME.len() && content.as_ref().is_ok_and(|c| checksum::is_sound_table(c))
-        }) {
-            signs.push(format!(
-                "vlmetalayer '{}' holds a sound checksum table: the table with a damaged name",
-                String::from_utf8_lossy(&n).escape_debug()
-            ));
-        }
-        if let Some(n) = metas.iter().find(|n| checksum::one_off(n, MARKER_NAME)) {
-            signs.push(format!("metalayer '{}' is the header's checksum marker with a damaged name", n.escape_debug()));
-        }
-        if signs.is_empty() {
-            return Ok(None);
-        }
-        return Err(Error::corrupt(
-            -1,
-            format!(
-                "the array was written with checksums, but its checksum table (vlmetalayer '{VLMETA_NAME}') is \
-                 missing: {}",
-                signs.join("; ")
-            ),
-        ));
-    };
-    let table = Table::decode(&content)?;
-    if table.version() >= 2 {
-        check_records(sc, &table, &metas, &vlmetas, marker.as_deref())?;
-    }
-    Ok(Some(table))
-}
-
-/// A version-2 table's marker, typesize and metadata records against the super-chunk.
-fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], marker: Option<&[u8]>) -> Result<()> {
-    let corrupt = |why: String| Error::corrupt(-1, why);
-    // A present name that is not recorded but one character off `name`.
-    let near = |layer: Layer, name: &str| {
-        let names = if layer == Layer::Meta { metas } else { vlmetas };
-        let recorded = |n: &str| t.records().iter().any(|r| r.layer == layer && r.name == n);
-        names.iter().find(|n| checksum::one_off(n, name) && !recorded(n)).map_or_else(String::new, |n| {
-            format!(" ({} '{}' may be it, with a damaged name)", layer.noun(), n.escape_debug())
-        })
-    };
-    if t.marker() {
-        match marker {
-            None => {
-                return Err(corrupt(format!(
-                    "the header's checksum marker (metalayer '{MARKER_NAME}') is missing{}",
-                    near(Layer::Meta, MARKER_NAME)
-                )))
-            }
-            Some(m) if m != MARKER_CONTENT => {
-                return Err(corrupt(format!("the header's checksum marker (metalayer '{MARKER_NAME}') is damaged")))
-            }
-            Some(_) => {}
-        }
-    }
-    if i64::from(t.typesize()) != i64::from(sc.typesize()) {
-        return Err(corrupt(format!(
-            "the header gives {}-byte items; the checksum table recorded {}",
-            sc.typesize(),
-            t.typesize()
-        )));
-    }
-    for r in t.records() {
-        let content = match r.layer {
-            Layer::Meta => sc.meta_get(&r.name),
-            Layer::VlMeta => sc.vlmeta_get(&r.name).map_err(|e| {
-                corrupt(format!("vlmetalayer '{}' cannot be read ({}): it is damaged", r.name, e.message()))
-            })?,
-        };
-        match content {
-            None => {
-                return Err(corrupt(format!(
-                    "{} '{}', recorded in the checksum table, is missing{}",
-                    r.layer.noun(),
-                    r.name,
-                    near(r.layer, &r.name)
-                )))
-            }
-            Some(c) if checksum::xxh3(&c) != r.sum => {
-                return Err(corrupt(format!(
-                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a \
-                     writer that does not keep caterva checksums",
-                    r.layer.noun(),
-                    r.name
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
 }
 
 /// Chunks appended by the many: each pushed chunk waits until enough of
