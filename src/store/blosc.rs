@@ -1143,11 +1143,14 @@ unsafe impl Send for SChunk {}
 unsafe impl Sync for SChunk {}
 
 impl SChunk {
-    fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::blosc(what, None))
+    /// Own the super-chunk a c-blosc2 call just made: NULL means the call
+    /// (`what`) failed.
+    fn own_made(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
+        NonNull::new(p).map(Self::own).ok_or_else(|| Error::blosc(what, None))
     }
 
-    fn adopt(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
+    /// Own the live super-chunk `ptr` (nobody else frees it).
+    fn own(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
         // SAFETY: ptr is a live super-chunk that we now own.
         let r = unsafe { ptr.as_mut() };
         // c-blosc2 2.15 builds an in-memory super-chunk from a copied frame
@@ -1236,7 +1239,7 @@ impl SChunk {
         writing(|| {
             // SAFETY: st and everything it points to live across the call; blosc2 copies them.
             let p = unsafe { b::blosc2_schunk_new(&mut st) };
-            Self::wrap(p, "creating the super-chunk")
+            Self::own_made(p, "creating the super-chunk")
         })
     }
 
@@ -1286,7 +1289,7 @@ impl SChunk {
             // SAFETY: url is a valid C string for the call.
             None => unsafe { b::blosc2_schunk_open(url.as_ptr()) },
         };
-        Self::wrap(p, &format!("opening '{urlpath}'"))
+        Self::own_made(p, &format!("opening '{urlpath}'"))
     }
 
     /// Open the contiguous frame at byte `offset` of the file `urlpath`
@@ -1306,7 +1309,7 @@ impl SChunk {
             // SAFETY: url is a valid C string for the call.
             None => unsafe { b::blosc2_schunk_open_offset(url.as_ptr(), at) },
         };
-        Self::wrap(p, &format!("opening the frame at byte {offset} of '{urlpath}'"))
+        Self::own_made(p, &format!("opening the frame at byte {offset} of '{urlpath}'"))
     }
 
     /// A super-chunk over a contiguous frame in memory.
@@ -1327,7 +1330,7 @@ impl SChunk {
             // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it
             // and, given copy = false, never frees it.
             let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, false) };
-            let mut sc = Self::wrap(p, "reading the frame buffer")?;
+            let mut sc = Self::own_made(p, "reading the frame buffer")?;
             sc.borrowed = true;
             return Ok(sc);
         }
@@ -1351,7 +1354,7 @@ impl SChunk {
         }
         // SAFETY: own holds a copy of the frame; with copy = false blosc2 reads it in place.
         let p = unsafe { b::blosc2_schunk_from_buffer(own, len as i64, false) };
-        match Self::wrap(p, "reading the frame buffer") {
+        match Self::own_made(p, "reading the frame buffer") {
             Ok(sc) => {
                 // SAFETY: sc is frame-backed by `own`, which it now owns and frees.
                 unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
@@ -1373,7 +1376,7 @@ impl SChunk {
     /// # Errors
     /// [`Error::NullPointer`] if `p` is NULL.
     pub(crate) unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+        NonNull::new(p).map(Self::own).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
     }
 
     /// Whether the frame lives in a caller's buffer (see [`SChunk::from_cframe`]);
@@ -1886,7 +1889,8 @@ impl SChunk {
             frame_check::check_cframe(unsafe { raw_bytes(p, len) }, inflate)?;
         }
         // SAFETY: as the caller guarantees; with copy = false blosc2 reads the buffer in place.
-        let sc = Self::wrap(unsafe { b::blosc2_schunk_from_buffer(p, len as i64, false) }, "reading the frame buffer")?;
+        let sc =
+            Self::own_made(unsafe { b::blosc2_schunk_from_buffer(p, len as i64, false) }, "reading the frame buffer")?;
         // SAFETY: sc is frame-backed by p, which it now owns and frees.
         unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
         Ok(sc)
@@ -2070,7 +2074,7 @@ impl SChunk {
             writing(|| {
                 // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
                 let p = unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) };
-                Self::wrap(p, "copying the super-chunk")
+                Self::own_made(p, "copying the super-chunk")
             })?
         };
         // blosc2_schunk_copy stores each vlmetalayer again compressed for the

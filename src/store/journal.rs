@@ -226,9 +226,10 @@ pub(crate) enum Op {
     Delete(i64),
 }
 
-/// A super-chunk's journal state.
+/// The journal of one transaction (a [`super::Tx`]): idle, armed (made at
+/// the first change), or open.
 #[derive(Default)]
-pub(crate) enum Slot {
+pub(crate) enum TxJournal {
     /// Writes are not journaled (in memory, or outside an array-level write).
     #[default]
     Idle,
@@ -246,7 +247,7 @@ pub(crate) enum Slot {
     Open(Box<Journal>),
 }
 
-impl Slot {
+impl TxJournal {
     /// The slot of a transaction that starts now: the journal is made at
     /// its first change, if the super-chunk is persistent. With `sync`,
     /// the journal and the changes are synced to disk in order
@@ -254,7 +255,7 @@ impl Slot {
     /// commit syncs all of a sparse frame's files, not only those the write
     /// changed.
     pub(crate) fn armed(sync: bool, whole: bool) -> Self {
-        Slot::Armed { sync, whole }
+        TxJournal::Armed { sync, whole }
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -264,26 +265,26 @@ impl Slot {
     /// [`Error::Io`] if the journal cannot be written (then `ops` must not run).
     pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
-            Slot::Idle => Ok(()),
-            Slot::Armed { sync, whole } => {
+            TxJournal::Idle => Ok(()),
+            TxJournal::Armed { sync, whole } => {
                 *self = match sc.storage().urlpath {
-                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
-                    None => Slot::Idle,
+                    Some(url) => TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
+                    None => TxJournal::Idle,
                 };
                 Ok(())
             }
-            Slot::Open(j) => j.before(sc, ops),
+            TxJournal::Open(j) => j.before(sc, ops),
         }
     }
 
-    /// An operation on `sc` that [`Slot::before`] announced has run: record
+    /// An operation on `sc` that [`TxJournal::before`] announced has run: record
     /// the frame's state, so that recovery can tell it from another one.
     ///
     /// # Errors
     /// [`Error::Io`] if the frame cannot be read or the record written.
     pub(crate) fn after(&mut self) -> Result<()> {
         match self {
-            Slot::Open(j) => j.mark(),
+            TxJournal::Open(j) => j.mark(),
             _ => Ok(()),
         }
     }
@@ -293,16 +294,16 @@ impl Slot {
     ///
     /// # Errors
     /// [`Error::Io`] if syncing or deleting fails (the journal then stays
-    /// open: [`Slot::abort`] rolls the write back).
+    /// open: [`TxJournal::abort`] rolls the write back).
     pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<bool> {
-        let committed = if let Slot::Open(j) = self {
+        let committed = if let TxJournal::Open(j) = self {
             // On an error the journal stays open, for abort to roll back.
             j.commit(sc)?;
             true
         } else {
             false
         };
-        *self = Slot::Idle;
+        *self = TxJournal::Idle;
         Ok(committed)
     }
 
@@ -313,7 +314,7 @@ impl Slot {
     /// As [`recover`]; the journal then stays for the next open.
     pub(crate) fn abort(&mut self) -> Result<bool> {
         match std::mem::take(self) {
-            Slot::Open(mut j) => {
+            TxJournal::Open(mut j) => {
                 rollback(&mut j.file, &j.path, &j.url, false, j.sync)?;
                 Ok(true)
             }
@@ -1059,7 +1060,7 @@ fn open_locked(path: &Path) -> Result<Found> {
 /// sidecars start with `base` (`sidecar(urlpath, "")`): a journal, a
 /// journal that never got its name, or a directory put aside by an
 /// unfinished replacement is there.
-pub(crate) fn pending(base: &Path) -> bool {
+pub(crate) fn may_need_recovery(base: &Path) -> bool {
     [JOURNAL_SUFFIX, TMP_SUFFIX, OLD_SUFFIX]
         .iter()
         .any(|suffix| std::fs::symlink_metadata(suffixed(base, suffix)).is_ok())

@@ -47,7 +47,7 @@ mod tests;
 use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
-use journal::{Op, Slot};
+use journal::{Op, TxJournal};
 
 use crate::cache::BlockCache;
 use crate::context::Durability;
@@ -91,7 +91,7 @@ pub(crate) struct Store {
     /// Whether the headers of the stored chunks remain to be checked before
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
-    chunks: Pending,
+    headers: HeaderCheck,
     /// What this handle's writes, saves and replacements survive (whether
     /// they sync): the handle's setting, not the file's.
     durability: Durability,
@@ -120,7 +120,7 @@ pub(crate) enum Replaced<T> {
 
 /// The check of a file store's chunk headers that opening left for later.
 #[derive(Debug, Default)]
-struct Pending {
+struct HeaderCheck {
     /// Some check is due (a store opened from a file).
     due: bool,
     /// Set once the check has passed (a failed one runs again next time:
@@ -128,9 +128,10 @@ struct Pending {
     passed: std::sync::OnceLock<()>,
 }
 
-impl Pending {
+impl HeaderCheck {
+    /// The check of a store opened from a file, not run yet.
     fn due() -> Self {
-        Pending { due: true, passed: std::sync::OnceLock::new() }
+        HeaderCheck { due: true, passed: std::sync::OnceLock::new() }
     }
 }
 
@@ -172,7 +173,7 @@ impl Store {
         let _lock =
             write_beside(url, storage.contiguous, sync, |st| Self::build(st, layout, checksums, fill).map(drop))?;
         // Written here a moment ago, under the lock: its chunks are ours.
-        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?)?;
+        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?, HeaderCheck::default())?;
         store.seen = store.fingerprint();
         store.durability = durability;
         store.unsynced = !durability.syncs();
@@ -189,9 +190,9 @@ impl Store {
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Self::with(sc, checksums.then(|| Table::new(typesize)), Pending::default());
+        let mut store = Self::assemble(sc, checksums.then(|| Table::new(typesize)), HeaderCheck::default());
         // The marker goes after the caller's metalayers, before the first chunk.
-        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
+        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: TxJournal::Idle, marker_due: checksums };
         fill(&mut tx)?;
         tx.place_marker()?;
         tx.store_checksums()?;
@@ -215,7 +216,7 @@ impl Store {
         if std::fs::symlink_metadata(urlpath).is_err() {
             return Err(Error::not_found(urlpath));
         }
-        let mut store = Self::adopt_file(SChunk::open(urlpath, Chunks::Later)?)?;
+        let mut store = Self::adopt(SChunk::open(urlpath, Chunks::Later)?, HeaderCheck::due())?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -237,7 +238,7 @@ impl Store {
         // (A lock file there now is there at the end too, or its holder
         // changed the frame meanwhile: the last two checks below see either.)
         let beside = fs::sidecar(urlpath, "");
-        if journal::pending(&beside) || paths::saving(urlpath) {
+        if journal::may_need_recovery(&beside) || paths::saving(urlpath) {
             return None;
         }
         let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
@@ -246,7 +247,7 @@ impl Store {
         let checked = frame::fingerprint_served(&served, contiguous)?;
         let mut store = {
             let _serving = io::Serving::start(served);
-            Self::adopt_file(SChunk::parse(urlpath).ok()?).ok()?
+            Self::adopt(SChunk::parse(urlpath).ok()?, HeaderCheck::due()).ok()?
         };
         let seen = frame::fingerprint_file(&mut file, contiguous).ok();
         if seen != Some(checked) || lock::present(&beside) {
@@ -264,7 +265,7 @@ impl Store {
     /// the first write).
     pub(crate) unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Store> {
         // SAFETY: forwarded from the caller.
-        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? })
+        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? }, HeaderCheck::default())
     }
 
     /// Take ownership of a raw super-chunk (`caterva_from_schunk`).
@@ -276,7 +277,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Self::with(sc, sums, Pending::default())),
+            Ok(sums) => Ok(Self::assemble(sc, sums, HeaderCheck::default())),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -284,19 +285,15 @@ impl Store {
         }
     }
 
-    fn adopt(sc: SChunk) -> Result<Store> {
+    /// A store over `sc` with the checksums it keeps (checked); `headers`:
+    /// [`HeaderCheck::due`] for a frame file opened with [`Chunks::Later`].
+    fn adopt(sc: SChunk, headers: HeaderCheck) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Self::with(sc, sums, Pending::default()))
-    }
-
-    /// A store over a frame file opened with [`Chunks::Later`].
-    fn adopt_file(sc: SChunk) -> Result<Store> {
-        let sums = load_checksums(&sc)?;
-        Ok(Self::with(sc, sums, Pending::due()))
+        Ok(Self::assemble(sc, sums, headers))
     }
 
     /// A store over `sc` with checksums `sums`, nothing else known yet.
-    fn with(sc: SChunk, sums: Option<Table>, chunks: Pending) -> Store {
+    fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
         Store {
             sc,
             sums,
@@ -304,7 +301,7 @@ impl Store {
             placement: Default::default(),
             cache: None,
             offset: None,
-            chunks,
+            headers,
             durability: Durability::Full,
             unsynced: false,
         }
@@ -319,7 +316,7 @@ impl Store {
     /// [`Error::InvalidFormat`] naming the damaged chunk, as opening with
     /// [`Chunks::Now`] would have; [`Error::Io`] if the file cannot be read.
     pub(crate) fn ensure_checked(&self) -> Result<()> {
-        if !self.chunks.due || self.chunks.passed.get().is_some() {
+        if !self.headers.due || self.headers.passed.get().is_some() {
             return Ok(());
         }
         let url = self.sc.storage().urlpath.unwrap_or_default();
@@ -327,7 +324,7 @@ impl Store {
             Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc::inflate),
             None => frame_check::check_path(&url, Chunks::Now, blosc::inflate),
         }?;
-        let _ = self.chunks.passed.set(());
+        let _ = self.headers.passed.set(());
         Ok(())
     }
 
@@ -613,7 +610,7 @@ impl Store {
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let sync = self.durability.syncs();
-        let journal = Slot::armed(sync, self.unsynced);
+        let journal = TxJournal::armed(sync, self.unsynced);
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
         let result = change(&mut tx).and_then(|v| tx.commit().map(|changed| (v, changed)));
         let result = result.map(|(v, changed)| {
@@ -630,7 +627,7 @@ impl Store {
                 // (the table in memory may describe changes that never ran).
                 self.reload()?;
             } else {
-                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::Idle, marker_due: false };
+                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: TxJournal::Idle, marker_due: false };
                 let _ = tx.store_checksums();
             }
         }
@@ -641,7 +638,7 @@ impl Store {
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
         let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
-        *self = Self::adopt_file(SChunk::open(&url, Chunks::Later)?)?;
+        *self = Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?;
         self.cache = cache;
         self.durability = durability;
         self.unsynced = unsynced;
@@ -712,7 +709,7 @@ impl Batch {
 pub(crate) struct Tx<'s> {
     sc: &'s mut SChunk,
     sums: &'s mut Option<Table>,
-    journal: Slot,
+    journal: TxJournal,
     /// A new store with checksums: the header marker is added before the
     /// first chunk operation (c-blosc2 adds metalayers to a frame only
     /// while it has no chunks).
@@ -749,7 +746,7 @@ impl Tx<'_> {
     /// Whether the changes are journaled (an array-level write of a
     /// persistent store; not a new store being built).
     fn journaled(&self) -> bool {
-        !matches!(self.journal, Slot::Idle)
+        !matches!(self.journal, TxJournal::Idle)
     }
 
     /// Whether a fixed-size metalayer exists.
@@ -1032,6 +1029,6 @@ impl Tx<'_> {
     /// in the middle of the transaction would (for the recovery tests).
     #[cfg(test)]
     pub(crate) fn crash(&mut self) {
-        self.journal = Slot::Idle;
+        self.journal = TxJournal::Idle;
     }
 }
