@@ -176,7 +176,6 @@ use crate::error::{Error, Result};
 const JOURNAL_SUFFIX: &str = ".caterva-journal";
 /// Suffix of a journal being written (never valid; removed on open).
 const TMP_SUFFIX: &str = ".caterva-journal-tmp";
-/// Suffix of a sparse-frame directory being replaced by [`replace_dir`].
 /// Suffix, after the journal's name, of a journal that was not applied.
 const STALE_SUFFIX: &str = ".stale";
 const MAGIC: &[u8; 8] = b"CTVJRNL1";

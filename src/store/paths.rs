@@ -138,7 +138,7 @@ pub(super) fn remove_array(urlpath: &str) -> Result<()> {
 /// marker of writes beside it ([`saving`]) if none remains. Only copies
 /// the marker names (or, for a marker of an earlier version, which names
 /// none, copies so named) that hold what a write leaves
-/// ([`is_our_leftover`]) are removed. Best effort: what cannot be removed
+/// ([`super::fs::is_our_leftover`]) are removed. Best effort: what cannot be removed
 /// stays for the next time.
 pub(super) fn clean_temporaries(urlpath: &str) {
     let Some((dir, found)) = temporaries(urlpath) else { return };
