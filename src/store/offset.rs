@@ -20,7 +20,10 @@
 
 use std::path::Path;
 
-use super::{io, journal, lock, Change, Chunks, Error, HeaderCheck, Result, SChunk, Store};
+use super::blosc::SChunk;
+use super::frame_check::Chunks;
+use super::{io, journal, lock, Change, HeaderCheck, Store};
+use crate::error::{Error, Result};
 
 impl Store {
     /// Open the contiguous frame at byte `offset` of the file `urlpath`,
