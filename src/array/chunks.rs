@@ -4,7 +4,7 @@
 //! boundaries.
 
 use super::Array;
-use crate::engine;
+use crate::buffer;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::{invalid, Result};
@@ -24,7 +24,7 @@ impl Array {
     pub fn slice_nchunks(&self, start: &[i64], stop: &[i64]) -> Result<Vec<i64>> {
         let region = self.geom.region(start, stop)?;
         let mut out = Vec::new();
-        engine::reserve(&mut out, usize::try_from(self.geom.nchunks_in(&region)).unwrap_or(0), || {
+        buffer::reserve(&mut out, usize::try_from(self.geom.nchunks_in(&region)).unwrap_or(0), || {
             "the chunk list".into()
         })?;
         self.geom.for_each_chunk_in(&region, |part| out.push(part.nchunk));

@@ -32,6 +32,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
+use super::chunk_header::{block_end, block_starts, ChunkHeader, CHUNK_MAX_TYPESIZE, HEADER_LEN, POS_BLOSC2_FLAGS};
 use super::frame;
 use super::frame_check::{self, Chunks};
 use super::io;
@@ -51,10 +52,6 @@ pub(crate) const FRAME_VLMETALAYERS: usize = b::BLOSC2_MAX_METALAYERS as usize;
 /// Bytes c-blosc2 may add to a compressed buffer (`BLOSC2_MAX_OVERHEAD`).
 pub(crate) const MAX_OVERHEAD: usize = b::BLOSC2_MAX_OVERHEAD as usize;
 
-/// The largest typesize a Blosc2 chunk records (`BLOSC_MAX_TYPESIZE`): its
-/// header holds it in one byte.
-const CHUNK_MAX_TYPESIZE: usize = b::BLOSC_MAX_TYPESIZE as usize;
-
 /// The typesize chunks of `itemsize`-byte items are compressed with, and
 /// record: the item size up to 255 bytes; beyond, the largest divisor of
 /// the item that a chunk can record, so that shuffling still groups the
@@ -68,17 +65,6 @@ pub(crate) fn chunk_typesize(itemsize: usize) -> usize {
     (1..=CHUNK_MAX_TYPESIZE).rev().find(|d| itemsize % d == 0).unwrap_or(1)
 }
 
-/// Whether a chunk recording `typesize` may hold `itemsize`-byte items:
-/// the same size up to 255 bytes; beyond, any divisor of the item (ours
-/// record [`chunk_typesize`]; c-blosc2 records 1 when it is given more than
-/// 255, as for python-blosc2's chunks).
-pub(crate) fn typesize_fits(itemsize: usize, typesize: usize) -> bool {
-    if itemsize <= CHUNK_MAX_TYPESIZE {
-        typesize == itemsize
-    } else {
-        typesize >= 1 && itemsize % typesize == 0
-    }
-}
 /// Longest metalayer name c-blosc2 accepts (`BLOSC2_METALAYER_NAME_MAXLEN`).
 pub(crate) const METALAYER_NAME_MAXLEN: usize = 31;
 
@@ -407,14 +393,11 @@ impl CCtx {
 /// fails, and our frame check refuses the chunk as one with an invalid
 /// dictionary. Without the flag the chunk is what it is, a copy.
 pub(crate) fn drop_stale_dict_flag(chunk: &mut [u8]) {
-    let (Some(&flags), Some(&flags2)) = (chunk.get(2), chunk.get(31)) else {
+    let Some(h) = chunk.get(..HEADER_LEN).and_then(ChunkHeader::parse) else {
         return;
     };
-    let extended = flags & 0x05 == 0x05;
-    let memcpyed = flags & b::BLOSC_MEMCPYED as u8 != 0;
-    let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
-    if extended && (memcpyed || special) && flags2 & b::BLOSC2_USEDICT as u8 != 0 {
-        chunk[31] = flags2 & !(b::BLOSC2_USEDICT as u8);
+    if h.is_extended() && (h.memcpyed() || h.special() != 0) && h.dict() {
+        chunk[POS_BLOSC2_FLAGS] = h.blosc2_flags & !(b::BLOSC2_USEDICT as u8);
     }
 }
 
@@ -615,17 +598,16 @@ fn registered_codec(codec: u8) -> bool {
 /// # Errors
 /// [`Error::InvalidFormat`] if the value does not divide the chunk.
 pub(crate) fn wide_value(bytes: &[u8]) -> Result<Option<&[u8]>> {
-    let (Some(&flags), Some(&flags2), Some(cbytes)) = (bytes.get(2), bytes.get(31), bytes.get(12..16)) else {
+    let Some(h) = bytes.get(..HEADER_LEN).and_then(ChunkHeader::parse) else {
         return Ok(None);
     };
-    let special = u32::from((flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8);
-    if flags & 0x05 != 0x05 || special != b::BLOSC2_SPECIAL_VALUE {
+    if !h.is_extended() || u32::from(h.special()) != b::BLOSC2_SPECIAL_VALUE {
         return Ok(None);
     }
-    let header = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
-    let cbytes = usize::try_from(i32::from_le_bytes(cbytes.try_into().unwrap_or([0; 4]))).unwrap_or(0);
+    let header = HEADER_LEN;
+    let cbytes = usize::try_from(h.cbytes).unwrap_or(0);
     let width = cbytes.saturating_sub(header);
-    if width <= usize::from(bytes[3]) {
+    if width <= usize::from(h.typesize) {
         return Ok(None);
     }
     let nbytes = chunk_info(bytes)?.nbytes;
@@ -731,26 +713,23 @@ impl Chunk<'_> {
             return Ok(true);
         }
         let info = self.info()?;
-        let typesize = usize::from(bytes[3]).max(1);
-        // An extended (Blosc2) header sets both shuffle bits in `flags`;
-        // its own flags (byte 31) say whether a dictionary follows.
-        let extended = bytes[2] & 0x05 == 0x05;
-        let flags2 = if extended { bytes.get(31).copied().unwrap_or(0) } else { 0 };
-        let dict = flags2 & b::BLOSC2_USEDICT as u8 != 0;
-        let special = (flags2 >> 4) & b::BLOSC2_SPECIAL_MASK as u8 != 0;
+        let h = ChunkHeader::parse(bytes).ok_or_else(|| Error::InvalidFormat("chunk header is corrupt".into()))?;
+        let typesize = usize::from(h.typesize).max(1);
+        // A Blosc1 header has no Blosc2 flags (dictionary, special kinds).
+        let (dict, special) = if h.is_extended() { (h.dict(), h.special() != 0) } else { (false, false) };
         // DELTA encodes every block against the first, which a lone block
         // read does not decode.
         Ok((info.blocksize == blocksize || special)
             && blocksize > 0
             && blocksize % typesize == 0
             && !dict
-            && !self.has_delta())
+            && !h.has_delta())
     }
 
     /// Whether the chunk was written with the DELTA filter, which encodes
     /// every block against the first.
     pub(crate) fn has_delta(&self) -> bool {
-        has_delta(self.bytes())
+        ChunkHeader::parse(self.bytes()).is_some_and(|h| h.has_delta())
     }
 }
 
@@ -938,16 +917,6 @@ impl Drop for Chunk<'_> {
     }
 }
 
-/// Whether the chunk `bytes` has the DELTA filter (in its filter pipeline
-/// with an extended header, as a flag in a Blosc1 one).
-fn has_delta(bytes: &[u8]) -> bool {
-    match bytes.get(2) {
-        Some(f) if f & 0x05 == 0x05 => bytes.get(16..22).is_some_and(|fs| fs.contains(&(b::BLOSC_DELTA as u8))),
-        Some(f) => f & 0x08 != 0,
-        None => false,
-    }
-}
-
 /// Where each block's compressed stream lies in `old`, a chunk of `nbytes`
 /// bytes in blocks of `blocksize`, if its blocks can be replaced one at a
 /// time ([`splice`]): a plain chunk (extended header; not a copy, special,
@@ -957,15 +926,13 @@ fn has_delta(bytes: &[u8]) -> bool {
 /// # Errors
 /// [`Error::InvalidFormat`] if the header or a block start is damaged.
 pub(crate) fn block_spans(old: &[u8], nbytes: usize, blocksize: usize) -> Result<Option<Vec<(usize, usize)>>> {
-    let hlen = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
-    if old.len() < hlen || blocksize == 0 {
+    let hlen = HEADER_LEN;
+    let Some(h) = old.get(..hlen).and_then(ChunkHeader::parse).filter(|_| blocksize != 0) else {
         return Ok(None);
-    }
+    };
     let info = chunk_info(old)?;
-    let (flags, flags2) = (old[2], old[31]);
-    let extended = flags & 0x05 == 0x05;
-    let plain = extended && flags & b::BLOSC_MEMCPYED as u8 == 0 && flags2 & 0x7f == 0;
-    if !plain || has_delta(old) || info.nbytes != nbytes || info.blocksize != blocksize || nbytes % blocksize != 0 {
+    if !h.is_plain() || h.has_delta() || info.nbytes != nbytes || info.blocksize != blocksize || nbytes % blocksize != 0
+    {
         return Ok(None);
     }
     let n = nbytes / blocksize;
@@ -973,17 +940,13 @@ pub(crate) fn block_spans(old: &[u8], nbytes: usize, blocksize: usize) -> Result
     if end < first {
         return Err(Error::InvalidFormat("chunk is shorter than its block starts".into()));
     }
-    let starts: Vec<usize> = (0..n)
-        .map(|i| u32::from_le_bytes(old[hlen + 4 * i..hlen + 4 * i + 4].try_into().expect("4 bytes")) as usize)
-        .collect();
+    let starts = block_starts(old, n);
     if let Some(bad) = starts.iter().find(|&&s| s < first || s >= end) {
         return Err(Error::InvalidFormat(format!("chunk has a block start ({bad}) outside it")));
     }
     let mut sorted = starts.clone();
     sorted.sort_unstable();
-    Ok(Some(
-        starts.iter().map(|&s| (s, sorted.get(sorted.partition_point(|&x| x <= s)).copied().unwrap_or(end))).collect(),
-    ))
+    Ok(Some(starts.iter().map(|&s| (s, block_end(&sorted, s, end))).collect()))
 }
 
 /// `old` with some blocks replaced: `new[i]`, when given, is block `i`
@@ -994,7 +957,7 @@ pub(crate) fn block_spans(old: &[u8], nbytes: usize, blocksize: usize) -> Result
 /// than `old` (its header differs: it did not compress and was copied,
 /// another codec or filter): the caller compresses the whole chunk then.
 pub(crate) fn splice(old: &[u8], spans: &[(usize, usize)], new: &[Option<Vec<u8>>]) -> Option<Vec<u8>> {
-    let hlen = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
+    let hlen = HEADER_LEN;
     let same = |c: &[u8]| c.len() >= hlen + 4 && c[..4] == old[..4] && c[16..hlen] == old[16..hlen];
     fn stream(c: &[u8], hlen: usize) -> Option<&[u8]> {
         let start = u32::from_le_bytes(c[hlen..hlen + 4].try_into().expect("4 bytes")) as usize;
@@ -1190,11 +1153,14 @@ unsafe impl Send for SChunk {}
 unsafe impl Sync for SChunk {}
 
 impl SChunk {
-    fn wrap(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::blosc(what, None))
+    /// Own the super-chunk a c-blosc2 call just made: NULL means the call
+    /// (`what`) failed.
+    fn own_made(p: *mut b::blosc2_schunk, what: &str) -> Result<Self> {
+        NonNull::new(p).map(Self::own).ok_or_else(|| Error::blosc(what, None))
     }
 
-    fn adopt(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
+    /// Own the live super-chunk `ptr` (nobody else frees it).
+    fn own(mut ptr: NonNull<b::blosc2_schunk>) -> Self {
         // SAFETY: ptr is a live super-chunk that we now own.
         let r = unsafe { ptr.as_mut() };
         // c-blosc2 2.15 builds an in-memory super-chunk from a copied frame
@@ -1283,7 +1249,7 @@ impl SChunk {
         writing(|| {
             // SAFETY: st and everything it points to live across the call; blosc2 copies them.
             let p = unsafe { b::blosc2_schunk_new(&mut st) };
-            Self::wrap(p, "creating the super-chunk")
+            Self::own_made(p, "creating the super-chunk")
         })
     }
 
@@ -1333,7 +1299,7 @@ impl SChunk {
             // SAFETY: url is a valid C string for the call.
             None => unsafe { b::blosc2_schunk_open(url.as_ptr()) },
         };
-        Self::wrap(p, &format!("opening '{urlpath}'"))
+        Self::own_made(p, &format!("opening '{urlpath}'"))
     }
 
     /// Open the contiguous frame at byte `offset` of the file `urlpath`
@@ -1353,7 +1319,7 @@ impl SChunk {
             // SAFETY: url is a valid C string for the call.
             None => unsafe { b::blosc2_schunk_open_offset(url.as_ptr(), at) },
         };
-        Self::wrap(p, &format!("opening the frame at byte {offset} of '{urlpath}'"))
+        Self::own_made(p, &format!("opening the frame at byte {offset} of '{urlpath}'"))
     }
 
     /// A super-chunk over a contiguous frame in memory.
@@ -1374,7 +1340,7 @@ impl SChunk {
             // SAFETY: the caller guarantees cframe/len; blosc2 does not write to it
             // and, given copy = false, never frees it.
             let p = unsafe { b::blosc2_schunk_from_buffer(cframe.cast_mut(), len as i64, false) };
-            let mut sc = Self::wrap(p, "reading the frame buffer")?;
+            let mut sc = Self::own_made(p, "reading the frame buffer")?;
             sc.borrowed = true;
             return Ok(sc);
         }
@@ -1398,7 +1364,7 @@ impl SChunk {
         }
         // SAFETY: own holds a copy of the frame; with copy = false blosc2 reads it in place.
         let p = unsafe { b::blosc2_schunk_from_buffer(own, len as i64, false) };
-        match Self::wrap(p, "reading the frame buffer") {
+        match Self::own_made(p, "reading the frame buffer") {
             Ok(sc) => {
                 // SAFETY: sc is frame-backed by `own`, which it now owns and frees.
                 unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
@@ -1420,7 +1386,7 @@ impl SChunk {
     /// # Errors
     /// [`Error::NullPointer`] if `p` is NULL.
     pub(crate) unsafe fn from_raw(p: *mut b::blosc2_schunk) -> Result<Self> {
-        NonNull::new(p).map(Self::adopt).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
+        NonNull::new(p).map(Self::own).ok_or_else(|| Error::NullPointer("schunk is NULL".into()))
     }
 
     /// Whether the frame lives in a caller's buffer (see [`SChunk::from_cframe`]);
@@ -1933,7 +1899,8 @@ impl SChunk {
             frame_check::check_cframe(unsafe { raw_bytes(p, len) }, inflate)?;
         }
         // SAFETY: as the caller guarantees; with copy = false blosc2 reads the buffer in place.
-        let sc = Self::wrap(unsafe { b::blosc2_schunk_from_buffer(p, len as i64, false) }, "reading the frame buffer")?;
+        let sc =
+            Self::own_made(unsafe { b::blosc2_schunk_from_buffer(p, len as i64, false) }, "reading the frame buffer")?;
         // SAFETY: sc is frame-backed by p, which it now owns and frees.
         unsafe { b::blosc2_schunk_avoid_cframe_free(sc.ptr.as_ptr(), false) };
         Ok(sc)
@@ -2117,7 +2084,7 @@ impl SChunk {
             writing(|| {
                 // SAFETY: valid super-chunk and storage (blosc2 copies the storage).
                 let p = unsafe { b::blosc2_schunk_copy(self.as_ptr(), &mut st) };
-                Self::wrap(p, "copying the super-chunk")
+                Self::own_made(p, "copying the super-chunk")
             })?
         };
         // blosc2_schunk_copy stores each vlmetalayer again compressed for the
@@ -2350,8 +2317,9 @@ pub(crate) fn decompress_into(dctx: &mut DCtx, src: &[u8], dst: &mut [u8]) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{check_decodable, chunk_typesize, inflate_whole, regroup, typesize_fits, CCtx, CParams, Compression};
+    use super::{check_decodable, chunk_typesize, inflate_whole, regroup, CCtx, CParams, Compression};
     use crate::codec::{self, filter};
+    use crate::store::chunk_header::typesize_fits;
 
     fn shuffle(ts: usize, src: &[u8]) -> Vec<u8> {
         let n = src.len() / ts;

@@ -93,6 +93,8 @@
 //! the records above; [`crate::Array::enable_checksums`] upgrades one to
 //! version 2 after checking every chunk against it.
 
+use super::blosc::{Chunk, SChunk};
+use super::chunk_header::{ChunkHeader, HEADER_LEN as CHUNK_HEADER};
 use crate::error::{Error, Result};
 
 /// The vlmetalayer holding the table. Reserved: users cannot add or update it.
@@ -111,8 +113,6 @@ const V2: u8 = 2;
 const FLAG_MARKER: u8 = 0x01;
 /// Prefix of the canonical form of a special chunk (see [`hash_v2`]).
 const SPECIAL_PREFIX: &[u8] = b"caterva special chunk";
-/// A Blosc2 extended chunk header's length.
-const CHUNK_HEADER: usize = blosc2_sys::BLOSC_EXTENDED_HEADER_LENGTH as usize;
 
 /// XXH3-64 of some bytes.
 #[must_use]
@@ -135,15 +135,15 @@ pub fn hash_v2(chunk: &[u8]) -> u64 {
 /// repeated value, the value.
 fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
     let header = chunk.get(..CHUNK_HEADER)?;
-    let extended = (blosc2_sys::BLOSC_DOSHUFFLE | blosc2_sys::BLOSC_DOBITSHUFFLE) as u8;
-    if header[2] & extended != extended {
+    let h = ChunkHeader::parse(header)?;
+    if !h.is_extended() {
         return None;
     }
-    let kind = (header[31] >> 4) & blosc2_sys::BLOSC2_SPECIAL_MASK as u8;
+    let kind = h.special();
     if kind == 0 {
         return None;
     }
-    let typesize = header[3];
+    let typesize = h.typesize;
     let mut out = Vec::with_capacity(SPECIAL_PREFIX.len() + 6 + usize::from(typesize));
     out.extend_from_slice(SPECIAL_PREFIX);
     out.extend_from_slice(&[kind, typesize]);
@@ -152,8 +152,7 @@ fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
         // The value follows the header (all of cbytes when it is wider than
         // a header's typesize: `blosc::wide_value`); a chunk cut short
         // hashes what it has.
-        let cbytes = chunk.get(12..16).map_or(0, |b| i32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-        let width = usize::try_from(cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
+        let width = usize::try_from(h.cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
         let end = (CHUNK_HEADER + width).min(chunk.len());
         out.extend_from_slice(&chunk[CHUNK_HEADER..end]);
     }
@@ -446,6 +445,146 @@ impl<'a> Reader<'a> {
         self.0 = rest;
         Ok(head)
     }
+}
+
+// ---------------------------------------------------------------------------
+// The table a store keeps: loading it, checking what it vouches for.
+
+/// Chunk `n` of `sc`, checked against `sums`.
+pub(super) fn checked_chunk<'a>(sc: &'a SChunk, sums: Option<&Table>, n: i64) -> Result<Chunk<'a>> {
+    let chunk = sc.chunk(n)?;
+    if let Some(t) = sums {
+        t.check(n, sc.nchunks(), chunk.bytes())?;
+    }
+    Ok(chunk)
+}
+
+/// Chunk `n`'s checksum in table `t`, as [`SChunk::chunk`] hands it back.
+pub(super) fn chunk_hash(sc: &SChunk, t: &Table, n: i64) -> Result<u64> {
+    sc.chunk(n).map(|c| t.hash(c.bytes()))
+}
+
+/// The checksum table a super-chunk stores, if any, with everything it
+/// vouches for checked: the header marker and the recorded metadata.
+///
+/// An array is taken to have been written with checksums when it has the
+/// table, the marker, or a vlmetalayer (metalayer) whose name is the
+/// table's (marker's) with one character changed; then anything missing,
+/// damaged or different from its record is [`Error::Corrupt`], never an
+/// array without checksums.
+///
+/// # Errors
+/// [`Error::Corrupt`] (chunk -1) naming what is damaged;
+/// [`Error::InvalidFormat`] for a table of a version this library does not know.
+pub(super) fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
+    let metas = sc.meta_names();
+    let vlmetas = sc.vlmeta_names();
+    let marker = sc.meta_get(MARKER_NAME);
+    let content = sc.vlmeta_get(VLMETA_NAME).map_err(|e| {
+        Error::corrupt(-1, format!("the checksum table (vlmetalayer '{VLMETA_NAME}') cannot be read: {}", e.message()))
+    })?;
+    let Some(content) = content else {
+        // What says the array was written with checksums.
+        let mut signs = Vec::new();
+        if marker.is_some() {
+            signs.push(format!("the header's metalayer '{MARKER_NAME}' says it keeps checksums"));
+        }
+        if let Some(n) = vlmetas.iter().find(|n| one_off(n, VLMETA_NAME)) {
+            signs.push(format!("vlmetalayer '{}' is the table with a damaged name", n.escape_debug()));
+        } else if let Some((n, _)) = sc.vlmeta_raw().into_iter().find(|(n, content)| {
+            // A sound table under a name of the table's length (bit flips
+            // keep a name's length): the table, its name damaged in more
+            // than one character (arrays given checksums after they were
+            // written have no header marker to tell).
+            n.len() == VLMETA_NAME.len() && content.as_ref().is_ok_and(|c| is_sound_table(c))
+        }) {
+            signs.push(format!(
+                "vlmetalayer '{}' holds a sound checksum table: the table with a damaged name",
+                String::from_utf8_lossy(&n).escape_debug()
+            ));
+        }
+        if let Some(n) = metas.iter().find(|n| one_off(n, MARKER_NAME)) {
+            signs.push(format!("metalayer '{}' is the header's checksum marker with a damaged name", n.escape_debug()));
+        }
+        if signs.is_empty() {
+            return Ok(None);
+        }
+        return Err(Error::corrupt(
+            -1,
+            format!(
+                "the array was written with checksums, but its checksum table (vlmetalayer '{VLMETA_NAME}') is \
+                 missing: {}",
+                signs.join("; ")
+            ),
+        ));
+    };
+    let table = Table::decode(&content)?;
+    if table.version() >= 2 {
+        check_records(sc, &table, &metas, &vlmetas, marker.as_deref())?;
+    }
+    Ok(Some(table))
+}
+
+/// A version-2 table's marker, typesize and metadata records against the super-chunk.
+fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], marker: Option<&[u8]>) -> Result<()> {
+    let corrupt = |why: String| Error::corrupt(-1, why);
+    // A present name that is not recorded but one character off `name`.
+    let near = |layer: Layer, name: &str| {
+        let names = if layer == Layer::Meta { metas } else { vlmetas };
+        let recorded = |n: &str| t.records().iter().any(|r| r.layer == layer && r.name == n);
+        names.iter().find(|n| one_off(n, name) && !recorded(n)).map_or_else(String::new, |n| {
+            format!(" ({} '{}' may be it, with a damaged name)", layer.noun(), n.escape_debug())
+        })
+    };
+    if t.marker() {
+        match marker {
+            None => {
+                return Err(corrupt(format!(
+                    "the header's checksum marker (metalayer '{MARKER_NAME}') is missing{}",
+                    near(Layer::Meta, MARKER_NAME)
+                )))
+            }
+            Some(m) if m != MARKER_CONTENT => {
+                return Err(corrupt(format!("the header's checksum marker (metalayer '{MARKER_NAME}') is damaged")))
+            }
+            Some(_) => {}
+        }
+    }
+    if i64::from(t.typesize()) != i64::from(sc.typesize()) {
+        return Err(corrupt(format!(
+            "the header gives {}-byte items; the checksum table recorded {}",
+            sc.typesize(),
+            t.typesize()
+        )));
+    }
+    for r in t.records() {
+        let content = match r.layer {
+            Layer::Meta => sc.meta_get(&r.name),
+            Layer::VlMeta => sc.vlmeta_get(&r.name).map_err(|e| {
+                corrupt(format!("vlmetalayer '{}' cannot be read ({}): it is damaged", r.name, e.message()))
+            })?,
+        };
+        match content {
+            None => {
+                return Err(corrupt(format!(
+                    "{} '{}', recorded in the checksum table, is missing{}",
+                    r.layer.noun(),
+                    r.name,
+                    near(r.layer, &r.name)
+                )))
+            }
+            Some(c) if xxh3(&c) != r.sum => {
+                return Err(corrupt(format!(
+                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a \
+                     writer that does not keep caterva checksums",
+                    r.layer.noun(),
+                    r.name
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
-//! The on-disk layout facts of Blosc2 frames that more than one module
-//! needs (the frame checker and the undo journal), named once. Positions
+//! The on-disk layout facts of Blosc2 frames (header positions and
+//! markers, magic, trailer, special offsets), named once for the frame
+//! checker, the undo journal and the binding. Positions
 //! are those of c-blosc2's `blosc/frame.h` and `README_CFRAME_FORMAT.rst`.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::chunk_header::{ChunkHeader, HEADER_LEN};
 use super::io::Served;
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
@@ -14,8 +16,6 @@ pub(crate) const HEADER_MINLEN: usize = 87;
 pub(crate) const POS_HEADER_LEN: usize = 11;
 /// `int64` compressed bytes, big-endian (`FRAME_CBYTES`); msgpack marker `0xd3` before it.
 pub(crate) const POS_CBYTES: usize = 39;
-/// Offset of the compressed size (`int32`, little-endian) in a chunk header.
-pub(crate) const CHUNK_POS_CBYTES: usize = 12;
 
 /// A frame header opens with a msgpack fixarray of 14 fields, then the
 /// fixstr of 8 bytes holding the magic string.
@@ -27,6 +27,62 @@ pub(crate) const POS_MAGIC: usize = 2;
 
 /// The offsets index of a sparse frame, inside its directory.
 pub(crate) const SPARSE_INDEX: &str = "chunks.b2frame";
+
+/// `uint64` frame length, big-endian (`FRAME_LEN`); msgpack marker `0xcf` before it.
+pub(crate) const POS_FRAME_LEN: usize = 16;
+/// `int64` uncompressed bytes, big-endian (`FRAME_NBYTES`); marker `0xd3` before it.
+pub(crate) const POS_NBYTES: usize = 30;
+/// `int32` chunk size, big-endian (`FRAME_CHUNKSIZE`); marker `0xd2` before it.
+pub(crate) const POS_CHUNKSIZE: usize = 58;
+/// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
+/// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
+pub(crate) const TRAILER_TAIL: usize = 23;
+/// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
+pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
+/// General flags: format version and offset width (`FRAME_FLAGS`).
+pub(crate) const POS_GENERAL_FLAGS: usize = 25;
+/// General flag of c-blosc2 3.x: the chunks have variable-length blocks
+/// (`FRAME_VL_BLOCKS`), a chunk format 2.15 does not decode.
+pub(crate) const FRAME_VL_BLOCKS: u8 = 0x80;
+/// Frame type: contiguous or sparse (`FRAME_TYPE`).
+pub(crate) const POS_FRAME_TYPE: usize = 26;
+/// Split mode minus one (`FRAME_OTHER_FLAGS`).
+pub(crate) const POS_OTHER_FLAGS: usize = 28;
+/// `int32` typesize (`FRAME_TYPESIZE`).
+pub(crate) const POS_TYPESIZE: usize = 48;
+/// `int32` block size (`FRAME_BLOCKSIZE`).
+pub(crate) const POS_BLOCKSIZE: usize = 53;
+/// Filter count, then the filters (`FRAME_FILTER_PIPELINE`).
+pub(crate) const POS_FILTERS: usize = 70;
+/// The msgpack markers c-blosc2 writes at fixed header positions.
+pub(crate) const HEADER_MARKERS: [(usize, u8, &str); 13] = [
+    (0, 0x9e, "fixarray of 14 fields"),
+    (1, 0xa8, "magic string marker"),
+    (10, 0xd2, "header length marker"),
+    (15, 0xcf, "frame length marker"),
+    (24, 0xa4, "flags marker"),
+    (29, 0xd3, "nbytes marker"),
+    (38, 0xd3, "cbytes marker"),
+    (47, 0xd2, "typesize marker"),
+    (52, 0xd2, "blocksize marker"),
+    (57, 0xd2, "chunksize marker"),
+    (62, 0xd1, "compression threads marker"),
+    (65, 0xd1, "decompression threads marker"),
+    (69, 0xd8, "filter pipeline marker"),
+];
+/// `map16` of the metalayers index, in the header.
+pub(crate) const META_MAP: usize = 91;
+/// `has_vlmetalayers`: msgpack false or true.
+pub(crate) const POS_HAS_VLMETA: usize = 68;
+/// Bytes at the end of every trailer: `uint32` length and fingerprint (`FRAME_TRAILER_MINLEN`).
+pub(crate) const TRAILER_MINLEN: usize = 25;
+/// `map16` of the vlmetalayers index, in the trailer.
+pub(crate) const VLMETA_MAP: usize = 6;
+/// Newest trailer version (`FRAME_TRAILER_VERSION`).
+pub(crate) const TRAILER_VERSION: u8 = 1;
+/// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
+pub(crate) const CONTIGUOUS_TYPE: u8 = 0;
+pub(crate) const SPARSE_TYPE: u8 = 1;
 
 /// The file of chunk `id` in a sparse-frame directory (`%08X.chunk`).
 pub(crate) fn chunk_file(dir: &Path, id: i64) -> PathBuf {
@@ -178,20 +234,6 @@ pub(crate) fn data_section(head: &[u8], len: u64) -> Option<(u64, u64)> {
     (header_len >= HEADER_MINLEN as u64 && data_end <= len).then_some((header_len, data_end))
 }
 
-/// `uint64` frame length, big-endian (`FRAME_LEN`); msgpack marker `0xcf` before it.
-pub(crate) const POS_FRAME_LEN: usize = 16;
-/// `int64` uncompressed bytes, big-endian (`FRAME_NBYTES`); marker `0xd3` before it.
-pub(crate) const POS_NBYTES: usize = 30;
-/// `int32` chunk size, big-endian (`FRAME_CHUNKSIZE`); marker `0xd2` before it.
-pub(crate) const POS_CHUNKSIZE: usize = 58;
-/// The end of every trailer: `0xce`, its `uint32` length (big-endian), then
-/// the fingerprint's `fixext 16` (`0xd8`, type, 16 bytes).
-pub(crate) const TRAILER_TAIL: usize = 23;
-/// The flags byte of a chunk header that holds its special kind (bits 4-6).
-const CHUNK_POS_SPECIAL: usize = 31;
-/// An offsets entry of a special chunk: the top bit, and its kind in the top byte.
-pub(crate) const SPECIAL_OFFSET: u64 = 1 << 63;
-
 /// Where the sections of a frame (a sparse frame's index) lie, from its
 /// header and the end of its trailer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,7 +316,7 @@ pub(crate) fn plan_append(old: &[i64], sparse: bool, data_len: i64, chunks: &[&[
     let mut at = data_len;
     let mut stored = Vec::new();
     for (i, c) in chunks.iter().enumerate() {
-        let kind = c.get(CHUNK_POS_SPECIAL).map_or(0, |f| (f >> 4) & blosc2_sys::BLOSC2_SPECIAL_MASK as u8);
+        let kind = c.get(..HEADER_LEN).and_then(ChunkHeader::parse).map_or(0, |h| h.special());
         let special =
             [blosc2_sys::BLOSC2_SPECIAL_ZERO, blosc2_sys::BLOSC2_SPECIAL_NAN, blosc2_sys::BLOSC2_SPECIAL_UNINIT];
         if special.contains(&u32::from(kind)) {
@@ -321,7 +363,7 @@ mod tests {
     /// A chunk header whose special kind is `kind`, of `len` bytes.
     fn chunk(kind: u8, len: usize) -> Vec<u8> {
         let mut c = vec![0u8; len];
-        c[CHUNK_POS_SPECIAL] = kind << 4;
+        c[crate::store::chunk_header::POS_BLOSC2_FLAGS] = kind << 4;
         c
     }
 

@@ -117,84 +117,20 @@ use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
 
-use super::blosc::typesize_fits;
-use super::frame::{self, chunk_file, HEADER_MINLEN, MAGIC, POS_CBYTES, POS_HEADER_LEN, POS_MAGIC, SPARSE_INDEX};
+use super::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
+use super::frame::{
+    self, chunk_file, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
+    POS_CBYTES, POS_CHUNKSIZE, POS_FILTERS, POS_FRAME_LEN, POS_FRAME_TYPE, POS_GENERAL_FLAGS, POS_HAS_VLMETA,
+    POS_HEADER_LEN, POS_MAGIC, POS_NBYTES, POS_OTHER_FLAGS, POS_TYPESIZE, SPARSE_INDEX, SPARSE_TYPE, SPECIAL_OFFSET,
+    TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
+};
 use super::io::Served;
 use crate::error::{Error, Result};
 
-/// `uint64` frame length (`FRAME_LEN`).
-const POS_FRAME_LEN: usize = 16;
-/// General flags: format version and offset width (`FRAME_FLAGS`).
-const POS_GENERAL_FLAGS: usize = 25;
 /// The newest frame format version read: c-blosc2 3.x's
 /// `BLOSC2_VERSION_FRAME_FORMAT_VL_BLOCKS`, whose layout is version 2's
-/// unless [`FRAME_VL_BLOCKS`] is set.
+/// unless [`frame::FRAME_VL_BLOCKS`] is set.
 const FRAME_VERSION_READ: u8 = 3;
-/// General flag of c-blosc2 3.x: the chunks have variable-length blocks
-/// (`FRAME_VL_BLOCKS`), a chunk format 2.15 does not decode.
-const FRAME_VL_BLOCKS: u8 = 0x80;
-/// Frame type: contiguous or sparse (`FRAME_TYPE`).
-const POS_FRAME_TYPE: usize = 26;
-/// Split mode minus one (`FRAME_OTHER_FLAGS`).
-const POS_OTHER_FLAGS: usize = 28;
-/// `int64` uncompressed bytes (`FRAME_NBYTES`).
-const POS_NBYTES: usize = 30;
-/// `int32` typesize (`FRAME_TYPESIZE`).
-const POS_TYPESIZE: usize = 48;
-/// `int32` block size (`FRAME_BLOCKSIZE`).
-const POS_BLOCKSIZE: usize = 53;
-/// `int32` chunk size (`FRAME_CHUNKSIZE`).
-const POS_CHUNKSIZE: usize = 58;
-/// Filter count, then the filters (`FRAME_FILTER_PIPELINE`).
-const POS_FILTERS: usize = 70;
-/// The msgpack markers c-blosc2 writes at fixed header positions.
-const HEADER_MARKERS: [(usize, u8, &str); 13] = [
-    (0, 0x9e, "fixarray of 14 fields"),
-    (1, 0xa8, "magic string marker"),
-    (10, 0xd2, "header length marker"),
-    (15, 0xcf, "frame length marker"),
-    (24, 0xa4, "flags marker"),
-    (29, 0xd3, "nbytes marker"),
-    (38, 0xd3, "cbytes marker"),
-    (47, 0xd2, "typesize marker"),
-    (52, 0xd2, "blocksize marker"),
-    (57, 0xd2, "chunksize marker"),
-    (62, 0xd1, "compression threads marker"),
-    (65, 0xd1, "decompression threads marker"),
-    (69, 0xd8, "filter pipeline marker"),
-];
-/// `map16` of the metalayers index, in the header.
-const META_MAP: usize = 91;
-/// `has_vlmetalayers`: msgpack false or true.
-const POS_HAS_VLMETA: usize = 68;
-
-/// Bytes at the end of every trailer: `uint32` length and fingerprint (`FRAME_TRAILER_MINLEN`).
-const TRAILER_MINLEN: usize = 25;
-/// `map16` of the vlmetalayers index, in the trailer.
-const VLMETA_MAP: usize = 6;
-/// Newest trailer version (`FRAME_TRAILER_VERSION`).
-const TRAILER_VERSION: u8 = 1;
-
-/// Frame types (`FRAME_CONTIGUOUS_TYPE`, `FRAME_DIRECTORY_TYPE`).
-const CONTIGUOUS_TYPE: u8 = 0;
-const SPARSE_TYPE: u8 = 1;
-
-/// c-blosc2 3.x's chunk format with variable-length blocks
-/// (`BLOSC2_VERSION_FORMAT_VL_BLOCKS`).
-const CHUNK_VERSION_VL_BLOCKS: u8 = 6;
-
-/// A Blosc2 chunk header (`BLOSC_EXTENDED_HEADER_LENGTH`).
-const CHUNK_HEADER: usize = b::BLOSC_EXTENDED_HEADER_LENGTH as usize;
-/// Header flags: both shuffles at once mark an extended (Blosc2) header.
-const FLAG_EXTENDED: u8 = (b::BLOSC_DOSHUFFLE | b::BLOSC_DOBITSHUFFLE) as u8;
-/// Header flags: a plain copy.
-const FLAG_MEMCPYED: u8 = b::BLOSC_MEMCPYED as u8;
-/// Blosc2 flags: the chunk carries a compression dictionary.
-const BLOSC2_USEDICT: u8 = b::BLOSC2_USEDICT as u8;
-/// Blosc2 flags: a lazy chunk (only ever built in memory by c-blosc2).
-const BLOSC2_LAZY: u8 = 0x08;
-/// Blosc2 flags: an instrumented codec (development only; different output).
-const BLOSC2_INSTR: u8 = b::BLOSC2_INSTR_CODEC as u8;
 
 /// No built-in codec expands a stream more than this (zstd, the most,
 /// needs 4 bytes for a 128 KiB block): an offsets index claiming more is
@@ -216,10 +152,6 @@ const INDEX_WINDOW: usize = 4 << 20;
 pub(super) const METADATA_FREE: i64 = 16 << 20;
 /// … and to this many times its compressed size beyond that.
 const METADATA_RATIO: i64 = 4;
-
-/// The bit that marks a special chunk in an offset, and the special-value
-/// byte (`README_CFRAME_FORMAT.rst`: "Byte for special values").
-const SPECIAL_OFFSET: u64 = 1 << 63;
 
 /// What a frame holds, once it has passed the checks.
 #[derive(Debug)]
@@ -487,9 +419,6 @@ impl<'s> Section<'s> {
     fn be_u64(&self, at: usize, what: impl Display + Copy) -> Result<u64> {
         self.array(at, what).map(u64::from_be_bytes)
     }
-    fn le_i32(&self, at: usize, what: impl Display + Copy) -> Result<i32> {
-        self.array(at, what).map(i32::from_le_bytes)
-    }
 }
 
 /// The header fields the rest of the checks use.
@@ -511,20 +440,6 @@ impl Header {
             self.chunksize
         }
     }
-}
-
-/// The sizes and kind of a chunk, from its header.
-struct ChunkHeader {
-    nbytes: i64,
-    cbytes: i64,
-    blocksize: i64,
-    typesize: u8,
-    /// A plain copy (no block starts; the items follow the header).
-    memcpyed: bool,
-    special: u8,
-    filters: [u8; 6],
-    /// The chunk carries a compression dictionary.
-    dict: bool,
 }
 
 /// The offsets index.
@@ -751,15 +666,15 @@ impl Frame<'_> {
         // Item n is read alone with blosc2_getitem, where delta coding
         // decodes against another reference than a whole decompression
         // (and a dictionary is not loaded at all).
-        if ch.filters.contains(&(b::BLOSC_DELTA as u8)) {
+        if ch.has_delta() {
             return Err(s.err(16, "offsets index uses delta coding"));
         }
-        if ch.dict {
+        if ch.dict() {
             return Err(s.err(31, "offsets index carries a dictionary"));
         }
         // Every blosc2_getitem on it (one per chunk read) allocates 4 blocks.
         check_blocksize(&s, &ch, &"offsets index")?;
-        match u32::from(ch.special) {
+        match u32::from(ch.special()) {
             0 => {}
             b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
             b::BLOSC2_SPECIAL_VALUE => {
@@ -770,10 +685,10 @@ impl Frame<'_> {
         }
         // A plain copy holds exactly the header and nbytes (check_chunk_header);
         // decompressing a compressed one costs time in proportion to its size.
-        if !ch.memcpyed {
+        if !ch.memcpyed() {
             check_ratio(&s, &ch, &"offsets index")?;
         }
-        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed })
+        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed() })
     }
 
     /// Every chunk the offsets point at, each distinct one once, with the
@@ -994,7 +909,7 @@ fn check_vlmeta_chunk(content: &Section<'_>, name: &str) -> Result<()> {
     }
     let what = format!("vlmetalayer '{name}'");
     let ch = check_chunk_header(content, content.bytes.len() as u64, &what, &mut content.reader())?;
-    if u32::from(ch.special) == b::BLOSC2_SPECIAL_UNINIT {
+    if u32::from(ch.special()) == b::BLOSC2_SPECIAL_UNINIT {
         return Err(content.err(31, format!("{what} is an uninitialised special chunk")));
     }
     check_metadata_size(content, &ch, &what)?;
@@ -1134,7 +1049,8 @@ fn check_chunk_header(
     what: &dyn Display,
     more: &mut ReadChunk<'_>,
 ) -> Result<ChunkHeader> {
-    let version = s.byte(0, "chunk version")?;
+    let ch = ChunkHeader::parse(s.get(0, CHUNK_HEADER, "chunk header")?).expect("a whole header");
+    let version = ch.version;
     if version == CHUNK_VERSION_VL_BLOCKS {
         return Err(s.err(
             0,
@@ -1147,14 +1063,10 @@ fn check_chunk_header(
     if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
         return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
     }
-    let flags = s.byte(2, "chunk flags")?;
-    if flags & FLAG_EXTENDED != FLAG_EXTENDED {
+    if !ch.is_extended() {
         return Err(s.err(2, format!("{what}: chunk has no Blosc2 extended header")));
     }
-    let typesize = s.byte(3, "chunk typesize")?;
-    let nbytes = i64::from(s.le_i32(4, "chunk nbytes")?);
-    let blocksize = i64::from(s.le_i32(8, "chunk blocksize")?);
-    let cbytes = i64::from(s.le_i32(12, "chunk cbytes")?);
+    let (typesize, nbytes, blocksize, cbytes) = (ch.typesize, ch.nbytes, ch.blocksize, ch.cbytes);
     if typesize == 0 || nbytes < 0 {
         return Err(s.err(3, format!("{what}: chunk typesize {typesize} / nbytes {nbytes} are invalid")));
     }
@@ -1164,15 +1076,13 @@ fn check_chunk_header(
     if cbytes < CHUNK_HEADER as i64 || cbytes as u64 > avail {
         return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
     }
-    let mut filters = [0u8; 6];
-    filters.copy_from_slice(s.get(16, 6, "chunk filters")?);
-    let blosc2_flags = s.byte(31, "chunk Blosc2 flags")?;
-    if blosc2_flags & (BLOSC2_LAZY | BLOSC2_INSTR) != 0 {
+    if ch.lazy_or_instrumented() {
+        let blosc2_flags = ch.blosc2_flags;
         return Err(s.err(31, format!("{what}: chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
     }
-    let special = (blosc2_flags >> 4) & b::BLOSC2_SPECIAL_MASK as u8;
+    let special = ch.special();
     let need = match u32::from(special) {
-        0 if flags & FLAG_MEMCPYED != 0 => Some(nbytes + CHUNK_HEADER as i64),
+        0 if ch.memcpyed() => Some(nbytes + CHUNK_HEADER as i64),
         0 => None,
         // c-blosc2 3.x stores a value wider than a header's typesize (more
         // than 255 bytes) whole, its width given by cbytes alone
@@ -1202,11 +1112,10 @@ fn check_chunk_header(
         _ => {}
     }
     let empty = nbytes == 0 && cbytes == CHUNK_HEADER as i64 && special == 0;
-    if blosc2_flags & BLOSC2_USEDICT != 0 && !empty {
+    if ch.dict() && !empty {
         check_dict(s, what, cbytes, starts_end, more)?;
     }
-    let (memcpyed, dict) = (flags & FLAG_MEMCPYED != 0, blosc2_flags & BLOSC2_USEDICT != 0);
-    Ok(ChunkHeader { nbytes, cbytes, blocksize, typesize, memcpyed, special, filters, dict })
+    Ok(ch)
 }
 
 /// Reads `n` bytes at an offset from the start of the chunk being checked

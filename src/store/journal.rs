@@ -162,18 +162,20 @@ use std::sync::OnceLock;
 use crate::context::Durability;
 
 use super::blosc::SChunk;
-use super::frame::{self, chunk_file, chunk_id, read_at, CHUNK_POS_CBYTES, HEADER_MINLEN, SPARSE_INDEX};
+use super::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
+use super::frame::{self, chunk_file, chunk_id, read_at, HEADER_MINLEN, SPARSE_INDEX};
+use super::fs::{
+    finish_replace, is_our_leftover, parent_dir, remove_leftover, sidecar, suffixed, sync_dir, OLD_SUFFIX,
+};
+use super::identity;
 use super::io::{self, OpenOptions};
 use super::lock::try_lock;
-use super::paths::{is_our_leftover, remove_leftover, sidecar, trimmed};
 use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.
 const JOURNAL_SUFFIX: &str = ".caterva-journal";
 /// Suffix of a journal being written (never valid; removed on open).
 const TMP_SUFFIX: &str = ".caterva-journal-tmp";
-/// Suffix of a sparse-frame directory being replaced by [`replace_dir`].
-const OLD_SUFFIX: &str = ".caterva-old";
 /// Suffix, after the journal's name, of a journal that was not applied.
 const STALE_SUFFIX: &str = ".stale";
 const MAGIC: &[u8; 8] = b"CTVJRNL1";
@@ -223,9 +225,10 @@ pub(crate) enum Op {
     Delete(i64),
 }
 
-/// A super-chunk's journal state.
+/// The journal of one transaction (a [`super::Tx`]): idle, armed (made at
+/// the first change), or open.
 #[derive(Default)]
-pub(crate) enum Slot {
+pub(crate) enum TxJournal {
     /// Writes are not journaled (in memory, or outside an array-level write).
     #[default]
     Idle,
@@ -243,7 +246,7 @@ pub(crate) enum Slot {
     Open(Box<Journal>),
 }
 
-impl Slot {
+impl TxJournal {
     /// The slot of a transaction that starts now: the journal is made at
     /// its first change, if the super-chunk is persistent. With `sync`,
     /// the journal and the changes are synced to disk in order
@@ -251,7 +254,7 @@ impl Slot {
     /// commit syncs all of a sparse frame's files, not only those the write
     /// changed.
     pub(crate) fn armed(sync: bool, whole: bool) -> Self {
-        Slot::Armed { sync, whole }
+        TxJournal::Armed { sync, whole }
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -261,26 +264,26 @@ impl Slot {
     /// [`Error::Io`] if the journal cannot be written (then `ops` must not run).
     pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
-            Slot::Idle => Ok(()),
-            Slot::Armed { sync, whole } => {
+            TxJournal::Idle => Ok(()),
+            TxJournal::Armed { sync, whole } => {
                 *self = match sc.storage().urlpath {
-                    Some(url) => Slot::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
-                    None => Slot::Idle,
+                    Some(url) => TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
+                    None => TxJournal::Idle,
                 };
                 Ok(())
             }
-            Slot::Open(j) => j.before(sc, ops),
+            TxJournal::Open(j) => j.before(sc, ops),
         }
     }
 
-    /// An operation on `sc` that [`Slot::before`] announced has run: record
+    /// An operation on `sc` that [`TxJournal::before`] announced has run: record
     /// the frame's state, so that recovery can tell it from another one.
     ///
     /// # Errors
     /// [`Error::Io`] if the frame cannot be read or the record written.
     pub(crate) fn after(&mut self) -> Result<()> {
         match self {
-            Slot::Open(j) => j.mark(),
+            TxJournal::Open(j) => j.mark(),
             _ => Ok(()),
         }
     }
@@ -290,16 +293,16 @@ impl Slot {
     ///
     /// # Errors
     /// [`Error::Io`] if syncing or deleting fails (the journal then stays
-    /// open: [`Slot::abort`] rolls the write back).
+    /// open: [`TxJournal::abort`] rolls the write back).
     pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<bool> {
-        let committed = if let Slot::Open(j) = self {
+        let committed = if let TxJournal::Open(j) = self {
             // On an error the journal stays open, for abort to roll back.
             j.commit(sc)?;
             true
         } else {
             false
         };
-        *self = Slot::Idle;
+        *self = TxJournal::Idle;
         Ok(committed)
     }
 
@@ -310,7 +313,7 @@ impl Slot {
     /// As [`recover`]; the journal then stays for the next open.
     pub(crate) fn abort(&mut self) -> Result<bool> {
         match std::mem::take(self) {
-            Slot::Open(mut j) => {
+            TxJournal::Open(mut j) => {
                 rollback(&mut j.file, &j.path, &j.url, false, j.sync)?;
                 Ok(true)
             }
@@ -430,7 +433,7 @@ pub(crate) struct Journal {
 /// The journal path of an array at `urlpath`.
 #[must_use]
 pub fn journal_path(urlpath: &str) -> PathBuf {
-    sibling(urlpath, JOURNAL_SUFFIX)
+    sidecar(urlpath, JOURNAL_SUFFIX)
 }
 
 /// Where a journal that is not applied is kept.
@@ -440,17 +443,8 @@ fn stale_path(journal: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn sibling(urlpath: &str, suffix: &str) -> PathBuf {
-    sidecar(urlpath, suffix)
-}
-
 fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
     move |e| Error::io(what, Some(path), &e)
-}
-
-/// The identity of the file `path` leads to, as the journal records it.
-fn identity(path: &Path) -> std::io::Result<[u64; 2]> {
-    super::identity::followed(path).map(|(dev, ino)| [dev, ino])
 }
 
 /// Whether recovery syncs what it restores: yes unless
@@ -466,18 +460,6 @@ fn flush(file: &io::File, sync: bool) -> std::io::Result<()> {
     } else {
         Ok(())
     }
-}
-
-/// Make the entries of `dir` (created, renamed, removed files) durable, if `sync`.
-pub(super) fn sync_dir(dir: &Path, sync: bool) -> Result<()> {
-    if !sync {
-        return Ok(());
-    }
-    io::sync_dir(dir).map_err(io_err("syncing directory", dir))
-}
-
-fn parent(path: &Path) -> &Path {
-    path.parent().unwrap_or(Path::new("."))
 }
 
 fn busy(urlpath: &str) -> Error {
@@ -634,7 +616,7 @@ impl Journal {
             }
             Kind::Foreign(why) => return Err(in_the_way(url, &path, why)),
         }
-        let tmp = sibling(url, TMP_SUFFIX);
+        let tmp = sidecar(url, TMP_SUFFIX);
         if let Kind::Foreign(why) = kind_of(&tmp, true) {
             return Err(in_the_way(url, &tmp, why));
         }
@@ -662,7 +644,7 @@ impl Journal {
         write(&mut file).map_err(io_err("writing journal", &tmp))?;
         io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
         // Sync 2: the name before the first change.
-        sync_dir(parent(&path), sync)?;
+        sync_dir(parent_dir(&path), sync)?;
         Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole })
     }
 
@@ -674,9 +656,9 @@ impl Journal {
         let head = read_at(&mut f, 0, len.min(HEADER_MINLEN as u64) as usize).map_err(io_err("reading", &path))?;
         // An unreadable header: keep the whole file.
         let (header_len, data_end) = frame::data_section(&head, len).unwrap_or((0, 0));
-        let id = identity(&path).map_err(io_err("reading", &path))?;
+        let id = identity::followed(&path).map_err(io_err("reading", &path))?;
         let mut base = MAGIC.to_vec();
-        base.extend(record(TARGET, KIND_FILE, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
+        base.extend(record(TARGET, KIND_FILE, &identity::to_le_bytes(id)));
         base.extend(record(BOOT, 0, boot_id().as_bytes()));
         base.extend(record(LENGTH, len, &[]));
         // What the write will not touch, to know this state again at recovery.
@@ -696,11 +678,11 @@ impl Journal {
         let dir = PathBuf::from(url);
         let index = dir.join(SPARSE_INDEX);
         let content = std::fs::read(&index).map_err(io_err("reading", &index))?;
-        let id = identity(&index).map_err(io_err("reading", &index))?;
+        let id = identity::followed(&index).map_err(io_err("reading", &index))?;
         let in_use: BTreeSet<i64> = sc.frame_offsets()?.into_iter().filter(|&o| o >= 0).collect();
         let ids: Vec<u8> = in_use.iter().flat_map(|&i| (i as u64).to_le_bytes()).collect();
         let mut base = MAGIC.to_vec();
-        base.extend(record(TARGET, KIND_DIR, &[id[0].to_le_bytes(), id[1].to_le_bytes()].concat()));
+        base.extend(record(TARGET, KIND_DIR, &identity::to_le_bytes(id)));
         base.extend(record(BOOT, 0, boot_id().as_bytes()));
         let sample = dir_sample(&dir, &in_use, &[]).map_err(io_err("reading", &dir))?.unwrap_or(0);
         base.extend(record(STATE, mtime_ns(&index), &sample.to_le_bytes()));
@@ -828,7 +810,7 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
             return Ok(());
         }
         io::rename(path, &aside).map_err(io_err("renaming journal", path))?;
-        sync_dir(parent(path), sync)?;
+        sync_dir(parent_dir(path), sync)?;
         eprintln!(
             "caterva: warning: the undo journal of '{url}' was not applied: {why}. The array is opened as it is; \
              the journal is kept as '{}'.",
@@ -855,7 +837,7 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
         undo_file(Path::new(url), &records, sync)?;
     }
     io::remove_file(path).map_err(io_err("removing journal", path))?;
-    sync_dir(parent(path), sync)
+    sync_dir(parent_dir(path), sync)
 }
 
 /// Why the journal `records` does not belong to the array at `url` as it
@@ -863,9 +845,9 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
 fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
     let dir = records[0].key == KIND_DIR;
     let id_path = if dir { Path::new(url).join(SPARSE_INDEX) } else { PathBuf::from(url) };
-    let stored: Vec<u64> = (0..2).filter_map(|i| u64_at(records[0].payload, 8 * i)).collect();
-    match identity(&id_path) {
-        Ok(id) if id[..] == stored[..] => {}
+    let stored = identity::from_le_bytes(records[0].payload);
+    match identity::followed(&id_path) {
+        Ok(id) if Some(id) == stored => {}
         Ok(_) => return Ok(Some(format!("'{}' was replaced since it was written", id_path.display()))),
         Err(e) if e.kind() == ErrorKind::NotFound => {
             return Ok(Some(format!("'{}' was removed since it was written", id_path.display())))
@@ -1070,24 +1052,17 @@ fn open_locked(path: &Path) -> Result<Found> {
         return Ok(Found::Busy);
     }
     // Its writer may have committed (deleted it) between our open and lock.
-    let same = match (identity(path), file.std().metadata()) {
-        (Ok(a), Ok(m)) => {
-            let (dev, ino) = super::identity::of(&m);
-            a == [dev, ino]
-        }
-        _ => false,
-    };
-    Ok(if same { Found::Locked(file) } else { Found::Nothing })
+    Ok(if identity::still_at(file.std(), path) { Found::Locked(file) } else { Found::Nothing })
 }
 
 /// Whether [`recover`] may have something to do for the array whose
 /// sidecars start with `base` (`sidecar(urlpath, "")`): a journal, a
 /// journal that never got its name, or a directory put aside by an
 /// unfinished replacement is there.
-pub(crate) fn pending(base: &Path) -> bool {
+pub(crate) fn may_need_recovery(base: &Path) -> bool {
     [JOURNAL_SUFFIX, TMP_SUFFIX, OLD_SUFFIX]
         .iter()
-        .any(|suffix| std::fs::symlink_metadata(super::paths::suffixed(base, suffix)).is_ok())
+        .any(|suffix| std::fs::symlink_metadata(suffixed(base, suffix)).is_ok())
 }
 
 /// Bring the array at `urlpath` to a consistent state before it is opened:
@@ -1102,7 +1077,7 @@ pub fn recover(urlpath: &str) -> Result<()> {
     finish_replace(urlpath)?;
     // A journal that never got its name guards no change: remove it if we
     // can (a read-only one is left), unless its writer is still at it.
-    let tmp = sibling(urlpath, TMP_SUFFIX);
+    let tmp = sidecar(urlpath, TMP_SUFFIX);
     if kind_of(&tmp, true) == Kind::Ours {
         match open_locked(&tmp)? {
             Found::Locked(f) => {
@@ -1138,7 +1113,7 @@ pub fn recover(urlpath: &str) -> Result<()> {
 /// [`Error::Io`] if one exists and cannot be removed.
 pub(crate) fn discard(urlpath: &str) -> Result<()> {
     let journal = journal_path(urlpath);
-    let tmp = sibling(urlpath, TMP_SUFFIX);
+    let tmp = sidecar(urlpath, TMP_SUFFIX);
     for (p, making) in [(stale_path(&journal), false), (journal, false), (tmp, true)] {
         // Only journals of ours: a file of someone else's that has the name stays.
         if kind_of(&p, making) != Kind::Ours {
@@ -1150,45 +1125,11 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
         }
     }
     // A directory put aside, if ours (anything else of that name stays).
-    let old = sibling(urlpath, OLD_SUFFIX);
+    let old = sidecar(urlpath, OLD_SUFFIX);
     if is_our_leftover(&old) {
         remove_leftover(&old)?;
     }
     Ok(())
-}
-
-/// Replace the sparse-frame directory `target` by `fresh`. A directory
-/// cannot be renamed over another, so `target` is first renamed aside;
-/// [`recover`] puts it back if the process dies before `fresh` takes its
-/// place. With `sync`, the renames are made durable before the old
-/// directory is removed.
-///
-/// # Errors
-/// [`Error::Io`] if a rename fails; [`Error::Blosc`] if the old
-/// directory cannot be removed.
-pub(crate) fn replace_dir(fresh: &str, target: &str, sync: bool) -> Result<()> {
-    let old = sibling(target, OLD_SUFFIX);
-    if old.exists() {
-        remove_leftover(&old)?;
-    }
-    io::rename(Path::new(target), &old).map_err(io_err("renaming", Path::new(target)))?;
-    io::rename(Path::new(fresh), Path::new(target)).map_err(io_err("renaming", Path::new(fresh)))?;
-    sync_dir(parent(Path::new(trimmed(target))), sync)?;
-    remove_leftover(&old)
-}
-
-/// Complete a [`replace_dir`] that was interrupted.
-fn finish_replace(urlpath: &str) -> Result<()> {
-    let old = sibling(urlpath, OLD_SUFFIX);
-    // Nothing put aside, or something of that name that is not ours: left alone.
-    if !is_our_leftover(&old) {
-        return Ok(());
-    }
-    if Path::new(urlpath).exists() {
-        remove_leftover(&old)
-    } else {
-        io::rename(&old, Path::new(urlpath)).map_err(io_err("restoring", &old))
-    }
 }
 
 #[cfg(test)]
@@ -1355,7 +1296,7 @@ mod tests {
         both("tmp", |url, contiguous| {
             make(url, contiguous, 3);
             let before = snapshot(url);
-            let tmp = sibling(url, TMP_SUFFIX);
+            let tmp = sidecar(url, TMP_SUFFIX);
             std::fs::write(&tmp, b"CTVJRNL1 half written").unwrap();
             let a = Array::open(&ctx(), url).unwrap();
             assert!(!tmp.exists());
@@ -1498,7 +1439,7 @@ mod tests {
     fn an_interrupted_directory_replace_is_completed() {
         let dir = scratch("replace");
         let url = dir.join("a.b2nd").to_string_lossy().into_owned();
-        let old = sibling(&url, OLD_SUFFIX);
+        let old = sidecar(&url, OLD_SUFFIX);
         make(&url, false, 9);
         let before = snapshot(&url);
         // Killed after moving the old directory aside, before the new one took its place.
@@ -1515,7 +1456,7 @@ mod tests {
         let fresh = dir.join("fresh.b2nd").to_string_lossy().into_owned();
         make(&fresh, false, 11);
         let new = snapshot(&fresh);
-        replace_dir(&fresh, &url, true).unwrap();
+        crate::store::fs::replace_dir(&fresh, &url, true).unwrap();
         assert_eq!(snapshot(&url), new);
         assert!(!old.exists() && !Path::new(&fresh).exists());
         let _ = std::fs::remove_dir_all(&dir);

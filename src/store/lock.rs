@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::paths::sidecar;
+use super::fs::{sidecar, suffixed};
 use crate::error::{Error, Result};
 
 /// Suffix of the lock file beside an array's urlpath.
@@ -88,7 +88,7 @@ impl Drop for Lock {
         };
         // Nobody else holds it: take the name away before letting go, so no
         // lock file outlives its holder (a waiter on it starts again).
-        if identity::at(&self.path).ok() == Some(self.id) {
+        if identity::is_at(&self.path, self.id) {
             let _ = std::fs::remove_file(&self.path);
         }
         held(|m| m.remove(&self.id));
@@ -158,7 +158,7 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
         if try_lock(&file).map_err(|e| Error::io("locking", Some(&path), &e))? {
             // The holder before us may have removed (and someone re-created)
             // the file: then start again, within the same deadline.
-            if identity::at(&path).ok() == Some(id) {
+            if identity::is_at(&path, id) {
                 held(|m| m.insert(id, (me, 1)));
                 return Ok(Got::Held(Lock { path, id, file: Some(file) }));
             }
@@ -223,7 +223,7 @@ pub(crate) fn wait_for(urlpath: &str) -> Result<Option<Lock>> {
 /// (`sidecar(urlpath, "")`) is there: a handle holds the lock, or one died
 /// holding it (the next holder removes it).
 pub(crate) fn present(base: &Path) -> bool {
-    std::fs::symlink_metadata(super::paths::suffixed(base, LOCK_SUFFIX)).is_ok()
+    std::fs::symlink_metadata(suffixed(base, LOCK_SUFFIX)).is_ok()
 }
 
 /// A place where no lock file can be made.
@@ -234,24 +234,16 @@ fn unavailable(e: &std::io::Error) -> bool {
 
 /// Take an exclusive lock without waiting; `false` if someone holds it.
 pub(super) fn try_lock(file: &File) -> std::io::Result<bool> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: flock on a descriptor we own; no memory is involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(true);
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() == ErrorKind::WouldBlock {
-            return Ok(false);
-        }
-        Err(e)
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
     }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        Ok(true)
+    let e = std::io::Error::last_os_error();
+    if e.kind() == ErrorKind::WouldBlock {
+        return Ok(false);
     }
+    Err(e)
 }
 
 #[cfg(test)]

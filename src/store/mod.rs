@@ -14,7 +14,7 @@
 //!   `Ok`, and the changes are rolled back when it fails. Reads of chunks go
 //!   through [`Store::chunk`], which checks the checksum, so no code path can
 //!   skip it.
-//! - Every store is adopted through [`load_checksums`], which recognises an
+//! - Every store is adopted through [`checksum::load_checksums`], which recognises an
 //!   array written with checksums even when one byte of its table, its
 //!   header marker or their names is damaged, and checks the recorded
 //!   metadata, refusing a damaged array as [`Error::Corrupt`] rather than
@@ -26,8 +26,12 @@
 
 pub(crate) mod blosc;
 mod checksum;
+mod chunk_header;
 mod frame;
 mod frame_check;
+mod fs;
+#[cfg(feature = "testing")]
+pub(crate) mod hooks;
 mod identity;
 pub(crate) mod location;
 pub(crate) mod io;
@@ -42,9 +46,9 @@ mod shared;
 mod tests;
 
 use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
-use checksum::{Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
+use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
-use journal::{Op, Slot};
+use journal::{Op, TxJournal};
 
 use crate::cache::BlockCache;
 use crate::context::Durability;
@@ -88,7 +92,7 @@ pub(crate) struct Store {
     /// Whether the headers of the stored chunks remain to be checked before
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
-    chunks: Pending,
+    headers: HeaderCheck,
     /// What this handle's writes, saves and replacements survive (whether
     /// they sync): the handle's setting, not the file's.
     durability: Durability,
@@ -117,7 +121,7 @@ pub(crate) enum Replaced<T> {
 
 /// The check of a file store's chunk headers that opening left for later.
 #[derive(Debug, Default)]
-struct Pending {
+struct HeaderCheck {
     /// Some check is due (a store opened from a file).
     due: bool,
     /// Set once the check has passed (a failed one runs again next time:
@@ -125,9 +129,10 @@ struct Pending {
     passed: std::sync::OnceLock<()>,
 }
 
-impl Pending {
+impl HeaderCheck {
+    /// The check of a store opened from a file, not run yet.
     fn due() -> Self {
-        Pending { due: true, passed: std::sync::OnceLock::new() }
+        HeaderCheck { due: true, passed: std::sync::OnceLock::new() }
     }
 }
 
@@ -169,7 +174,7 @@ impl Store {
         let _lock =
             write_beside(url, storage.contiguous, sync, |st| Self::build(st, layout, checksums, fill).map(drop))?;
         // Written here a moment ago, under the lock: its chunks are ours.
-        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?)?;
+        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?, HeaderCheck::default())?;
         store.seen = store.fingerprint();
         store.durability = durability;
         store.unsynced = !durability.syncs();
@@ -186,9 +191,9 @@ impl Store {
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Self::with(sc, checksums.then(|| Table::new(typesize)), Pending::default());
+        let mut store = Self::assemble(sc, checksums.then(|| Table::new(typesize)), HeaderCheck::default());
         // The marker goes after the caller's metalayers, before the first chunk.
-        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: Slot::Idle, marker_due: checksums };
+        let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: TxJournal::Idle, marker_due: checksums };
         fill(&mut tx)?;
         tx.place_marker()?;
         tx.store_checksums()?;
@@ -212,7 +217,7 @@ impl Store {
         if std::fs::symlink_metadata(urlpath).is_err() {
             return Err(Error::not_found(urlpath));
         }
-        let mut store = Self::adopt_file(SChunk::open(urlpath, Chunks::Later)?)?;
+        let mut store = Self::adopt(SChunk::open(urlpath, Chunks::Later)?, HeaderCheck::due())?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -233,8 +238,8 @@ impl Store {
     fn open_quiet(urlpath: &str) -> Option<Store> {
         // (A lock file there now is there at the end too, or its holder
         // changed the frame meanwhile: the last two checks below see either.)
-        let beside = paths::sidecar(urlpath, "");
-        if journal::pending(&beside) || paths::saving(urlpath) {
+        let beside = fs::sidecar(urlpath, "");
+        if journal::may_need_recovery(&beside) || paths::saving(urlpath) {
             return None;
         }
         let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
@@ -243,7 +248,7 @@ impl Store {
         let checked = frame::fingerprint_served(&served, contiguous)?;
         let mut store = {
             let _serving = io::Serving::start(served);
-            Self::adopt_file(SChunk::parse(urlpath).ok()?).ok()?
+            Self::adopt(SChunk::parse(urlpath).ok()?, HeaderCheck::due()).ok()?
         };
         let seen = frame::fingerprint_file(&mut file, contiguous).ok();
         if seen != Some(checked) || lock::present(&beside) {
@@ -261,7 +266,7 @@ impl Store {
     /// the first write).
     pub(crate) unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Store> {
         // SAFETY: forwarded from the caller.
-        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? })
+        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? }, HeaderCheck::default())
     }
 
     /// Take ownership of a raw super-chunk (`caterva_from_schunk`).
@@ -273,7 +278,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Self::with(sc, sums, Pending::default())),
+            Ok(sums) => Ok(Self::assemble(sc, sums, HeaderCheck::default())),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -281,19 +286,15 @@ impl Store {
         }
     }
 
-    fn adopt(sc: SChunk) -> Result<Store> {
+    /// A store over `sc` with the checksums it keeps (checked); `headers`:
+    /// [`HeaderCheck::due`] for a frame file opened with [`Chunks::Later`].
+    fn adopt(sc: SChunk, headers: HeaderCheck) -> Result<Store> {
         let sums = load_checksums(&sc)?;
-        Ok(Self::with(sc, sums, Pending::default()))
-    }
-
-    /// A store over a frame file opened with [`Chunks::Later`].
-    fn adopt_file(sc: SChunk) -> Result<Store> {
-        let sums = load_checksums(&sc)?;
-        Ok(Self::with(sc, sums, Pending::due()))
+        Ok(Self::assemble(sc, sums, headers))
     }
 
     /// A store over `sc` with checksums `sums`, nothing else known yet.
-    fn with(sc: SChunk, sums: Option<Table>, chunks: Pending) -> Store {
+    fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
         Store {
             sc,
             sums,
@@ -301,7 +302,7 @@ impl Store {
             placement: Default::default(),
             cache: None,
             offset: None,
-            chunks,
+            headers,
             durability: Durability::Full,
             unsynced: false,
         }
@@ -316,7 +317,7 @@ impl Store {
     /// [`Error::InvalidFormat`] naming the damaged chunk, as opening with
     /// [`Chunks::Now`] would have; [`Error::Io`] if the file cannot be read.
     pub(crate) fn ensure_checked(&self) -> Result<()> {
-        if !self.chunks.due || self.chunks.passed.get().is_some() {
+        if !self.headers.due || self.headers.passed.get().is_some() {
             return Ok(());
         }
         let url = self.sc.storage().urlpath.unwrap_or_default();
@@ -324,7 +325,7 @@ impl Store {
             Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc::inflate),
             None => frame_check::check_path(&url, Chunks::Now, blosc::inflate),
         }?;
-        let _ = self.chunks.passed.set(());
+        let _ = self.headers.passed.set(());
         Ok(())
     }
 
@@ -610,7 +611,7 @@ impl Store {
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let sync = self.durability.syncs();
-        let journal = Slot::armed(sync, self.unsynced);
+        let journal = TxJournal::armed(sync, self.unsynced);
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
         let result = change(&mut tx).and_then(|v| tx.commit().map(|changed| (v, changed)));
         let result = result.map(|(v, changed)| {
@@ -627,7 +628,7 @@ impl Store {
                 // (the table in memory may describe changes that never ran).
                 self.reload()?;
             } else {
-                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: Slot::Idle, marker_due: false };
+                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: TxJournal::Idle, marker_due: false };
                 let _ = tx.store_checksums();
             }
         }
@@ -638,149 +639,12 @@ impl Store {
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
         let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
-        *self = Self::adopt_file(SChunk::open(&url, Chunks::Later)?)?;
+        *self = Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?;
         self.cache = cache;
         self.durability = durability;
         self.unsynced = unsynced;
         Ok(())
     }
-}
-
-/// Chunk `n` of `sc`, checked against `sums`.
-fn checked_chunk<'a>(sc: &'a SChunk, sums: Option<&Table>, n: i64) -> Result<Chunk<'a>> {
-    let chunk = sc.chunk(n)?;
-    if let Some(t) = sums {
-        t.check(n, sc.nchunks(), chunk.bytes())?;
-    }
-    Ok(chunk)
-}
-
-/// Chunk `n`'s checksum in table `t`, as [`SChunk::chunk`] hands it back.
-fn chunk_hash(sc: &SChunk, t: &Table, n: i64) -> Result<u64> {
-    sc.chunk(n).map(|c| t.hash(c.bytes()))
-}
-
-/// The checksum table a super-chunk stores, if any, with everything it
-/// vouches for checked: the header marker and the recorded metadata.
-///
-/// An array is taken to have been written with checksums when it has the
-/// table, the marker, or a vlmetalayer (metalayer) whose name is the
-/// table's (marker's) with one character changed; then anything missing,
-/// damaged or different from its record is [`Error::Corrupt`], never an
-/// array without checksums.
-///
-/// # Errors
-/// [`Error::Corrupt`] (chunk -1) naming what is damaged;
-/// [`Error::InvalidFormat`] for a table of a version this library does not know.
-fn load_checksums(sc: &SChunk) -> Result<Option<Table>> {
-    let metas = sc.meta_names();
-    let vlmetas = sc.vlmeta_names();
-    let marker = sc.meta_get(MARKER_NAME);
-    let content = sc.vlmeta_get(VLMETA_NAME).map_err(|e| {
-        Error::corrupt(-1, format!("the checksum table (vlmetalayer '{VLMETA_NAME}') cannot be read: {}", e.message()))
-    })?;
-    let Some(content) = content else {
-        // What says the array was written with checksums.
-        let mut signs = Vec::new();
-        if marker.is_some() {
-            signs.push(format!("the header's metalayer '{MARKER_NAME}' says it keeps checksums"));
-        }
-        if let Some(n) = vlmetas.iter().find(|n| checksum::one_off(n, VLMETA_NAME)) {
-            signs.push(format!("vlmetalayer '{}' is the table with a damaged name", n.escape_debug()));
-        } else if let Some((n, _)) = sc.vlmeta_raw().into_iter().find(|(n, content)| {
-            // A sound table under a name of the table's length (bit flips
-            // keep a name's length): the table, its name damaged in more
-            // than one character (arrays given checksums after they were
-            // written have no header marker to tell).
-            n.len() == VLMETA_NAME.len() && content.as_ref().is_ok_and(|c| checksum::is_sound_table(c))
-        }) {
-            signs.push(format!(
-                "vlmetalayer '{}' holds a sound checksum table: the table with a damaged name",
-                String::from_utf8_lossy(&n).escape_debug()
-            ));
-        }
-        if let Some(n) = metas.iter().find(|n| checksum::one_off(n, MARKER_NAME)) {
-            signs.push(format!("metalayer '{}' is the header's checksum marker with a damaged name", n.escape_debug()));
-        }
-        if signs.is_empty() {
-            return Ok(None);
-        }
-        return Err(Error::corrupt(
-            -1,
-            format!(
-                "the array was written with checksums, but its checksum table (vlmetalayer '{VLMETA_NAME}') is \
-                 missing: {}",
-                signs.join("; ")
-            ),
-        ));
-    };
-    let table = Table::decode(&content)?;
-    if table.version() >= 2 {
-        check_records(sc, &table, &metas, &vlmetas, marker.as_deref())?;
-    }
-    Ok(Some(table))
-}
-
-/// A version-2 table's marker, typesize and metadata records against the super-chunk.
-fn check_records(sc: &SChunk, t: &Table, metas: &[String], vlmetas: &[String], marker: Option<&[u8]>) -> Result<()> {
-    let corrupt = |why: String| Error::corrupt(-1, why);
-    // A present name that is not recorded but one character off `name`.
-    let near = |layer: Layer, name: &str| {
-        let names = if layer == Layer::Meta { metas } else { vlmetas };
-        let recorded = |n: &str| t.records().iter().any(|r| r.layer == layer && r.name == n);
-        names.iter().find(|n| checksum::one_off(n, name) && !recorded(n)).map_or_else(String::new, |n| {
-            format!(" ({} '{}' may be it, with a damaged name)", layer.noun(), n.escape_debug())
-        })
-    };
-    if t.marker() {
-        match marker {
-            None => {
-                return Err(corrupt(format!(
-                    "the header's checksum marker (metalayer '{MARKER_NAME}') is missing{}",
-                    near(Layer::Meta, MARKER_NAME)
-                )))
-            }
-            Some(m) if m != MARKER_CONTENT => {
-                return Err(corrupt(format!("the header's checksum marker (metalayer '{MARKER_NAME}') is damaged")))
-            }
-            Some(_) => {}
-        }
-    }
-    if i64::from(t.typesize()) != i64::from(sc.typesize()) {
-        return Err(corrupt(format!(
-            "the header gives {}-byte items; the checksum table recorded {}",
-            sc.typesize(),
-            t.typesize()
-        )));
-    }
-    for r in t.records() {
-        let content = match r.layer {
-            Layer::Meta => sc.meta_get(&r.name),
-            Layer::VlMeta => sc.vlmeta_get(&r.name).map_err(|e| {
-                corrupt(format!("vlmetalayer '{}' cannot be read ({}): it is damaged", r.name, e.message()))
-            })?,
-        };
-        match content {
-            None => {
-                return Err(corrupt(format!(
-                    "{} '{}', recorded in the checksum table, is missing{}",
-                    r.layer.noun(),
-                    r.name,
-                    near(r.layer, &r.name)
-                )))
-            }
-            Some(c) if checksum::xxh3(&c) != r.sum => {
-                return Err(corrupt(format!(
-                    "{} '{}' differs from its record in the checksum table: it is damaged, or was changed by a \
-                     writer that does not keep caterva checksums",
-                    r.layer.noun(),
-                    r.name
-                )))
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
 }
 
 /// Chunks appended by the many: each pushed chunk waits until enough of
@@ -846,7 +710,7 @@ impl Batch {
 pub(crate) struct Tx<'s> {
     sc: &'s mut SChunk,
     sums: &'s mut Option<Table>,
-    journal: Slot,
+    journal: TxJournal,
     /// A new store with checksums: the header marker is added before the
     /// first chunk operation (c-blosc2 adds metalayers to a frame only
     /// while it has no chunks).
@@ -860,7 +724,7 @@ impl Tx<'_> {
         #[cfg(test)]
         tests::fault::hit()?;
         #[cfg(feature = "testing")]
-        crate::testing::hook("op");
+        hooks::hook("op");
         self.journal.before(self.sc, ops)
     }
 
@@ -883,7 +747,7 @@ impl Tx<'_> {
     /// Whether the changes are journaled (an array-level write of a
     /// persistent store; not a new store being built).
     fn journaled(&self) -> bool {
-        !matches!(self.journal, Slot::Idle)
+        !matches!(self.journal, TxJournal::Idle)
     }
 
     /// Whether a fixed-size metalayer exists.
@@ -1166,6 +1030,6 @@ impl Tx<'_> {
     /// in the middle of the transaction would (for the recovery tests).
     #[cfg(test)]
     pub(crate) fn crash(&mut self) {
-        self.journal = Slot::Idle;
+        self.journal = TxJournal::Idle;
     }
 }

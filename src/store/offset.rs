@@ -20,7 +20,10 @@
 
 use std::path::Path;
 
-use super::{io, journal, lock, Change, Chunks, Error, Result, SChunk, Store};
+use super::blosc::SChunk;
+use super::frame_check::Chunks;
+use super::{io, journal, lock, Change, HeaderCheck, Store};
+use crate::error::{Error, Result};
 
 impl Store {
     /// Open the contiguous frame at byte `offset` of the file `urlpath`,
@@ -46,7 +49,7 @@ impl Store {
             }
             Ok(_) => {}
         }
-        let mut store = Self::adopt_file(SChunk::open_offset(urlpath, at, Chunks::Later)?)?;
+        let mut store = Self::adopt(SChunk::open_offset(urlpath, at, Chunks::Later)?, HeaderCheck::due())?;
         store.offset = Some(at);
         Ok(store)
     }

@@ -10,15 +10,14 @@
 //! directory of other files, a symbolic link) is never replaced nor
 //! removed: the call is refused with [`Error::InvalidStorage`].
 //!
-//! The files beside an array (`<urlpath>.caterva-…`) are named after the
-//! file a symbolic link at `urlpath` points to ([`sidecar`]), so every
-//! spelling of an array's path finds the same journal and lock.
+//! The files beside an array (`<urlpath>.caterva-…`) are named in
+//! [`super::fs`].
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::blosc::Storage;
+use super::fs::{parent_dir, remove_frame_dir, remove_leftover, remove_own, replace_dir, sync_dir, trimmed};
 use super::lock::{self, Got, Wait, LOCK_SUFFIX};
 use super::{frame, identity, io, journal};
 use crate::error::{Error, Result};
@@ -26,26 +25,6 @@ use crate::error::{Error, Result};
 /// Infix of the temporary copies [`write_beside`] makes:
 /// `<target>.caterva-tmp-<pid>-<n>`.
 const TMP_INFIX: &str = ".caterva-tmp-";
-
-/// `urlpath` without trailing slashes (unless that leaves nothing).
-pub(super) fn trimmed(urlpath: &str) -> &str {
-    let t = urlpath.trim_end_matches('/');
-    if t.is_empty() {
-        urlpath
-    } else {
-        t
-    }
-}
-
-/// The file beside the array at `urlpath` named with `suffix`. When
-/// `urlpath` is a symbolic link, the name is that of the file it points to.
-/// `base` (a [`sidecar`] with an empty suffix) with `suffix` appended:
-/// the sidecars of one array without looking at its path again.
-pub(super) fn suffixed(base: &Path, suffix: &str) -> PathBuf {
-    let mut s = base.as_os_str().to_owned();
-    s.push(suffix);
-    PathBuf::from(s)
-}
 
 /// Where a symbolic link at `urlpath` leads (every link followed), if it
 /// is one: what a replacement of the array there replaces.
@@ -55,18 +34,6 @@ pub(super) fn link_target(urlpath: &str) -> Option<String> {
         return None;
     }
     std::fs::canonicalize(base).ok()?.into_os_string().into_string().ok()
-}
-
-pub(super) fn sidecar(urlpath: &str, suffix: &str) -> PathBuf {
-    let base = trimmed(urlpath);
-    if std::fs::symlink_metadata(base).is_ok_and(|m| m.file_type().is_symlink()) {
-        if let Ok(real) = std::fs::canonicalize(base) {
-            let mut s = real.into_os_string();
-            s.push(suffix);
-            return PathBuf::from(s);
-        }
-    }
-    PathBuf::from(format!("{base}{suffix}"))
 }
 
 /// Whether `storage.urlpath` is free (`Ok(false)`) or holds an array of the
@@ -121,7 +88,7 @@ pub(crate) fn overlap(target: &str, source: &str) -> Option<Overlap> {
             std::fs::canonicalize(parent).ok()?.join(t.file_name()?)
         }
     };
-    if dst == src || same_file(&dst, &src) {
+    if dst == src || identity::same_file(&dst, &src) {
         Some(Overlap::Same)
     } else if dst.starts_with(&src) {
         Some(Overlap::Inside)
@@ -130,11 +97,6 @@ pub(crate) fn overlap(target: &str, source: &str) -> Option<Overlap> {
     } else {
         None
     }
-}
-
-/// Whether `a` and `b` are one file (device and inode).
-fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((identity::followed(a), identity::followed(b)), (Ok(x), Ok(y)) if x == y)
 }
 
 /// The error for writing a new array at `target`, which `o` relates to the source.
@@ -170,85 +132,13 @@ pub(super) fn remove_array(urlpath: &str) -> Result<()> {
     }
 }
 
-/// Remove a sparse frame's files (its index and chunks) and then the
-/// directory, which fails if anything else is in it.
-fn remove_frame_dir(dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("listing", Some(dir), &e))?;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let ours = name.to_str().is_some_and(|n| n == frame::SPARSE_INDEX || frame::chunk_id(n).is_some());
-        if ours {
-            io::remove_file(&e.path()).map_err(|err| Error::io("removing", Some(&e.path()), &err))?;
-        }
-    }
-    io::remove_dir(dir).map_err(|e| Error::io("removing", Some(dir), &e))
-}
-
-/// Whether what is at `path`, a name of ours beside an array, holds what
-/// one of our writes leaves there, at any point of it: a file that starts
-/// as a frame does (or is empty), or a directory of files named as a sparse
-/// frame's index and chunk files (or empty). Anything else there (a user's
-/// file that happens to have the name, a link) is not ours, and is neither
-/// used nor removed.
-pub(super) fn is_our_leftover(path: &Path) -> bool {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.is_file() => {
-            let mut head = Vec::with_capacity(16);
-            std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).is_ok()
-                && frame::is_frame_start(&head)
-        }
-        Ok(m) if m.is_dir() => std::fs::read_dir(path).is_ok_and(|entries| {
-            entries.into_iter().all(|e| {
-                e.is_ok_and(|e| {
-                    let name = e.file_name();
-                    let ours = name.to_str().is_some_and(|n| n == frame::SPARSE_INDEX || frame::chunk_id(n).is_some());
-                    ours && e.file_type().is_ok_and(|t| t.is_file())
-                })
-            })
-        }),
-        _ => false,
-    }
-}
-
-/// Remove what one of our writes left at `path` (a name of ours: a
-/// temporary copy, a directory put aside): a file, or a directory's frame
-/// files and the directory. Nothing there is fine.
-///
-/// # Errors
-/// [`Error::InvalidStorage`] if what is there is not ours
-/// ([`is_our_leftover`]): it stays; [`Error::Io`] if removing fails.
-pub(super) fn remove_leftover(path: &Path) -> Result<()> {
-    let Ok(m) = std::fs::symlink_metadata(path) else { return Ok(()) };
-    if !is_our_leftover(path) {
-        let p = path.display();
-        return Err(Error::storage(
-            None,
-            format!(
-                "'{p}' has a name caterva uses beside an array, but is not something caterva left there; \
-                 refusing to remove it (move it away)"
-            ),
-        ));
-    }
-    remove_own(path, &m)
-}
-
-/// Remove what this process made at `path` (a file or link, or a frame
-/// directory), whatever it holds now.
-fn remove_own(path: &Path, m: &std::fs::Metadata) -> Result<()> {
-    if m.is_dir() {
-        remove_frame_dir(path)
-    } else {
-        io::remove_file(path).map_err(|e| Error::io("removing", Some(path), &e))
-    }
-}
-
 /// Remove the temporary copies beside `urlpath` (`<urlpath>.caterva-tmp-…`,
 /// and their lock files) that no live writer holds: what a save, squeeze or
 /// other write-beside left when its process was killed, and then the
 /// marker of writes beside it ([`saving`]) if none remains. Only copies
 /// the marker names (or, for a marker of an earlier version, which names
 /// none, copies so named) that hold what a write leaves
-/// ([`is_our_leftover`]) are removed. Best effort: what cannot be removed
+/// ([`super::fs::is_our_leftover`]) are removed. Best effort: what cannot be removed
 /// stays for the next time.
 pub(super) fn clean_temporaries(urlpath: &str) {
     let Some((dir, found)) = temporaries(urlpath) else { return };
@@ -446,24 +336,19 @@ pub(crate) fn write_beside(
     BESIDE.with(|b| b.replace(previous));
     written?;
     #[cfg(feature = "testing")]
-    crate::testing::hook("rename");
+    super::hooks::hook("rename");
     let lock = lock::wait_for(target)?;
     let exists = check_replaceable(&Storage { contiguous, urlpath: Some(target.to_owned()) })?;
     if exists && !contiguous {
-        journal::replace_dir(&tmp, target, sync)?;
+        replace_dir(&tmp, target, sync)?;
     } else {
         io::rename(Path::new(&tmp), Path::new(target)).map_err(|e| Error::io("renaming", Some(Path::new(&tmp)), &e))?;
-        journal::sync_dir(parent_dir(Path::new(trimmed(target))), sync)?;
+        sync_dir(parent_dir(Path::new(trimmed(target))), sync)?;
     }
     cleanup.defuse();
     // A journal of what was there no longer applies.
     journal::discard(target)?;
     Ok(lock)
-}
-
-/// The directory holding `path` (`.` for a bare name).
-fn parent_dir(path: &Path) -> &Path {
-    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Make a frame written at `urlpath` durable before it is renamed into
@@ -482,7 +367,7 @@ pub(super) fn make_durable(urlpath: &str) -> Result<()> {
         for e in entries.flatten() {
             sync(&e.path())?;
         }
-        journal::sync_dir(p, true)
+        sync_dir(p, true)
     } else {
         sync(p)
     }
@@ -527,13 +412,10 @@ mod tests {
         let file = s("src.b2frame");
         assert_eq!(overlap(&s("./src.b2frame"), &file), Some(Overlap::Same));
         assert_eq!(overlap(&s("src.b2nd/../src.b2frame"), &file), Some(Overlap::Same));
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink(&file, d.join("link")).unwrap();
-            std::fs::hard_link(&file, d.join("hard")).unwrap();
-            assert_eq!(overlap(&s("link"), &file), Some(Overlap::Same));
-            assert_eq!(overlap(&s("hard"), &file), Some(Overlap::Same));
-        }
+        std::os::unix::fs::symlink(&file, d.join("link")).unwrap();
+        std::fs::hard_link(&file, d.join("hard")).unwrap();
+        assert_eq!(overlap(&s("link"), &file), Some(Overlap::Same));
+        assert_eq!(overlap(&s("hard"), &file), Some(Overlap::Same));
         assert_eq!(overlap(&s("other.b2frame"), &file), None);
         assert_eq!(overlap(&s("src.b2nd/x.b2frame"), &s("src.b2nd/")), Some(Overlap::Inside));
         assert_eq!(overlap(&s(""), &file), Some(Overlap::Holds));

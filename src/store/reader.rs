@@ -29,12 +29,10 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::{blosc, frame, frame_check};
+use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
+use super::{frame, frame_check};
 use crate::buffer;
 use crate::error::{Error, Result};
-
-/// Bytes of a Blosc2 chunk header.
-const HEADER: usize = 32;
 
 /// The most chunks whose offsets a [`Placement`] keeps (8 MiB of them).
 pub(super) const MAX_PLACED: i64 = 1 << 20;
@@ -126,10 +124,6 @@ pub(crate) struct Want<'m> {
     pub(crate) skip: Option<&'m [bool]>,
 }
 
-fn le32(b: &[u8], at: usize) -> usize {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
-}
-
 /// Read chunk `n` as placed by `p` into `buf`, with at least the blocks
 /// `want` asks for, and return its length (the chunk is `buf[..len]`);
 /// `Ok(None)` for a special chunk (c-blosc2 makes those).
@@ -190,8 +184,9 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         Ok(v)
     };
     frame_check::check_read_chunk(&name, n, &buf[..HEADER], at, avail, &mut more)?;
-    let head = &buf[..head_len];
-    let (nbytes, blocksize, cbytes) = (le32(head, 4), le32(head, 8), le32(head, 12));
+    // Checked: an extended header of non-negative sizes.
+    let ch = ChunkHeader::parse(&buf[..HEADER]).ok_or_else(|| corrupt(&path, n, "is cut short"))?;
+    let (nbytes, blocksize, cbytes) = (ch.nbytes as usize, ch.blocksize as usize, ch.cbytes as usize);
     if file_len.is_some_and(|l| l != cbytes as u64) {
         return Err(corrupt(&path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
     }
@@ -202,8 +197,8 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     if cbytes < HEADER || cbytes > nbytes + HEADER {
         return Err(corrupt(&path, n, "has a damaged header"));
     }
-    if nbytes != want.nbytes || !blosc::typesize_fits(want.typesize, usize::from(head[3])) {
-        let (typesize, want_nbytes, want_typesize) = (head[3], want.nbytes, want.typesize);
+    if nbytes != want.nbytes || !typesize_fits(want.typesize, usize::from(ch.typesize)) {
+        let (typesize, want_nbytes, want_typesize) = (ch.typesize, want.nbytes, want.typesize);
         return Err(corrupt(
             &path,
             n,
@@ -213,10 +208,8 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
             ),
         ));
     }
-    let (flags, blosc2_flags) = (head[2], head[31]);
-    // Plain chunk: blocks with starts, no memcpy (0x02), no dictionary,
-    // extension, lazy or special flags (only the instrumentation bit aside).
-    let plain = flags & 0x02 == 0 && blosc2_flags & 0x7f == 0;
+    // Plain chunk: blocks with starts (`ChunkHeader::is_plain`).
+    let plain = ch.is_plain();
     let partial = match want.skip {
         Some(skip) if plain && nbytes == want.nbytes && blocksize == want.blocksize && skip.len() == nblocks => {
             head_len <= cbytes && got == head_len
@@ -235,7 +228,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         return Ok(Some(cbytes));
     }
     let skip = want.skip.unwrap_or_default();
-    let starts: Vec<usize> = (0..nblocks).map(|i| le32(&buf[..head_len], HEADER + 4 * i)).collect();
+    let starts = block_starts(&buf[..head_len], nblocks);
     let mut sorted = starts.clone();
     sorted.sort_unstable();
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -246,8 +239,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         if s < head_len || s > cbytes {
             return Err(corrupt(&path, n, &format!("has a block start ({s}) outside the chunk")));
         }
-        let next = sorted.partition_point(|&x| x <= s);
-        let end = sorted.get(next).copied().unwrap_or(cbytes).min(cbytes);
+        let end = block_end(&sorted, s, cbytes).min(cbytes);
         spans.push((s, end));
     }
     spans.sort_unstable();
@@ -289,7 +281,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         buf[HEADER + 4 * i..HEADER + 4 * i + 4].copy_from_slice(&new.to_le_bytes());
     }
     let len = u32::try_from(packed).map_err(|_| corrupt(&path, n, "is too large"))?;
-    buf[12..16].copy_from_slice(&len.to_le_bytes());
+    buf[POS_CBYTES..POS_CBYTES + 4].copy_from_slice(&len.to_le_bytes());
     Ok(Some(packed))
 }
 
