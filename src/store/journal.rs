@@ -159,7 +159,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 #[cfg(doc)]
-use crate::context::Durability;
+use super::Durability;
 
 use super::blosc::SChunk;
 use super::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
@@ -450,7 +450,7 @@ fn io_err<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> E
 /// Whether recovery syncs what it restores: yes unless
 /// `CATERVA_JOURNAL_SYNC=0` (it runs for no handle, so at the level of none).
 fn recovery_syncs() -> bool {
-    crate::context::env_syncs()
+    super::env_syncs()
 }
 
 /// Make `file`'s data (and its length) durable, if `sync`.

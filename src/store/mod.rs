@@ -26,6 +26,7 @@
 
 pub(crate) mod blosc;
 mod checksum;
+mod durability;
 mod chunk_header;
 mod frame;
 mod frame_check;
@@ -51,13 +52,15 @@ use frame_check::Chunks;
 use journal::{Op, TxJournal};
 
 use crate::cache::BlockCache;
-use crate::context::Durability;
+
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
 use paths::write_beside;
 pub(crate) use paths::{check_replaceable, overlap, overlap_error, Overlap};
 pub(crate) use reader::Want;
+pub use durability::Durability;
+pub(crate) use durability::env_syncs;
 
 /// The undo journal's path of a store at `urlpath`.
 #[cfg(feature = "testing")]

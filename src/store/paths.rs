@@ -357,7 +357,7 @@ pub(crate) fn write_beside(
 /// unless `CATERVA_JOURNAL_SYNC=0`, see [`journal`]).
 pub(super) fn make_durable(urlpath: &str) -> Result<()> {
     let sync = BESIDE.with(|b| b.borrow().as_ref().map_or(true, |(p, sync)| p != urlpath || *sync));
-    if !sync || !crate::context::env_syncs() {
+    if !sync || !super::env_syncs() {
         return Ok(());
     }
     let p = Path::new(trimmed(urlpath));
