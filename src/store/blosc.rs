@@ -36,6 +36,8 @@ use super::chunk_header::{block_end, block_starts, ChunkHeader, CHUNK_MAX_TYPESI
 use super::frame;
 use super::frame_check::{self, Chunks};
 use super::io;
+use super::location::local::LocalObject;
+use super::location::Object;
 use crate::error::{Error, Result};
 use crate::fork::{ForkHooks, PerProcess};
 
@@ -1077,16 +1079,14 @@ fn append_on_disk(url: &str, contiguous: bool, offsets: &[i64], chunks: &[&[u8]]
     };
     let f = io::OpenOptions::write().open(&path).map_err(io_err("opening", &path))?;
     let len = f.std().metadata().map_err(io_err("reading", &path))?.len();
-    let mut rf = std::fs::File::open(&path).map_err(io_err("opening", &path))?;
-    let head =
-        frame::read_at(&mut rf, 0, len.min(frame::HEADER_MINLEN as u64) as usize).map_err(io_err("reading", &path))?;
-    let tail =
-        frame::read_at(&mut rf, len.saturating_sub(frame::TRAILER_TAIL as u64), frame::TRAILER_TAIL.min(len as usize))
-            .map_err(io_err("reading", &path))?;
+    let rf = LocalObject::open(&path).map_err(io_err("opening", &path))?;
+    let head = rf.read_vec(0, len.min(frame::HEADER_MINLEN as u64) as usize).map_err(io_err("reading", &path))?;
+    let tail = rf
+        .read_vec(len.saturating_sub(frame::TRAILER_TAIL as u64), frame::TRAILER_TAIL.min(len as usize))
+        .map_err(io_err("reading", &path))?;
     let s = frame::Sections::read(&head, &tail, len).ok_or_else(|| unreadable(Some(url)))?;
-    let mut header = frame::read_at(&mut rf, 0, s.header_len as usize).map_err(io_err("reading", &path))?;
-    let trailer =
-        frame::read_at(&mut rf, s.trailer_at, (len - s.trailer_at) as usize).map_err(io_err("reading", &path))?;
+    let mut header = rf.read_vec(0, s.header_len as usize).map_err(io_err("reading", &path))?;
+    let trailer = rf.read_vec(s.trailer_at, (len - s.trailer_at) as usize).map_err(io_err("reading", &path))?;
     let plan = frame::plan_append(offsets, !contiguous, s.cbytes, chunks);
     let index = compress_offsets(&plan.offsets)?;
     let mut at = s.header_len;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::chunk_header::{ChunkHeader, HEADER_LEN};
 use super::io::Served;
+use super::location::{self, Object};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
@@ -86,7 +87,12 @@ pub(crate) const SPARSE_TYPE: u8 = 1;
 
 /// The file of chunk `id` in a sparse-frame directory (`%08X.chunk`).
 pub(crate) fn chunk_file(dir: &Path, id: i64) -> PathBuf {
-    dir.join(format!("{:08X}.chunk", id as u32))
+    dir.join(chunk_name(id))
+}
+
+/// The name of chunk file `id` in its sparse frame (`%08X.chunk`).
+pub(crate) fn chunk_name(id: i64) -> String {
+    format!("{:08X}.chunk", id as u32)
 }
 
 /// The chunk number of a `%08X.chunk` file name.
@@ -161,24 +167,24 @@ pub(crate) fn is_sparse_array(path: &Path) -> bool {
 /// # Errors
 /// If the frame cannot be read.
 pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u64> {
-    if !contiguous {
-        return Ok(xxhash_rust::xxh3::xxh3_64(&std::fs::read(Path::new(urlpath).join(SPARSE_INDEX))?));
-    }
-    fingerprint_file(&mut File::open(urlpath)?, contiguous)
+    let (loc, key) =
+        location::locate(urlpath).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let key = if contiguous { key } else { location::join(&key, SPARSE_INDEX) };
+    fingerprint_object(loc.open(&key)?.as_ref(), contiguous)
 }
 
-/// The [`fingerprint`] of the frame file (a sparse frame's index) open as `f`.
-pub(crate) fn fingerprint_file(f: &mut File, contiguous: bool) -> std::io::Result<u64> {
-    let len = f.metadata()?.len();
+/// The [`fingerprint`] of the frame object (a sparse frame's index) `o`, as it is now.
+pub(crate) fn fingerprint_object(o: &dyn Object, contiguous: bool) -> std::io::Result<u64> {
+    let len = o.len_now()?;
     if !contiguous {
         let whole = usize::try_from(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-        return Ok(xxhash_rust::xxh3::xxh3_64(&read_at(f, 0, whole)?));
+        return Ok(xxhash_rust::xxh3::xxh3_64(&o.read_vec(0, whole)?));
     }
     // The header in the read of the file's first page, usually.
-    let first = read_at(f, 0, len.min(4096) as usize)?;
+    let first = o.read_vec(0, len.min(4096) as usize)?;
     fingerprint_of(len, |at, n| match first.get(at as usize..at as usize + n) {
         Some(b) => Ok(b.to_vec()),
-        None => read_at(f, at, n),
+        None => o.read_vec(at, n),
     })
 }
 
@@ -207,16 +213,6 @@ fn fingerprint_of(len: u64, mut read: impl FnMut(u64, usize) -> std::io::Result<
         None => h.update(&head),
     }
     Ok(h.digest())
-}
-
-/// `len` bytes of `file` from `at`.
-pub(crate) fn read_at(file: &mut File, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    buf.try_reserve_exact(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
-    buf.resize(len, 0);
-    // One positioned read (no seek: half the system calls).
-    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at)?;
-    Ok(buf)
 }
 
 /// The header length and the end of the data section (`header_len +

@@ -112,19 +112,20 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Display;
-use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use blosc2_sys as b;
 
 use super::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
 use super::frame::{
-    self, chunk_file, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
+    self, chunk_name, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
     POS_CBYTES, POS_CHUNKSIZE, POS_FILTERS, POS_FRAME_LEN, POS_FRAME_TYPE, POS_GENERAL_FLAGS, POS_HAS_VLMETA,
     POS_HEADER_LEN, POS_MAGIC, POS_NBYTES, POS_OTHER_FLAGS, POS_TYPESIZE, SPARSE_INDEX, SPARSE_TYPE, SPECIAL_OFFSET,
     TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
 };
 use super::io::Served;
+use super::location::{self, Kind, Location, Object, Slice};
 use crate::error::{Error, Result};
 
 /// The newest frame format version read: c-blosc2 3.x's
@@ -168,7 +169,7 @@ pub struct FrameSummary {
 #[derive(Debug)]
 pub(crate) struct Kept {
     pub(crate) served: Served,
-    pub(crate) file: File,
+    pub(crate) object: Arc<dyn Object>,
 }
 
 /// When a check reads the headers of a frame file's stored chunks.
@@ -195,7 +196,7 @@ pub enum Chunks {
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
 pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
-    let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunk_dir: None, chunks: Chunks::Now };
+    let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunks_at: None, chunks: Chunks::Now };
     frame.check(inflate)
 }
 
@@ -211,30 +212,35 @@ pub fn check_path(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    // c-blosc2 drops a leading "file:///" (normalize_urlpath in frame.c).
-    let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
-    let (file, md) =
-        open_nonblocking(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
-    let (mut frame, read_path) = if md.is_dir() {
-        drop(file);
-        let index = path.join(SPARSE_INDEX);
-        let name = format!("sparse frame index '{}'", index.display());
-        (Frame { src: Src::open(&index, &name)?, name, chunk_dir: Some(path.to_path_buf()), chunks }, index)
-    } else {
-        let name = format!("frame file '{urlpath}'");
-        if !md.is_file() {
-            return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
+    let (loc, key) = location::locate(urlpath)?;
+    let cannot = |e: std::io::Error| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}"));
+    // A frame file, usually: one open. Else a sparse frame's directory (a prefix).
+    let (mut frame, read_name) = match loc.open(&key) {
+        Ok(object) => {
+            let name = format!("frame file '{urlpath}'");
+            (Frame { src: Src::Object(object, None), name, chunks_at: None, chunks }, key)
         }
-        (Frame { src: Src::File(file, md.len(), None), name, chunk_dir: None, chunks }, path.to_path_buf())
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            let kind = loc.stat(&key).map_err(cannot)?.map(|e| e.kind);
+            if kind != Some(Kind::Prefix) {
+                return Err(Error::InvalidFormat(format!("frame file '{urlpath}' is not a regular file")));
+            }
+            let index = location::join(&key, SPARSE_INDEX);
+            let name = format!("sparse frame index '{}'", loc.url(&index));
+            let object = open_object(loc.as_ref(), &index, &name)?;
+            (Frame { src: Src::Object(object, None), name, chunks_at: Some((loc.clone(), key)), chunks }, index)
+        }
+        Err(e) => return Err(cannot(e)),
     };
     if chunks == Chunks::Later {
-        if let Src::File(_, len, seen) = &mut frame.src {
-            *seen = Some(Served { path: read_path, len: *len, pieces: Vec::new() });
+        if let Src::Object(object, seen) = &mut frame.src {
+            let path = PathBuf::from(loc.url(&read_name));
+            *seen = Some(Served { path, len: object.len(), pieces: Vec::new() });
         }
     }
     let mut summary = frame.check(inflate)?;
-    if let Src::File(file, _, Some(served)) = frame.src {
-        summary.read = Some(Kept { served, file });
+    if let Src::Object(object, Some(served)) = frame.src {
+        summary.read = Some(Kept { served, object });
     }
     Ok(summary)
 }
@@ -256,25 +262,41 @@ pub fn check_path_at(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    let path = Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
-    std::fs::metadata(path).map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
+    let (loc, key) = location::locate(urlpath)?;
+    if let Err(e) | Ok(Err(e)) =
+        loc.stat(&key).map(|st| st.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)))
+    {
+        return Err(Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")));
+    }
     let name = format!("frame at byte {offset} of '{urlpath}'");
-    let (mut file, file_len) = open_regular(path, &name)?;
+    let file = open_object(loc.as_ref(), &key, &name)?;
+    let file_len = file.len();
     let room = file_len.saturating_sub(offset);
     if room < HEADER_MINLEN as u64 {
         return Err(Error::InvalidFormat(format!(
             "{name}: the file holds {file_len} bytes, too few for a frame header ({HEADER_MINLEN}) there"
         )));
     }
-    let head = read_at(&mut file, offset, HEADER_MINLEN)?;
+    let head = file.read_vec(offset, HEADER_MINLEN).map_err(|e| Error::io("reading", Some(Path::new(&name)), &e))?;
     let frame_len = u64::from_be_bytes(head[POS_FRAME_LEN..POS_FRAME_LEN + 8].try_into().unwrap_or([0xff; 8]));
-    if head[POS_FRAME_LEN - 1] != 0xcf || frame_len > room {
+    let slice = Slice::new(file, offset, frame_len).filter(|_| head[POS_FRAME_LEN - 1] == 0xcf);
+    let Some(slice) = slice else {
         return Err(Error::InvalidFormat(format!(
             "{name}: no frame of at most the {room} bytes that follow starts there (its length field says {frame_len})"
         )));
-    }
-    let mut frame = Frame { src: Src::At(file, offset, frame_len), name, chunk_dir: None, chunks };
+    };
+    let mut frame = Frame { src: Src::Object(Arc::new(slice), None), name, chunks_at: None, chunks };
     frame.check(inflate)
+}
+
+/// Open the object `key` of `loc` for reading, as the frame part `name`:
+/// only a regular file (never a FIFO or device, which c-blosc2 would block
+/// on or read forever).
+fn open_object(loc: &dyn Location, key: &str, name: &str) -> Result<Arc<dyn Object>> {
+    loc.open(key).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidInput => Error::InvalidFormat(format!("{name} is not a regular file")),
+        _ => Error::io("reading", Some(Path::new(&loc.url(key))), &e),
+    })
 }
 
 /// Bytes read at a time at either end of a frame file whose reads are kept.
@@ -284,23 +306,16 @@ const READ_AHEAD: u64 = 4096;
 enum Src<'a> {
     /// An in-memory frame.
     Mem(&'a [u8]),
-    /// A frame file and its length, and what was read of it (when kept).
-    File(File, u64, Option<Served>),
-    /// A frame inside a file: the file, where the frame starts, its length.
-    At(File, u64, u64),
+    /// A stored frame (a frame file, a sparse frame's index, a frame inside
+    /// a larger file), and what was read of it (when kept).
+    Object(Arc<dyn Object>, Option<Served>),
 }
 
 impl Src<'_> {
-    /// Open a regular file (never a FIFO or device, which c-blosc2 would block on or read forever).
-    fn open(path: &Path, name: &str) -> Result<Src<'static>> {
-        let (file, len) = open_regular(path, name)?;
-        Ok(Src::File(file, len, None))
-    }
-
     fn len(&self) -> u64 {
         match self {
             Src::Mem(b) => b.len() as u64,
-            Src::File(_, len, _) | Src::At(_, _, len) => *len,
+            Src::Object(o, _) => o.len(),
         }
     }
 
@@ -317,52 +332,34 @@ impl Src<'_> {
         };
         match self {
             Src::Mem(b) => Ok(Cow::Borrowed(&b[pos as usize..end as usize])),
-            Src::File(f, _, None) => read_at(f, pos, n).map(Cow::Owned),
-            Src::File(f, len, Some(seen)) => {
+            Src::Object(o, None) => read_at(o.as_ref(), pos, n).map(Cow::Owned),
+            Src::Object(o, Some(seen)) => {
                 // Kept reads come a window at a time at either end of the
                 // file (header and metalayers; index, trailer and its
                 // length), so that a frame takes two reads, not six.
                 if let Some(bytes) = seen.bytes(pos, n) {
                     return Ok(Cow::Owned(bytes));
                 }
+                let len = o.len();
                 let (from, to) = if pos < READ_AHEAD {
-                    (0, end.max(READ_AHEAD.min(*len)))
-                } else if end + READ_AHEAD > *len {
-                    (pos.min(len.saturating_sub(READ_AHEAD)), *len)
+                    (0, end.max(READ_AHEAD.min(len)))
+                } else if end + READ_AHEAD > len {
+                    (pos.min(len.saturating_sub(READ_AHEAD)), len)
                 } else {
                     (pos, end)
                 };
-                let window = read_at(f, from, (to - from) as usize)?;
+                let window = read_at(o.as_ref(), from, (to - from) as usize)?;
                 let off = (pos - from) as usize;
                 let bytes = window[off..off + n].to_vec();
                 seen.pieces.push((from, window));
                 Ok(Cow::Owned(bytes))
             }
-            Src::At(f, base, _) => read_at(f, *base + pos, n).map(Cow::Owned),
         }
     }
 }
 
-/// Open `path` if it is a regular file, with its length.
-fn open_regular(path: &Path, name: &str) -> Result<(File, u64)> {
-    let (file, md) = open_nonblocking(path).map_err(|e| Error::io("reading", Some(path), &e))?;
-    if !md.is_file() {
-        return Err(Error::InvalidFormat(format!("{name} is not a regular file")));
-    }
-    Ok((file, md.len()))
-}
-
-/// Open `path` for reading, whatever it is, without blocking (opening a
-/// FIFO for reading waits for a writer), with what it is.
-fn open_nonblocking(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
-    let md = file.metadata()?;
-    Ok((file, md))
-}
-
-fn read_at(f: &mut File, pos: u64, n: usize) -> Result<Vec<u8>> {
-    Ok(frame::read_at(f, pos, n)?)
+fn read_at(o: &dyn Object, pos: u64, n: usize) -> Result<Vec<u8>> {
+    o.read_vec(pos, n).map_err(|e| Error::io("reading", None, &e))
 }
 
 /// Bounds-checked reads from one section of a frame (header, trailer, chunk
@@ -455,8 +452,8 @@ enum Offsets {
 struct Frame<'a> {
     name: String,
     src: Src<'a>,
-    /// The directory of a sparse frame's chunk files.
-    chunk_dir: Option<PathBuf>,
+    /// Where a sparse frame's chunk files are: its location and prefix.
+    chunks_at: Option<(Arc<dyn Location>, String)>,
     /// Whether the stored chunks' headers are read now.
     chunks: Chunks,
 }
@@ -486,7 +483,7 @@ impl Frame<'_> {
             let offsets = self.read_offsets(&h, trailer_at)?;
             self.check_chunks(&h, offsets, inflate)?;
         }
-        Ok(FrameSummary { sparse: self.chunk_dir.is_some(), read: None })
+        Ok(FrameSummary { sparse: self.chunks_at.is_some(), read: None })
     }
 
     /// The fixed part of the header (`get_header_info` in frame.c, which
@@ -548,7 +545,7 @@ impl Frame<'_> {
         if (general >> 4) & 0x3 != 1 {
             return Err(s.err(POS_GENERAL_FLAGS, "chunk offsets are not 64-bit (the only width c-blosc2 reads)"));
         }
-        let want = if self.chunk_dir.is_some() { SPARSE_TYPE } else { CONTIGUOUS_TYPE };
+        let want = if self.chunks_at.is_some() { SPARSE_TYPE } else { CONTIGUOUS_TYPE };
         let kind = s.byte(POS_FRAME_TYPE, "frame type")?;
         if kind != want {
             let expected = if want == SPARSE_TYPE { "a sparse frame" } else { "a contiguous frame" };
@@ -646,7 +643,7 @@ impl Frame<'_> {
     /// as stored (nothing is decompressed here; memory: its stored bytes).
     fn read_offsets(&mut self, h: &Header, trailer_at: u64) -> Result<Offsets> {
         // Contiguous frames keep it after the chunks; sparse ones right after the header.
-        let at = h.header_len + if self.chunk_dir.is_some() { 0 } else { h.cbytes as u64 };
+        let at = h.header_len + if self.chunks_at.is_some() { 0 } else { h.cbytes as u64 };
         if at + CHUNK_HEADER as u64 > trailer_at {
             return Err(self.err(at, "no room for the offsets index before the trailer"));
         }
@@ -713,7 +710,7 @@ impl Frame<'_> {
             }
             Offsets::Stored { chunk, plain } => (chunk, plain),
         };
-        let index_at = h.header_len + if self.chunk_dir.is_some() { 0 } else { h.cbytes as u64 };
+        let index_at = h.header_len + if self.chunks_at.is_some() { 0 } else { h.cbytes as u64 };
         let per_window = INDEX_WINDOW / 8;
         // The stored chunks named so far, and how many the frame has room for.
         let (mut stored, mut room) = (0u64, None);
@@ -737,7 +734,7 @@ impl Frame<'_> {
                 let o = i64::from_le_bytes(item.try_into().unwrap_or([0; 8]));
                 // A sparse frame's chunk files are counted (a directory listing)
                 // only to bound the positions kept to check them now.
-                if o >= 0 && !(self.chunks == Chunks::Later && self.chunk_dir.is_some()) {
+                if o >= 0 && !(self.chunks == Chunks::Later && self.chunks_at.is_some()) {
                     stored += 1;
                     let room = match room {
                         Some(r) => r,
@@ -751,7 +748,7 @@ impl Frame<'_> {
                             positions.push(o);
                         }
                         self.check_positions(h, std::mem::take(&mut positions))?;
-                        let holds = if self.chunk_dir.is_some() { "chunk files" } else { "stored chunks" };
+                        let holds = if self.chunks_at.is_some() { "chunk files" } else { "stored chunks" };
                         return Err(self.err(
                             index_at,
                             format!("the offsets index names more than the {room} {holds} the frame has room for"),
@@ -779,7 +776,7 @@ impl Frame<'_> {
     fn check_positions(&mut self, h: &Header, mut positions: Vec<i64>) -> Result<()> {
         positions.sort_unstable();
         if let Some(o) = first_repeated(&positions) {
-            let what = ChunkName { n: None, offset: o, sparse: self.chunk_dir.is_some() };
+            let what = ChunkName { n: None, offset: o, sparse: self.chunks_at.is_some() };
             return Err(self.err(h.header_len, format!("two chunks of the offsets index are {what}")));
         }
         positions.into_iter().try_for_each(|o| self.check_chunk(h, o, h.chunksize, None))
@@ -789,20 +786,15 @@ impl Frame<'_> {
     /// in a contiguous frame's data section, one per chunk file (a file
     /// named as one) in a sparse frame's directory.
     fn room_for_chunks(&self, h: &Header) -> Result<u64> {
-        let Some(dir) = self.chunk_dir.as_deref() else { return Ok(h.cbytes as u64 / CHUNK_HEADER as u64) };
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io("listing", Some(dir), &e))?;
-        let mut files = 0u64;
-        for e in entries {
-            let e = e.map_err(|e| Error::io("listing", Some(dir), &e))?;
-            files += u64::from(e.file_name().to_str().and_then(frame::chunk_id).is_some());
-        }
-        Ok(files)
+        let Some((loc, prefix)) = self.chunks_at.as_ref() else { return Ok(h.cbytes as u64 / CHUNK_HEADER as u64) };
+        let names = loc.names(prefix).map_err(|e| Error::io("listing", Some(Path::new(&loc.url(prefix))), &e))?;
+        Ok(names.iter().filter(|n| frame::chunk_id(n).is_some()).count() as u64)
     }
 
     /// The chunk at `offset` (a position, a chunk file number, or a special
     /// value) must hold `nbytes` bytes; `n` is its number, when known.
     fn check_chunk(&mut self, h: &Header, offset: i64, nbytes: i64, n: Option<i64>) -> Result<()> {
-        let what = &ChunkName { n, offset, sparse: self.chunk_dir.is_some() };
+        let what = &ChunkName { n, offset, sparse: self.chunks_at.is_some() };
         if offset < 0 {
             // c-blosc2 builds the chunk from the frame's typesize and sizes.
             check_special_offset(offset).map_err(|m| self.err(h.header_len, format!("{what}: {m}")))?;
@@ -814,7 +806,7 @@ impl Frame<'_> {
             Ok(())
         } else if self.chunks == Chunks::Later {
             self.check_chunk_place(h, offset, what)
-        } else if self.chunk_dir.is_some() {
+        } else if self.chunks_at.is_some() {
             self.check_chunk_file(h, offset, nbytes, what)
         } else {
             self.check_frame_chunk(h, offset, nbytes, what)
@@ -825,7 +817,7 @@ impl Frame<'_> {
     /// chunk header inside the data section; a sparse frame's chunk file
     /// number one that names a file.
     fn check_chunk_place(&self, h: &Header, offset: i64, what: &ChunkName) -> Result<()> {
-        if self.chunk_dir.is_some() {
+        if self.chunks_at.is_some() {
             if offset > i64::from(u32::MAX) {
                 return Err(self.err(0, format!("{what}: file number {offset} does not fit a chunk file name")));
             }
@@ -851,18 +843,19 @@ impl Frame<'_> {
 
     /// A sparse frame's chunk file: present, a chunk, and exactly as long as its header says.
     fn check_chunk_file(&self, h: &Header, id: i64, nbytes: i64, what: &ChunkName) -> Result<()> {
-        let dir = self.chunk_dir.as_deref().unwrap_or(Path::new("."));
+        let Some((loc, prefix)) = self.chunks_at.as_ref() else { return Ok(()) };
         self.check_chunk_place(h, id, what)?;
-        let path = chunk_file(dir, id);
-        let name = format!("chunk file '{}'", path.display());
-        let (mut file, len) = open_regular(&path, &name)
+        let key = location::join(prefix, &chunk_name(id));
+        let name = format!("chunk file '{}'", loc.url(&key));
+        let file = open_object(loc.as_ref(), &key, &name)
             .map_err(|e| Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())))?;
+        let len = file.len();
         if len < CHUNK_HEADER as u64 || len > i32::MAX as u64 {
             return Err(Error::InvalidFormat(format!("{name}: {len} bytes cannot be a chunk")));
         }
-        let head = read_at(&mut file, 0, CHUNK_HEADER)?;
+        let head = read_at(file.as_ref(), 0, CHUNK_HEADER)?;
         let s = Section { bytes: &head, base: 0, name: &name };
-        let ch = check_chunk_header(&s, len, what, &mut |o, n| read_at(&mut file, o, n))?;
+        let ch = check_chunk_header(&s, len, what, &mut |o, n| read_at(file.as_ref(), o, n))?;
         if ch.cbytes as u64 != len {
             return Err(s.err(12, format!("{what}: the chunk holds {} bytes, the file {len}", ch.cbytes)));
         }

@@ -168,3 +168,13 @@ pub(super) fn finish_replace(urlpath: &str) -> Result<()> {
         io::rename(&old, Path::new(urlpath)).map_err(|e| Error::io("restoring", Some(&old), &e))
     }
 }
+
+/// `len` bytes of `file` from `at`, in a buffer allocated fallibly.
+pub(crate) fn read_at(file: &mut std::fs::File, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(len).map_err(|_| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+    buf.resize(len, 0);
+    // One positioned read (no seek: half the system calls).
+    std::os::unix::fs::FileExt::read_exact_at(file, &mut buf, at)?;
+    Ok(buf)
+}

@@ -163,7 +163,8 @@ use super::Durability;
 
 use super::blosc::SChunk;
 use super::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
-use super::frame::{self, chunk_file, chunk_id, read_at, HEADER_MINLEN, SPARSE_INDEX};
+use super::frame::{self, chunk_file, chunk_id, HEADER_MINLEN, SPARSE_INDEX};
+use super::fs::read_at;
 use super::fs::{
     finish_replace, is_our_leftover, parent_dir, remove_leftover, sidecar, suffixed, sync_dir, OLD_SUFFIX,
 };

@@ -26,17 +26,17 @@
 
 pub(crate) mod blosc;
 mod checksum;
-mod durability;
 mod chunk_header;
+mod durability;
 mod frame;
 mod frame_check;
 mod fs;
 #[cfg(feature = "testing")]
 pub(crate) mod hooks;
 mod identity;
-pub(crate) mod location;
 pub(crate) mod io;
 mod journal;
+pub(crate) mod location;
 mod lock;
 mod offset;
 mod paths;
@@ -56,11 +56,11 @@ use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 
 pub(crate) use checksum::{one_off, MARKER_NAME as CHECKSUM_MARKER, VLMETA_NAME as CHECKSUM_VLMETA};
+pub(crate) use durability::env_syncs;
+pub use durability::Durability;
 use paths::write_beside;
 pub(crate) use paths::{check_replaceable, overlap, overlap_error, Overlap};
 pub(crate) use reader::Want;
-pub use durability::Durability;
-pub(crate) use durability::env_syncs;
 
 /// The undo journal's path of a store at `urlpath`.
 #[cfg(feature = "testing")]
@@ -246,14 +246,14 @@ impl Store {
             return None;
         }
         let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
-        let frame_check::Kept { served, mut file } = summary.read?;
+        let frame_check::Kept { served, object } = summary.read?;
         let contiguous = !summary.sparse;
         let checked = frame::fingerprint_served(&served, contiguous)?;
         let mut store = {
             let _serving = io::Serving::start(served);
             Self::adopt(SChunk::parse(urlpath).ok()?, HeaderCheck::due()).ok()?
         };
-        let seen = frame::fingerprint_file(&mut file, contiguous).ok();
+        let seen = frame::fingerprint_object(object.as_ref(), contiguous).ok();
         if seen != Some(checked) || lock::present(&beside) {
             return None;
         }

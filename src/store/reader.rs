@@ -24,12 +24,11 @@
 //! checksum covers every byte of a chunk. Special chunks (their offsets say
 //! so) are made by c-blosc2 from the index alone.
 
-use std::borrow::Cow;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
+use super::location::{self, Location, Object, Range};
 use super::{frame, frame_check};
 use crate::buffer;
 use crate::error::{Error, Result};
@@ -37,11 +36,13 @@ use crate::error::{Error, Result};
 /// The most chunks whose offsets a [`Placement`] keeps (8 MiB of them).
 pub(super) const MAX_PLACED: i64 = 1 << 20;
 
-/// Where a frame's chunks lie on disk.
+/// Where a frame's chunks lie.
 #[derive(Debug)]
 pub(super) struct Placement {
-    /// The frame file, or the sparse frame's directory.
-    path: PathBuf,
+    /// Where the frame lives, and its key there: the frame object
+    /// (contiguous) or the prefix of the index and chunk objects (sparse).
+    location: Arc<dyn Location>,
+    key: String,
     /// For a contiguous frame, where its data section starts (chunk offsets count from there).
     header_len: Option<u64>,
     /// For a contiguous frame, where its data section ends: no chunk runs past it.
@@ -49,11 +50,11 @@ pub(super) struct Placement {
     /// Per chunk: its offset (contiguous) or chunk file number (sparse);
     /// negative for special chunks.
     offsets: Vec<i64>,
-    /// The frame file, opened once (contiguous frames): a read costs no
-    /// `open`. It is the file these offsets were read from; the placement
+    /// The frame object, opened once (contiguous frames): a read costs no
+    /// `open`. It is the object these offsets were read from; the placement
     /// is rebuilt after every write of this handle, and a handle whose
     /// array another handle changed is refused before it writes.
-    file: Option<File>,
+    frame: Option<Arc<dyn Object>>,
     /// Why the offsets cannot be right, if they cannot: every read of a
     /// stored chunk fails with it.
     damage: Option<String>,
@@ -65,17 +66,19 @@ impl Placement {
     /// inside a larger file), and its chunk offsets count from its own
     /// data section.
     pub(super) fn new(urlpath: &str, contiguous: bool, at: u64, offsets: Vec<i64>) -> Result<Self> {
-        let path = PathBuf::from(urlpath);
-        let mut file = None;
+        let (location, key) = location::locate(urlpath)?;
+        let mut frame = None;
         let mut data_end = 0;
         let header_len = if contiguous {
-            let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
-            let len = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?.len().saturating_sub(at);
-            let mut head = vec![0u8; frame::HEADER_MINLEN.min(len as usize)];
-            f.read_exact_at(&mut head, at).map_err(|e| Error::io("reading", Some(&path), &e))?;
+            let url = location.url(&key);
+            let o = location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&url)), &e))?;
+            let len = o.len().saturating_sub(at);
+            let head = o
+                .read_vec(at, frame::HEADER_MINLEN.min(len as usize))
+                .map_err(|e| Error::io("reading", Some(Path::new(&url)), &e))?;
             let (header_len, end) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
-            file = Some(f);
+            frame = Some(o);
             data_end = at + end;
             Some(at + header_len)
         } else {
@@ -90,7 +93,7 @@ impl Placement {
             let kind = if contiguous { "offset" } else { "chunk file number" };
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
-        Ok(Placement { path, header_len, data_end, offsets, file, damage })
+        Ok(Placement { location, key, header_len, data_end, offsets, frame, damage })
     }
 
     /// Whether chunk `n` is a special one (c-blosc2 makes it from the index).
@@ -98,15 +101,16 @@ impl Placement {
         usize::try_from(n).ok().and_then(|i| self.offsets.get(i)).is_some_and(|&o| o < 0)
     }
 
-    /// Where chunk `n` lies: its file and the offset there; `None` for a special chunk.
-    fn locate(&self, n: i64) -> Option<(Cow<'_, Path>, u64)> {
+    /// Where chunk `n` lies: the name of its object and the offset there;
+    /// `None` for a special chunk.
+    fn locate(&self, n: i64) -> Option<(String, u64)> {
         let off = *self.offsets.get(usize::try_from(n).ok()?)?;
         if off < 0 {
             return None;
         }
         Some(match self.header_len {
-            Some(h) => (Cow::Borrowed(self.path.as_path()), h + off as u64),
-            None => (Cow::Owned(frame::chunk_file(&self.path, off)), 0),
+            Some(h) => (self.key.clone(), h + off as u64),
+            None => (location::join(&self.key, &frame::chunk_name(off)), 0),
         })
     }
 }
@@ -147,60 +151,58 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
 }
 
 fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
-    let Some((path, at)) = p.locate(n) else { return Ok(None) };
+    let Some((name, at)) = p.locate(n) else { return Ok(None) };
     if let Some(why) = &p.damage {
         return Err(Error::InvalidFormat(why.clone()));
     }
-    let io = |what: &'static str| {
-        let path = path.to_path_buf();
-        move |e: std::io::Error| Error::io(what, Some(&path), &e)
-    };
-    let opened;
+    let url = p.location.url(&name);
+    let path = url.as_str();
+    let io = |what: &'static str| move |e: std::io::Error| Error::io(what, Some(Path::new(path)), &e);
     // A chunk file holds exactly its chunk: its length is the chunk's room.
-    let (f, file_len) = match &p.file {
-        Some(f) if p.header_len.is_some() => (f, None),
+    let (f, file_len) = match &p.frame {
+        Some(f) if p.header_len.is_some() => (f.clone(), None),
         _ => {
-            let len;
-            (opened, len) = open_chunk_file(&path, n)?;
-            (&opened, Some(len))
+            let o = open_chunk_file(p.location.as_ref(), &name, path, n)?;
+            let len = o.len();
+            (o, Some(len))
         }
     };
+    let f = f.as_ref();
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
     // The header and, if the chunk is as expected, its block starts: one read.
     let head_len = HEADER + 4 * nblocks;
     grow(buf, head_len, 0, n)?;
     let got = read_upto(f, &mut buf[..head_len], at).map_err(io("reading"))?;
     if got < HEADER {
-        return Err(corrupt(&path, n, "is cut short"));
+        return Err(corrupt(path, n, "is cut short"));
     }
     // Opening did not read the chunk headers (frame_check::Chunks::Later):
     // this header is checked here, before anything decompresses the chunk.
     let avail = file_len.unwrap_or_else(|| p.data_end.saturating_sub(at));
-    let name = path.display().to_string();
     let mut more = |o: u64, k: usize| {
         let mut v = vec![0u8; k];
         let got = read_upto(f, &mut v, at + o).map_err(io("reading"))?;
         v.truncate(got);
         Ok(v)
     };
-    frame_check::check_read_chunk(&name, n, &buf[..HEADER], at, avail, &mut more)?;
+    frame_check::check_read_chunk(path, n, &buf[..HEADER], at, avail, &mut more)?;
     // Checked: an extended header of non-negative sizes.
-    let ch = ChunkHeader::parse(&buf[..HEADER]).ok_or_else(|| corrupt(&path, n, "is cut short"))?;
+    let ch = ChunkHeader::parse(&buf[..HEADER]).ok_or_else(|| corrupt(path, n, "is cut short"))?;
     let (nbytes, blocksize, cbytes) = (ch.nbytes as usize, ch.blocksize as usize, ch.cbytes as usize);
     if file_len.is_some_and(|l| l != cbytes as u64) {
-        return Err(corrupt(&path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
+        return Err(corrupt(path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
     }
     // Blosc stores a chunk that would not compress as a copy: no chunk
     // is longer than its items plus the header. A longer one, or one of
     // another size or item size than the array's chunks, is damaged (and
     // allocates nothing here).
     if cbytes < HEADER || cbytes > nbytes + HEADER {
-        return Err(corrupt(&path, n, "has a damaged header"));
+        return Err(corrupt(path, n, "has a damaged header"));
     }
     if nbytes != want.nbytes || !typesize_fits(want.typesize, usize::from(ch.typesize)) {
         let (typesize, want_nbytes, want_typesize) = (ch.typesize, want.nbytes, want.typesize);
         return Err(corrupt(
-            &path,
+            path,
             n,
             &format!(
                 "holds {nbytes} bytes of {typesize}-byte items; the array's chunks hold {want_nbytes} of \
@@ -223,7 +225,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         grow(buf, room, 0, n)?;
         let got = read_upto(f, &mut buf[..cbytes], at).map_err(io("reading"))?;
         if got < cbytes {
-            return Err(corrupt(&path, n, "is cut short"));
+            return Err(corrupt(path, n, "is cut short"));
         }
         return Ok(Some(cbytes));
     }
@@ -237,7 +239,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
             continue;
         }
         if s < head_len || s > cbytes {
-            return Err(corrupt(&path, n, &format!("has a block start ({s}) outside the chunk")));
+            return Err(corrupt(path, n, &format!("has a block start ({s}) outside the chunk")));
         }
         let end = block_end(&sorted, s, cbytes).min(cbytes);
         spans.push((s, end));
@@ -258,16 +260,25 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     // fresh pages beyond those (a chunk-sized buffer would, read after read).
     let packed = head_len + merged.iter().map(|(s, e)| e - s).sum::<usize>();
     grow(buf, packed, head_len, n)?;
-    let mut to = head_len;
+    // Every span in one request: a backend may fetch them together.
     let mut moved = Vec::with_capacity(merged.len());
-    for (s, e) in merged {
-        let got = read_upto(f, &mut buf[to..to + (e - s)], at + s as u64).map_err(io("reading"))?;
-        if got < e - s {
-            return Err(corrupt(&path, n, "is cut short"));
-        }
+    let mut to = head_len;
+    for &(s, e) in &merged {
         moved.push((s, e, to));
         to += e - s;
     }
+    let mut rest = &mut buf[head_len..packed];
+    let mut ranges = Vec::with_capacity(merged.len());
+    for &(s, e) in &merged {
+        let (piece, tail) = rest.split_at_mut(e - s);
+        ranges.push(Range { at: at + s as u64, buf: piece });
+        rest = tail;
+    }
+    count_read((packed - head_len) as u64);
+    f.read_ranges(&mut ranges).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => corrupt(path, n, "is cut short"),
+        _ => Error::io("reading", Some(Path::new(path)), &e),
+    })?;
     for (i, &s) in starts.iter().enumerate() {
         let new = if skip[i] {
             0
@@ -276,31 +287,24 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
             let k = moved.partition_point(|&(ms, _, _)| ms <= s) - 1;
             let (ms, me, mt) = moved[k];
             debug_assert!(ms <= s && s <= me);
-            u32::try_from(mt + (s - ms)).map_err(|_| corrupt(&path, n, "is too large"))?
+            u32::try_from(mt + (s - ms)).map_err(|_| corrupt(path, n, "is too large"))?
         };
         buf[HEADER + 4 * i..HEADER + 4 * i + 4].copy_from_slice(&new.to_le_bytes());
     }
-    let len = u32::try_from(packed).map_err(|_| corrupt(&path, n, "is too large"))?;
+    let len = u32::try_from(packed).map_err(|_| corrupt(path, n, "is too large"))?;
     buf[POS_CBYTES..POS_CBYTES + 4].copy_from_slice(&len.to_le_bytes());
     Ok(Some(packed))
 }
 
-/// Open a sparse frame's chunk file for chunk `n`. Without blocking: a
-/// FIFO put in its place would wait for a writer. A missing one, or one
-/// that is not a regular file, is a damaged frame: the index names it.
-/// Returns the file and its length.
-fn open_chunk_file(path: &Path, n: i64) -> Result<(File, u64)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(corrupt(path, n, "is missing")),
-        Err(e) => return Err(Error::io("opening", Some(path), &e)),
-    };
-    let md = f.metadata().map_err(|e| Error::io("reading", Some(path), &e))?;
-    if !md.is_file() {
-        return Err(corrupt(path, n, "is not a regular file"));
-    }
-    Ok((f, md.len()))
+/// Open a sparse frame's chunk object `name` (spelt `url`) for chunk `n`.
+/// A missing one, or one that is not a regular file, is a damaged frame:
+/// the index names it.
+fn open_chunk_file(location: &dyn Location, name: &str, url: &str, n: i64) -> Result<Arc<dyn Object>> {
+    location.open(name).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => corrupt(url, n, "is missing"),
+        std::io::ErrorKind::InvalidInput => corrupt(url, n, "is not a regular file"),
+        _ => Error::io("opening", Some(Path::new(url)), &e),
+    })
 }
 
 /// Make `buf` at least `len` bytes long (new bytes zero), or fail with
@@ -327,28 +331,25 @@ fn grow(buf: &mut Vec<u8>, len: usize, keep: usize, n: i64) -> Result<()> {
     Ok(())
 }
 
-fn corrupt(path: &Path, n: i64, what: &str) -> Error {
-    Error::InvalidFormat(format!("chunk {n} in '{}' {what}", path.display()))
+fn corrupt(url: &str, n: i64, what: &str) -> Error {
+    Error::InvalidFormat(format!("chunk {n} in '{url}' {what}"))
 }
 
 /// Bytes read from files by [`read_chunk`] (for the tests).
 #[cfg(any(test, feature = "testing"))]
 pub(crate) static BYTES_READ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Fill `buf` from `at`, stopping early only at the end of the file.
-fn read_upto(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+/// Count `n` bytes read from storage (for the tests).
+#[inline]
+fn count_read(_n: u64) {
     #[cfg(any(test, feature = "testing"))]
-    BYTES_READ.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::Relaxed);
-    let mut done = 0;
-    while done < buf.len() {
-        match f.read_at(&mut buf[done..], at + done as u64) {
-            Ok(0) => break,
-            Ok(k) => done += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
+    BYTES_READ.fetch_add(_n, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Fill `buf` from `at`, stopping early only at the end of the object.
+fn read_upto(f: &dyn Object, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    count_read(buf.len() as u64);
+    f.read_upto(at, buf)
 }
 
 #[cfg(test)]

@@ -160,10 +160,14 @@ fn listing(loc: &dyn Location, prefix: &str) {
         loc.put(&join(&sub, k), k.as_bytes(), Condition::Always).unwrap();
     }
     loc.put(&join(&sub, "deeper/x"), b"x", Condition::Always).unwrap();
-    let names: Vec<(String, Kind, u64)> = loc.list(&sub).unwrap().into_iter().map(|e| (e.name, e.kind, e.len)).collect();
+    let names: Vec<(String, Kind, u64)> =
+        loc.list(&sub).unwrap().into_iter().map(|e| (e.name, e.kind, e.len)).collect();
     let want = [("a", Kind::Object, 1), ("b", Kind::Object, 1), ("c", Kind::Object, 1), ("deeper", Kind::Prefix, 0)];
     let want: Vec<(String, Kind, u64)> = want.iter().map(|&(k, kind, l)| (join(&sub, k), kind, l)).collect();
     assert_eq!(names, want);
+    let mut short = loc.names(&sub).unwrap();
+    short.sort();
+    assert_eq!(short, ["a", "b", "c", "deeper"]);
     assert_eq!(loc.stat(&sub).unwrap().unwrap().kind, Kind::Prefix);
     assert_eq!(loc.open(&sub).unwrap_err().kind(), io::ErrorKind::InvalidInput, "a prefix is not an object");
     let top: Vec<String> = loc.list(prefix).unwrap().into_iter().map(|e| e.name).collect();

@@ -126,6 +126,24 @@ impl Object for LocalObject {
         }
         Ok(())
     }
+
+    /// Up to the file's end now (a journaled array's file changes in place).
+    fn read_upto(&self, at: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], at + done as u64) {
+                Ok(0) => break,
+                Ok(k) => done += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    fn len_now(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
 }
 
 /// An exclusive `flock` on a directory, released on drop.
@@ -222,6 +240,20 @@ impl Location for Local {
             out.push(Entry { name: join(prefix, &name), kind: kind(&md), len, generation: generation(&md) });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn names(&self, prefix: &str) -> io::Result<Vec<String>> {
+        let dir = if prefix.is_empty() { self.root.clone() } else { self.path(prefix.trim_end_matches('/'))? };
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&dir)? {
+            if let Ok(name) = e?.file_name().into_string() {
+                if !name.contains(PUT_MARK) {
+                    out.push(name);
+                }
+            }
+        }
         Ok(out)
     }
 

@@ -83,11 +83,21 @@ impl Location for Memory {
         check_name(name)?;
         let objects = self.objects();
         if let Some(o) = objects.get(name) {
-            return Ok(Some(Entry { name: name.to_owned(), kind: Kind::Object, len: o.len(), generation: o.generation.clone() }));
+            return Ok(Some(Entry {
+                name: name.to_owned(),
+                kind: Kind::Object,
+                len: o.len(),
+                generation: o.generation.clone(),
+            }));
         }
         let under = format!("{name}/");
         let is_prefix = objects.range(under.clone()..).next().is_some_and(|(k, _)| k.starts_with(&under));
-        Ok(is_prefix.then(|| Entry { name: name.to_owned(), kind: Kind::Prefix, len: 0, generation: Generation::Tag(String::new()) }))
+        Ok(is_prefix.then(|| Entry {
+            name: name.to_owned(),
+            kind: Kind::Prefix,
+            len: 0,
+            generation: Generation::Tag(String::new()),
+        }))
     }
 
     fn list(&self, prefix: &str) -> io::Result<Vec<Entry>> {
@@ -96,11 +106,21 @@ impl Location for Memory {
         for (k, o) in self.objects().range(under.clone()..) {
             let Some(rest) = k.strip_prefix(&under) else { break };
             match rest.split_once('/') {
-                None => out.push(Entry { name: k.clone(), kind: Kind::Object, len: o.len(), generation: o.generation.clone() }),
+                None => out.push(Entry {
+                    name: k.clone(),
+                    kind: Kind::Object,
+                    len: o.len(),
+                    generation: o.generation.clone(),
+                }),
                 Some((dir, _)) => {
                     let name = format!("{under}{dir}");
                     if out.last().map(|e| &e.name) != Some(&name) {
-                        out.push(Entry { name, kind: Kind::Prefix, len: 0, generation: Generation::Tag(String::new()) });
+                        out.push(Entry {
+                            name,
+                            kind: Kind::Prefix,
+                            len: 0,
+                            generation: Generation::Tag(String::new()),
+                        });
                     }
                 }
             }

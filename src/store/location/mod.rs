@@ -182,6 +182,16 @@ pub(crate) trait Object: Send + Sync + fmt::Debug {
         Ok(n)
     }
 
+    /// Its length now: [`Object::len`] unless the storage changes objects
+    /// in place ([`Protocol::Journaled`]), where the file may have grown or
+    /// shrunk since it was opened.
+    ///
+    /// # Errors
+    /// As the storage fails.
+    fn len_now(&self) -> io::Result<u64> {
+        Ok(self.len())
+    }
+
     /// `n` bytes from `at`, in a vector allocated fallibly.
     ///
     /// # Errors
@@ -224,6 +234,18 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// # Errors
     /// As the storage fails.
     fn list(&self, prefix: &str) -> io::Result<Vec<Entry>>;
+
+    /// The names directly under `prefix`, without it (`00000000.chunk`),
+    /// unsorted: [`Location::list`] without what it costs to say more of
+    /// each (a local file's metadata).
+    ///
+    /// # Errors
+    /// As [`Location::list`].
+    fn names(&self, prefix: &str) -> io::Result<Vec<String>> {
+        let under = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
+        let list = self.list(prefix)?;
+        Ok(list.into_iter().map(|e| e.name.strip_prefix(&under).map(str::to_owned).unwrap_or(e.name)).collect())
+    }
 
     /// Store `bytes` as the object `name` if `cond` holds, all or nothing;
     /// the new object's generation.
