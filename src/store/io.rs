@@ -29,8 +29,11 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use blosc2_sys as b;
+
+use super::location::{self, Object};
 
 /// Our Blosc2 I/O backend's id (in c-blosc2's range for registered
 /// backends, 160..=255) and name. Not stored in frames: any reader opens them.
@@ -267,24 +270,37 @@ pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
 // ---------------------------------------------------------------------------
 // The Blosc2 I/O backend.
 
-/// A file c-blosc2 opened through us.
+/// A file c-blosc2 opened through us: read-only streams read the object
+/// through the storage seam ([`super::location`]); streams that write hold
+/// the file (arrays change in place only where the location's protocol is
+/// the journaled one: local files).
 struct Stream {
-    /// The file; a stream that is [`Served`] opens it only when c-blosc2
-    /// asks for bytes that were not served.
-    file: std::cell::OnceCell<std::fs::File>,
+    /// What a read-only stream reads; a stream that is [`Served`] opens it
+    /// only when c-blosc2 asks for bytes that were not served.
+    object: std::cell::OnceCell<Arc<dyn Object>>,
+    /// The file of a stream that writes.
+    file: Option<std::fs::File>,
     path: PathBuf,
     append: bool,
     served: Option<std::rc::Rc<Served>>,
 }
 
 impl Stream {
-    fn file(&self) -> std::io::Result<&std::fs::File> {
-        if let Some(f) = self.file.get() {
-            return Ok(f);
+    fn object(&self) -> std::io::Result<&Arc<dyn Object>> {
+        if let Some(o) = self.object.get() {
+            return Ok(o);
         }
-        let f = std::fs::File::open(&self.path)?;
-        Ok(self.file.get_or_init(|| f))
+        let o = open_object(&self.path)?;
+        Ok(self.object.get_or_init(|| o))
     }
+}
+
+/// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
+fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
+    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
+    let url = path.to_str().ok_or_else(|| invalid(format!("'{}' is not UTF-8", path.display())))?;
+    let (loc, key) = location::locate(url).map_err(|e| invalid(e.to_string()))?;
+    loc.open(&key)
 }
 
 /// What a frame check read of one file: its length and the pieces it read
@@ -392,17 +408,28 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _param
             return std::ptr::null_mut();
         }
     }
-    if mode == b"rb" || mode == b"r" {
+    let read_only = mode == b"rb" || mode == b"r";
+    if read_only {
         let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
-        if let Some(served) = served {
-            let stream =
-                Stream { file: std::cell::OnceCell::new(), path: path.to_owned(), append, served: Some(served) };
-            return Box::into_raw(Box::new(stream)).cast();
+        let object = std::cell::OnceCell::new();
+        if served.is_none() {
+            match open_object(path) {
+                Ok(o) => drop(object.set(o)),
+                Err(_) => return std::ptr::null_mut(),
+            }
         }
+        let stream = Stream { object, file: None, path: path.to_owned(), append, served };
+        return Box::into_raw(Box::new(stream)).cast();
     }
     match o.open(path) {
         Ok(file) => {
-            let stream = Stream { file: file.into(), path: path.to_owned(), append, served: None };
+            let stream = Stream {
+                object: std::cell::OnceCell::new(),
+                file: Some(file),
+                path: path.to_owned(),
+                append,
+                served: None,
+            };
             Box::into_raw(Box::new(stream)).cast()
         }
         Err(e) => {
@@ -428,7 +455,11 @@ unsafe extern "C" fn cb_size(s: *mut c_void) -> i64 {
     if let Some(served) = &s.served {
         return i64::try_from(served.len).unwrap_or(-1);
     }
-    s.file().and_then(|f| f.metadata()).map_or(-1, |m| i64::try_from(m.len()).unwrap_or(-1))
+    let len = match &s.file {
+        Some(f) => f.metadata().map(|m| m.len()),
+        None => s.object().and_then(|o| o.len_now()),
+    };
+    len.map_or(-1, |l| i64::try_from(l).unwrap_or(-1))
 }
 
 unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, position: i64, s: *mut c_void) -> i64 {
@@ -442,7 +473,8 @@ unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, positi
     // SAFETY: c-blosc2 passes `size * nitems` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
     let at = if s.append { None } else { u64::try_from(position).ok() };
-    match s.file().and_then(|f| write_all_at(f, &s.path, at, bytes)) {
+    let Some(file) = &s.file else { return 0 };
+    match write_all_at(file, &s.path, at, bytes) {
         Ok(()) => nitems,
         Err(e) => {
             note_failure("writing", &s.path, e);
@@ -469,16 +501,24 @@ unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, posi
         buf.copy_from_slice(&bytes);
         return nitems;
     }
-    let Ok(file) = s.file() else { return 0 };
-    let mut done = 0;
-    while done < len {
-        match file.read_at(&mut buf[done..], at + done as u64) {
-            Ok(0) => break,
-            Ok(k) => done += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
+    let done = match &s.file {
+        Some(file) => {
+            let mut done = 0;
+            while done < len {
+                match file.read_at(&mut buf[done..], at + done as u64) {
+                    Ok(0) => break,
+                    Ok(k) => done += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            done
         }
-    }
+        None => match s.object().and_then(|o| o.read_upto(at, buf)) {
+            Ok(done) => done,
+            Err(_) => return 0,
+        },
+    };
     (done / size_u) as i64
 }
 
@@ -486,7 +526,10 @@ unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
     let Ok(len) = u64::try_from(size) else { return -1 };
-    let r = gate(Op::Truncate, &s.path).and_then(|()| s.file()?.set_len(len));
+    let r = gate(Op::Truncate, &s.path).and_then(|()| match &s.file {
+        Some(f) => f.set_len(len),
+        None => Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+    });
     match r {
         Ok(()) => 0,
         Err(e) => {
