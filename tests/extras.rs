@@ -644,6 +644,10 @@ fn arrays_saved_into_one_file_open_at_their_offsets_here_and_in_python_blosc2() 
     assert_eq!(r.save(&pack_s).unwrap_err().kind(), ErrorKind::InvalidStorage);
     assert_eq!(std::fs::read(&pack).unwrap(), before);
     assert_eq!(r.to_vec().unwrap(), saved[0].2);
+    // Brought up to date, it is still the frame at its offset (it once
+    // reloaded the whole file as one frame, and failed).
+    assert!(!r.refresh().unwrap(), "nothing changed");
+    assert_eq!((r.frame_offset(), r.to_vec().unwrap()), (Some(saved[0].0), saved[0].2.clone()));
 
     // Offsets where no frame starts.
     let end = before.len() as i64;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::chunk_header::{ChunkHeader, HEADER_LEN};
 use super::io::Served;
-use super::location::{self, Object};
+use super::location::{self, Object, Site, Slice};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
@@ -167,10 +167,34 @@ pub(crate) fn is_sparse_array(path: &Path) -> bool {
 /// # Errors
 /// If the frame cannot be read.
 pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u64> {
-    let (loc, key) =
-        location::locate(urlpath).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
-    let key = if contiguous { key } else { location::join(&key, SPARSE_INDEX) };
-    fingerprint_object(loc.open(&key)?.as_ref(), contiguous)
+    let site = Site::new(urlpath, contiguous, None)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    fingerprint_site(&site)
+}
+
+/// The [`fingerprint`] of the frame at `site` (a frame inside a larger
+/// object: of the frame alone).
+pub(crate) fn fingerprint_site(site: &Site) -> std::io::Result<u64> {
+    let object = site.location.open(&frame_object(site))?;
+    match site.offset {
+        None => fingerprint_object(object.as_ref(), site.contiguous),
+        Some(at) => {
+            let head = object.read_vec(at, HEADER_MINLEN)?;
+            let len = u64::from_be_bytes(head[POS_FRAME_LEN..POS_FRAME_LEN + 8].try_into().unwrap_or([0xff; 8]));
+            let slice =
+                Slice::new(object, at, len).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+            fingerprint_object(&slice, true)
+        }
+    }
+}
+
+/// The object that holds the frame at `site`: the frame file, or a sparse frame's index.
+pub(crate) fn frame_object(site: &Site) -> String {
+    if site.contiguous {
+        site.key.clone()
+    } else {
+        location::join(&site.key, SPARSE_INDEX)
+    }
 }
 
 /// The [`fingerprint`] of the frame object (a sparse frame's index) `o`, as it is now.

@@ -50,6 +50,7 @@ use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
 use journal::{Op, TxJournal};
+use location::Site;
 
 use crate::cache::BlockCache;
 
@@ -89,9 +90,10 @@ pub(crate) struct Store {
     /// The handle's cache of decompressed blocks, if it keeps one; emptied
     /// by every write.
     cache: Option<BlockCache>,
-    /// For a frame opened at a byte offset of a larger file
-    /// ([`Store::open_offset`]): where it starts. Such a store is read-only.
-    offset: Option<u64>,
+    /// Where a persistent store's frame lives (`None` in memory); for a
+    /// frame opened at a byte offset of a larger file
+    /// ([`Store::open_offset`]), where it starts: such a store is read-only.
+    site: Option<Site>,
     /// Whether the headers of the stored chunks remain to be checked before
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
@@ -298,13 +300,16 @@ impl Store {
 
     /// A store over `sc` with checksums `sums`, nothing else known yet.
     fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
+        let st = sc.storage();
+        // c-blosc2 made or opened the frame at this path: it has a site.
+        let site = st.urlpath.and_then(|url| Site::new(&url, st.contiguous, None).ok());
         Store {
             sc,
             sums,
             seen: None,
             placement: Default::default(),
             cache: None,
-            offset: None,
+            site,
             headers,
             durability: Durability::Full,
             unsynced: false,
@@ -324,7 +329,7 @@ impl Store {
             return Ok(());
         }
         let url = self.sc.storage().urlpath.unwrap_or_default();
-        match self.offset {
+        match self.offset() {
             Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc::inflate),
             None => frame_check::check_path(&url, Chunks::Now, blosc::inflate),
         }?;
@@ -335,8 +340,7 @@ impl Store {
     /// The fingerprint of the frame on disk, for a persistent store (`None`
     /// in memory, or if it cannot be read).
     fn fingerprint(&self) -> Option<u64> {
-        let st = self.sc.storage();
-        frame::fingerprint(st.urlpath.as_deref()?, st.contiguous).ok()
+        frame::fingerprint_site(self.site.as_ref()?).ok()
     }
 
     /// Give up the store, returning the raw super-chunk.
@@ -356,7 +360,7 @@ impl Store {
     pub(crate) fn save(&self, urlpath: &str, nthreads: usize) -> Result<()> {
         let st = self.storage();
         if let Some(o) = st.urlpath.as_deref().and_then(|own| overlap(urlpath, own)) {
-            if self.offset.is_some() {
+            if self.offset().is_some() {
                 // The frame is only a part of the file there: saving onto it would replace the whole file.
                 return Err(overlap_error(urlpath, o));
             }
@@ -456,10 +460,7 @@ impl Store {
         if self.sums.is_some() || self.sc.nchunks() > reader::MAX_PLACED {
             return None;
         }
-        let st = self.sc.storage();
-        let url = st.urlpath?;
-        let at = self.offset.unwrap_or(0);
-        reader::Placement::new(&url, st.contiguous, at, self.sc.frame_offsets().ok()?).ok()
+        reader::Placement::new(self.site.as_ref()?, self.sc.frame_offsets().ok()?).ok()
     }
     pub(crate) fn nchunks(&self) -> i64 {
         self.sc.nchunks()
@@ -641,8 +642,13 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
-        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
-        *self = Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?;
+        let (cache, durability, unsynced, site) = (self.cache.take(), self.durability, self.unsynced, self.site.take());
+        let sc = match site.as_ref().and_then(|s| s.offset) {
+            Some(at) => SChunk::open_offset(&url, at, Chunks::Later)?,
+            None => SChunk::open(&url, Chunks::Later)?,
+        };
+        *self = Self::adopt(sc, HeaderCheck::due())?;
+        self.site = site;
         self.cache = cache;
         self.durability = durability;
         self.unsynced = unsynced;

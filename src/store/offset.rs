@@ -50,14 +50,17 @@ impl Store {
             Ok(_) => {}
         }
         let mut store = Self::adopt(SChunk::open_offset(urlpath, at, Chunks::Later)?, HeaderCheck::due())?;
-        store.offset = Some(at);
+        if let Some(site) = store.site.as_mut() {
+            site.offset = Some(at);
+        }
+        store.seen = store.fingerprint();
         Ok(store)
     }
 
     /// Where the frame starts in its file, for a store opened by
     /// [`Store::open_offset`].
     pub(crate) fn offset(&self) -> Option<u64> {
-        self.offset
+        self.site.as_ref().and_then(|s| s.offset)
     }
 
     /// Whether this handle may change what it stores, and how: the one
@@ -70,7 +73,7 @@ impl Store {
     /// # Errors
     /// [`Error::InvalidStorage`] naming why the handle is read-only.
     pub(super) fn check_changeable(&self, how: Change) -> Result<()> {
-        match self.offset {
+        match self.offset() {
             Some(at) => {
                 let url = self.sc.storage().urlpath.unwrap_or_default();
                 let what = match how {

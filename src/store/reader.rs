@@ -28,7 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
-use super::location::{self, Location, Object, Range};
+use super::location::{self, Location, Object, Range, Site};
 use super::{frame, frame_check};
 use crate::buffer;
 use crate::error::{Error, Result};
@@ -61,21 +61,22 @@ pub(super) struct Placement {
 }
 
 impl Placement {
-    /// The placement of the frame at `urlpath` with chunk `offsets`; a
-    /// contiguous frame starts at byte `at` of its file (0 unless it lies
-    /// inside a larger file), and its chunk offsets count from its own
-    /// data section.
-    pub(super) fn new(urlpath: &str, contiguous: bool, at: u64, offsets: Vec<i64>) -> Result<Self> {
-        let (location, key) = location::locate(urlpath)?;
+    /// The placement of the frame at `site` with chunk `offsets`; a
+    /// contiguous frame starts at byte `site.offset` of its object (0
+    /// unless it lies inside a larger one), and its chunk offsets count
+    /// from its own data section.
+    pub(super) fn new(site: &Site, offsets: Vec<i64>) -> Result<Self> {
+        let (location, key, contiguous) = (site.location.clone(), site.key.clone(), site.contiguous);
+        let at = site.offset.unwrap_or(0);
+        let urlpath = site.url();
         let mut frame = None;
         let mut data_end = 0;
         let header_len = if contiguous {
-            let url = location.url(&key);
-            let o = location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&url)), &e))?;
+            let o = location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&urlpath)), &e))?;
             let len = o.len().saturating_sub(at);
             let head = o
                 .read_vec(at, frame::HEADER_MINLEN.min(len as usize))
-                .map_err(|e| Error::io("reading", Some(Path::new(&url)), &e))?;
+                .map_err(|e| Error::io("reading", Some(Path::new(&urlpath)), &e))?;
             let (header_len, end) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
             frame = Some(o);

@@ -306,14 +306,48 @@ pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
             ));
         }
     }
-    let path = std::path::Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+    let given = std::path::Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+    // A path ending in `.` or `..` names a directory by the way to it: by its own name then.
+    let resolved;
+    let path = if given.file_name().is_some() && !urlpath.ends_with("/.") {
+        given
+    } else {
+        resolved = std::fs::canonicalize(given)
+            .map_err(|e| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}")))?;
+        resolved.as_path()
+    };
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         return Err(Error::storage(Some(urlpath), format!("'{urlpath}' names no file or directory")));
     };
-    if name == ".." || name == "." {
-        return Err(Error::storage(Some(urlpath), format!("'{urlpath}' names no file or directory")));
-    }
     Ok((Arc::new(local::Local::new(dir)), name.to_owned()))
+}
+
+/// Where one array's frame lives: its location, its key there, its layout
+/// and, for a frame inside a larger object, where the frame starts.
+#[derive(Clone, Debug)]
+pub(crate) struct Site {
+    pub(crate) location: Arc<dyn Location>,
+    /// The frame object (contiguous) or the prefix of a sparse frame's index and chunks.
+    pub(crate) key: String,
+    pub(crate) contiguous: bool,
+    /// For a frame inside a larger object: the byte where it starts.
+    pub(crate) offset: Option<u64>,
+}
+
+impl Site {
+    /// The site of the array at `urlpath`.
+    ///
+    /// # Errors
+    /// As [`locate`].
+    pub(crate) fn new(urlpath: &str, contiguous: bool, offset: Option<u64>) -> Result<Site> {
+        let (location, key) = locate(urlpath)?;
+        Ok(Site { location, key, contiguous, offset })
+    }
+
+    /// How the array's name is spelt.
+    pub(crate) fn url(&self) -> String {
+        self.location.url(&self.key)
+    }
 }
 
 /// Whether `s` is a URL scheme (RFC 3986: a letter, then letters, digits, `+-.`).
@@ -390,9 +424,13 @@ mod tests {
         let e = locate("s3://bucket/a.b2frame").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidStorage, "{e}");
         assert!(e.to_string().contains("s3://"), "{e}");
-        for bad in ["/", "..", "a/.."] {
-            assert!(locate(bad).is_err(), "{bad}");
-        }
+        assert!(locate("/").is_err());
+        // `.` and `..` resolve to the directory they lead to.
+        let here = std::env::current_dir().unwrap();
+        let (loc, key) = locate(".").unwrap();
+        assert_eq!(std::path::PathBuf::from(loc.url(&key)), here);
+        let (loc, key) = locate("src/..").unwrap();
+        assert_eq!(std::path::PathBuf::from(loc.url(&key)), here);
         // A colon in a local name is not a scheme.
         assert_eq!(locate("dir/a:b").unwrap().1, "a:b");
     }
