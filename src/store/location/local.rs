@@ -103,11 +103,6 @@ impl LocalObject {
         let (file, md) = open_regular(path)?;
         Ok(LocalObject { file, len: md.len(), generation: generation(&md) })
     }
-
-    /// The open file (for what c-blosc2's I/O backend and the lock need of it).
-    pub(crate) fn file(&self) -> &File {
-        &self.file
-    }
 }
 
 impl Object for LocalObject {
