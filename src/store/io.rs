@@ -297,10 +297,10 @@ impl Stream {
 
 /// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
 fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
-    let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
-    let url = path.to_str().ok_or_else(|| invalid(format!("'{}' is not UTF-8", path.display())))?;
-    let (loc, key) = location::locate(url).map_err(|e| invalid(e.to_string()))?;
-    loc.open(&key)
+    let url = path.to_str().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("'{}' is not UTF-8", path.display()))
+    })?;
+    location::open_stream(url)
 }
 
 /// What a frame check read of one file: its length and the pieces it read

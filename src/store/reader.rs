@@ -24,6 +24,7 @@
 //! checksum covers every byte of a chunk. Special chunks (their offsets say
 //! so) are made by c-blosc2 from the index alone.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -43,6 +44,8 @@ pub(super) struct Placement {
     /// (contiguous) or the prefix of the index and chunk objects (sparse).
     location: Arc<dyn Location>,
     key: String,
+    /// How the frame object is spelt in messages (contiguous frames).
+    frame_url: String,
     /// For a contiguous frame, where its data section starts (chunk offsets count from there).
     header_len: Option<u64>,
     /// For a contiguous frame, where its data section ends: no chunk runs past it.
@@ -94,7 +97,7 @@ impl Placement {
             let kind = if contiguous { "offset" } else { "chunk file number" };
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
-        Ok(Placement { location, key, header_len, data_end, offsets, frame, damage })
+        Ok(Placement { location, key, frame_url: urlpath, header_len, data_end, offsets, frame, damage })
     }
 
     /// Whether chunk `n` is a special one (c-blosc2 makes it from the index).
@@ -102,16 +105,16 @@ impl Placement {
         usize::try_from(n).ok().and_then(|i| self.offsets.get(i)).is_some_and(|&o| o < 0)
     }
 
-    /// Where chunk `n` lies: the name of its object and the offset there;
-    /// `None` for a special chunk.
-    fn locate(&self, n: i64) -> Option<(String, u64)> {
+    /// Where chunk `n` lies: the name of its object (`None`: the frame
+    /// object) and the offset there; `None` for a special chunk.
+    fn locate(&self, n: i64) -> Option<(Option<String>, u64)> {
         let off = *self.offsets.get(usize::try_from(n).ok()?)?;
         if off < 0 {
             return None;
         }
         Some(match self.header_len {
-            Some(h) => (self.key.clone(), h + off as u64),
-            None => (location::join(&self.key, &frame::chunk_name(off)), 0),
+            Some(h) => (None, h + off as u64),
+            None => (Some(location::join(&self.key, &frame::chunk_name(off))), 0),
         })
     }
 }
@@ -156,19 +159,22 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     if let Some(why) = &p.damage {
         return Err(Error::InvalidFormat(why.clone()));
     }
-    let url = p.location.url(&name);
-    let path = url.as_str();
+    let url = match &name {
+        Some(name) => Cow::Owned(p.location.url(name)),
+        None => Cow::Borrowed(p.frame_url.as_str()),
+    };
+    let path = url.as_ref();
     let io = |what: &'static str| move |e: std::io::Error| Error::io(what, Some(Path::new(path)), &e);
     // A chunk file holds exactly its chunk: its length is the chunk's room.
-    let (f, file_len) = match &p.frame {
-        Some(f) if p.header_len.is_some() => (f.clone(), None),
+    let opened;
+    let (f, file_len): (&dyn Object, _) = match &p.frame {
+        Some(f) if p.header_len.is_some() => (f.as_ref(), None),
         _ => {
-            let o = open_chunk_file(p.location.as_ref(), &name, path, n)?;
-            let len = o.len();
-            (o, Some(len))
+            let name = name.as_deref().unwrap_or(&p.key);
+            opened = open_chunk_file(p.location.as_ref(), name, path, n)?;
+            (opened.as_ref(), Some(opened.len()))
         }
     };
-    let f = f.as_ref();
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
     // The header and, if the chunk is as expected, its block starts: one read.
     let head_len = HEADER + 4 * nblocks;

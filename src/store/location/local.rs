@@ -23,7 +23,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{check_name, join, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
 use crate::store::io as fsio;
@@ -90,8 +90,9 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<(File, Metadata)> {
 #[derive(Debug)]
 pub(crate) struct LocalObject {
     file: File,
-    len: u64,
-    generation: Generation,
+    /// Its length and generation when opened (for [`LocalObject::open_lazy`]:
+    /// when first asked).
+    meta: OnceLock<(u64, Generation)>,
 }
 
 impl LocalObject {
@@ -101,17 +102,39 @@ impl LocalObject {
     /// As opening fails; [`io::ErrorKind::InvalidInput`] if it is not a regular file.
     pub(crate) fn open(path: &Path) -> io::Result<LocalObject> {
         let (file, md) = open_regular(path)?;
-        Ok(LocalObject { file, len: md.len(), generation: generation(&md) })
+        Ok(LocalObject { file, meta: OnceLock::from((md.len(), generation(&md))) })
+    }
+
+    /// The file at `path`, opened (without blocking) but not looked at:
+    /// its length and generation are read when first asked for. For
+    /// c-blosc2's streams, which open a frame's file for every chunk they
+    /// read and rarely ask its size: the frame was checked (regular files
+    /// only) before c-blosc2 reads it.
+    ///
+    /// # Errors
+    /// As opening fails.
+    pub(crate) fn open_lazy(path: &Path) -> io::Result<LocalObject> {
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+        Ok(LocalObject { file, meta: OnceLock::new() })
+    }
+
+    fn meta(&self) -> &(u64, Generation) {
+        self.meta.get_or_init(|| match self.file.metadata() {
+            Ok(md) => (md.len(), generation(&md)),
+            // fstat of an open file does not fail in practice; a generation
+            // of zeros matches no file, so a conditional change is refused.
+            Err(_) => (0, Generation::Local { dev: 0, ino: 0, mtime_ns: 0, ctime_ns: 0, len: 0 }),
+        })
     }
 }
 
 impl Object for LocalObject {
     fn len(&self) -> u64 {
-        self.len
+        self.meta().0
     }
 
     fn generation(&self) -> &Generation {
-        &self.generation
+        &self.meta().1
     }
 
     fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {

@@ -357,6 +357,21 @@ impl Site {
     }
 }
 
+/// Open the object `urlpath` names for reading, as c-blosc2's streams
+/// do for every chunk they read: a local file without looking at it first
+/// ([`local::LocalObject::open_lazy`]), anything else through its location.
+///
+/// # Errors
+/// As [`locate`] and [`Location::open`].
+pub(crate) fn open_stream(urlpath: &str) -> io::Result<Arc<dyn Object>> {
+    if !urlpath.contains("://") || urlpath.starts_with("file://") {
+        let path = std::path::Path::new(urlpath.strip_prefix("file:///").unwrap_or(urlpath));
+        return Ok(Arc::new(local::LocalObject::open_lazy(path)?));
+    }
+    let (loc, key) = locate(urlpath).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    loc.open(&key)
+}
+
 /// Whether `s` is a URL scheme (RFC 3986: a letter, then letters, digits, `+-.`).
 fn is_scheme(s: &str) -> bool {
     let mut c = s.chars();
