@@ -32,6 +32,7 @@ use std::sync::{Mutex, MutexGuard, Once};
 
 use blosc2_sys as b;
 
+use super::blosc_io;
 use super::chunk_header::{block_end, block_starts, ChunkHeader, CHUNK_MAX_TYPESIZE, HEADER_LEN, POS_BLOSC2_FLAGS};
 use super::frame;
 use super::frame_check::{self, Chunks};
@@ -104,7 +105,7 @@ fn register_io() {
     // SAFETY: c-blosc2 is initialised; the lookup registers the default backend.
     unsafe { b::blosc2_get_io_cb(b::BLOSC2_IO_FILESYSTEM as u8) };
     // SAFETY: c-blosc2 copies the callback table; its name is a static string.
-    let rc = unsafe { b::blosc2_register_io_cb(&io::callbacks()) };
+    let rc = unsafe { b::blosc2_register_io_cb(&blosc_io::callbacks()) };
     IO_REGISTERED.store(rc >= 0, std::sync::atomic::Ordering::Release);
 }
 
@@ -169,7 +170,7 @@ fn io_backend() -> Option<*mut b::blosc2_io> {
     if !IO_REGISTERED.load(std::sync::atomic::Ordering::Acquire) {
         return None;
     }
-    Some(ptr::from_ref(&IO.get_or_init(|| Io(io::descriptor())).0).cast_mut())
+    Some(ptr::from_ref(&IO.get_or_init(|| Io(blosc_io::descriptor())).0).cast_mut())
 }
 
 /// A storage descriptor for c-blosc2 with our I/O backend.
@@ -1286,7 +1287,7 @@ impl SChunk {
 
     /// c-blosc2's parse of the frame at `urlpath`, which [`SChunk::check`]
     /// has just passed (c-blosc2 reads it again, or is served what the
-    /// check read: [`super::io::Serving`]).
+    /// check read: [`super::blosc_io::Serving`]).
     ///
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it.

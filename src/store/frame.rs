@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::blosc_io::Served;
 use super::chunk_header::{ChunkHeader, HEADER_LEN};
-use super::io::Served;
 use super::location::{self, Object, Site, Slice};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).

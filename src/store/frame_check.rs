@@ -117,6 +117,7 @@ use std::sync::Arc;
 
 use blosc2_sys as b;
 
+use super::blosc_io::Served;
 use super::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
 use super::frame::{
     self, chunk_name, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
@@ -124,7 +125,6 @@ use super::frame::{
     POS_HEADER_LEN, POS_MAGIC, POS_NBYTES, POS_OTHER_FLAGS, POS_TYPESIZE, SPARSE_INDEX, SPARSE_TYPE, SPECIAL_OFFSET,
     TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
 };
-use super::io::Served;
 use super::location::{self, Kind, Location, Object, Slice};
 use crate::error::{Error, Result};
 
@@ -161,7 +161,7 @@ pub struct FrameSummary {
     pub sparse: bool,
     /// For a frame file (or a sparse frame's index) checked with
     /// [`Chunks::Later`]: everything the check read of it, which is all
-    /// c-blosc2 reads to open it (see [`super::io::Serving`]), and the file.
+    /// c-blosc2 reads to open it (see [`super::blosc_io::Serving`]), and the file.
     pub(crate) read: Option<Kept>,
 }
 

@@ -25,6 +25,7 @@
 //!   its own last change is refused before it writes (see [`journal`]).
 
 pub(crate) mod blosc;
+mod blosc_io;
 mod checksum;
 mod chunk_header;
 mod durability;
@@ -233,7 +234,7 @@ impl Store {
     /// open then says why).
     ///
     /// The frame is checked ([`Chunks::Later`]) and c-blosc2 parses exactly
-    /// the bytes the check read ([`io::Serving`]), so a write that starts
+    /// the bytes the check read ([`blosc_io::Serving`]), so a write that starts
     /// meanwhile cannot show c-blosc2 a frame that was not checked. What
     /// was read must still be what the file holds afterwards (the
     /// [`frame::fingerprint`] of the checked bytes and of the file agree)
@@ -252,7 +253,7 @@ impl Store {
         let contiguous = !summary.sparse;
         let checked = frame::fingerprint_served(&served, contiguous)?;
         let mut store = {
-            let _serving = io::Serving::start(served);
+            let _serving = blosc_io::Serving::start(served);
             Self::adopt(SChunk::parse(urlpath).ok()?, HeaderCheck::due()).ok()?
         };
         let seen = frame::fingerprint_object(object.as_ref(), contiguous).ok();

@@ -1,0 +1,299 @@
+//! c-blosc2's file I/O: this module is registered as a Blosc2 I/O backend
+//! (`blosc.rs` registers it; every super-chunk with a path uses it).
+//!
+//! - Read-only streams read objects through the storage seam
+//!   ([`super::location::open_stream`]): a local file, or whatever a URL names.
+//! - Streams that write hold the file, and write through [`super::io`]'s
+//!   fault-gated writes; a failure c-blosc2 ignores is remembered there
+//!   ([`super::io::take_failure`]).
+//! - While a frame check's reads are [`Serving`], c-blosc2's reads of that
+//!   frame are answered from the bytes the check read ([`Served`]), so it
+//!   parses exactly what was checked.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use blosc2_sys as b;
+
+use super::io::{gate, note_failure, write_all_at, Op};
+use super::location::{self, Object};
+
+/// Our Blosc2 I/O backend's id (in c-blosc2's range for registered
+/// backends, 160..=255) and name. Not stored in frames: any reader opens them.
+const IO_ID: u8 = 203;
+const IO_NAME: &CStr = c"caterva-rs";
+
+/// A file c-blosc2 opened through us: read-only streams read the object
+/// through the storage seam ([`super::location`]); streams that write hold
+/// the file (arrays change in place only where the location's protocol is
+/// the journaled one: local files).
+struct Stream {
+    /// What a read-only stream reads; a stream that is [`Served`] opens it
+    /// only when c-blosc2 asks for bytes that were not served.
+    object: std::cell::OnceCell<Arc<dyn Object>>,
+    /// The file of a stream that writes.
+    file: Option<std::fs::File>,
+    path: PathBuf,
+    append: bool,
+    served: Option<std::rc::Rc<Served>>,
+}
+
+impl Stream {
+    fn object(&self) -> std::io::Result<&Arc<dyn Object>> {
+        if let Some(o) = self.object.get() {
+            return Ok(o);
+        }
+        let o = open_object(&self.path)?;
+        Ok(self.object.get_or_init(|| o))
+    }
+}
+
+/// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
+fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
+    let url = path.to_str().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("'{}' is not UTF-8", path.display()))
+    })?;
+    location::open_stream(url)
+}
+
+/// What a frame check read of one file: its length and the pieces it read
+/// (position, bytes). While [`Serving`], c-blosc2's reads of that file are
+/// answered from these bytes, so that c-blosc2 parses exactly what was
+/// checked, however the file changes meanwhile, and reads nothing twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Served {
+    /// The file, as c-blosc2 will name it.
+    pub(crate) path: PathBuf,
+    /// Its length when it was checked.
+    pub(crate) len: u64,
+    /// What was read of it, in the order it was read.
+    pub(crate) pieces: Vec<(u64, Vec<u8>)>,
+}
+
+impl Served {
+    /// The `len` bytes at `at`, if what was read covers them (from one
+    /// piece, or from pieces that follow one another).
+    pub(crate) fn bytes(&self, at: u64, len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let pos = at + out.len() as u64;
+            let (start, piece) = self.pieces.iter().find(|(p, b)| *p <= pos && pos < p + b.len() as u64)?;
+            let from = (pos - start) as usize;
+            let take = (piece.len() - from).min(len - out.len());
+            out.extend_from_slice(&piece[from..from + take]);
+        }
+        Some(out)
+    }
+}
+
+thread_local! {
+    /// The file this thread is serving to c-blosc2, if any ([`Serving`]).
+    static SERVED: RefCell<Option<std::rc::Rc<Served>>> = const { RefCell::new(None) };
+}
+
+/// While this lives, c-blosc2's read-only opens of the served file in this
+/// thread read the bytes a check read ([`Served`]) rather than the file.
+pub(crate) struct Serving(());
+
+impl Serving {
+    pub(crate) fn start(served: Served) -> Serving {
+        SERVED.with(|s| *s.borrow_mut() = Some(std::rc::Rc::new(served)));
+        Serving(())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        SERVED.with(|s| s.borrow_mut().take());
+    }
+}
+
+/// Our backend's callbacks, for [`super::blosc`] to register with c-blosc2
+/// (reads fill the buffer c-blosc2 allocates).
+pub(super) fn callbacks() -> b::blosc2_io_cb {
+    b::blosc2_io_cb {
+        id: IO_ID,
+        name: IO_NAME.as_ptr().cast_mut(),
+        is_allocation_necessary: true,
+        open: Some(cb_open),
+        close: Some(cb_close),
+        size: Some(cb_size),
+        write: Some(cb_write),
+        read: Some(cb_read),
+        truncate: Some(cb_truncate),
+        destroy: Some(cb_destroy),
+    }
+}
+
+/// The descriptor a super-chunk's storage names our backend with.
+pub(super) fn descriptor() -> b::blosc2_io {
+    b::blosc2_io { id: IO_ID, name: IO_NAME.as_ptr(), params: std::ptr::null_mut() }
+}
+
+/// # Safety
+/// `stream` must come from [`cb_open`] and not be closed.
+unsafe fn stream<'a>(stream: *mut c_void) -> &'a Stream {
+    // SAFETY: as the caller guarantees.
+    unsafe { &*stream.cast::<Stream>() }
+}
+
+unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _params: *mut c_void) -> *mut c_void {
+    use std::os::unix::ffi::OsStrExt;
+    if urlpath.is_null() || mode.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: c-blosc2 passes NUL-terminated strings.
+    let (path, mode) = unsafe { (CStr::from_ptr(urlpath), CStr::from_ptr(mode)) };
+    let path = Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    let mode = mode.to_bytes();
+    let plus = mode.contains(&b'+');
+    let mut o = std::fs::OpenOptions::new();
+    let append = mode.first() == Some(&b'a');
+    match mode.first() {
+        Some(b'r') => o.read(true).write(plus),
+        Some(b'w') => o.write(true).read(plus).create(true).truncate(true),
+        Some(b'a') => o.append(true).read(plus).create(true),
+        _ => return std::ptr::null_mut(),
+    };
+    if mode.first() != Some(&b'r') {
+        if let Err(e) = gate(Op::Create, path) {
+            note_failure("creating", path, e);
+            return std::ptr::null_mut();
+        }
+    }
+    let read_only = mode == b"rb" || mode == b"r";
+    if read_only {
+        let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
+        let object = std::cell::OnceCell::new();
+        if served.is_none() {
+            match open_object(path) {
+                Ok(o) => drop(object.set(o)),
+                Err(_) => return std::ptr::null_mut(),
+            }
+        }
+        let stream = Stream { object, file: None, path: path.to_owned(), append, served };
+        return Box::into_raw(Box::new(stream)).cast();
+    }
+    match o.open(path) {
+        Ok(file) => {
+            let stream = Stream {
+                object: std::cell::OnceCell::new(),
+                file: Some(file),
+                path: path.to_owned(),
+                append,
+                served: None,
+            };
+            Box::into_raw(Box::new(stream)).cast()
+        }
+        Err(e) => {
+            if mode.first() != Some(&b'r') {
+                note_failure("creating", path, e);
+            }
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn cb_close(stream: *mut c_void) -> c_int {
+    if !stream.is_null() {
+        // SAFETY: made by Box::into_raw in cb_open; c-blosc2 closes it once.
+        drop(unsafe { Box::from_raw(stream.cast::<Stream>()) });
+    }
+    0
+}
+
+unsafe extern "C" fn cb_size(s: *mut c_void) -> i64 {
+    // SAFETY: an open stream of ours.
+    let s = unsafe { stream(s) };
+    if let Some(served) = &s.served {
+        return i64::try_from(served.len).unwrap_or(-1);
+    }
+    let len = match &s.file {
+        Some(f) => f.metadata().map(|m| m.len()),
+        None => s.object().and_then(|o| o.len_now()),
+    };
+    len.map_or(-1, |l| i64::try_from(l).unwrap_or(-1))
+}
+
+unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, position: i64, s: *mut c_void) -> i64 {
+    // SAFETY: an open stream of ours.
+    let s = unsafe { stream(s) };
+    let (Ok(size_u), Ok(n)) = (usize::try_from(size), usize::try_from(nitems)) else { return 0 };
+    let Some(len) = size_u.checked_mul(n) else { return 0 };
+    if len == 0 {
+        return nitems;
+    }
+    // SAFETY: c-blosc2 passes `size * nitems` readable bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
+    let at = if s.append { None } else { u64::try_from(position).ok() };
+    let Some(file) = &s.file else { return 0 };
+    match write_all_at(file, &s.path, at, bytes) {
+        Ok(()) => nitems,
+        Err(e) => {
+            note_failure("writing", &s.path, e);
+            0
+        }
+    }
+}
+
+unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, position: i64, s: *mut c_void) -> i64 {
+    use std::os::unix::fs::FileExt;
+    // SAFETY: an open stream of ours.
+    let s = unsafe { stream(s) };
+    let (Ok(size_u), Ok(n), Ok(at)) = (usize::try_from(size), usize::try_from(nitems), u64::try_from(position)) else {
+        return 0;
+    };
+    let Some(len) = size_u.checked_mul(n) else { return 0 };
+    if len == 0 || ptr.is_null() {
+        return 0;
+    }
+    // SAFETY: with is_allocation_necessary, c-blosc2 passes a buffer of
+    // `size * nitems` bytes in *ptr.
+    let buf = unsafe { std::slice::from_raw_parts_mut((*ptr).cast::<u8>(), len) };
+    if let Some(bytes) = s.served.as_ref().and_then(|sv| sv.bytes(at, len)) {
+        buf.copy_from_slice(&bytes);
+        return nitems;
+    }
+    let done = match &s.file {
+        Some(file) => {
+            let mut done = 0;
+            while done < len {
+                match file.read_at(&mut buf[done..], at + done as u64) {
+                    Ok(0) => break,
+                    Ok(k) => done += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            done
+        }
+        None => match s.object().and_then(|o| o.read_upto(at, buf)) {
+            Ok(done) => done,
+            Err(_) => return 0,
+        },
+    };
+    (done / size_u) as i64
+}
+
+unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
+    // SAFETY: an open stream of ours.
+    let s = unsafe { stream(s) };
+    let Ok(len) = u64::try_from(size) else { return -1 };
+    let r = gate(Op::Truncate, &s.path).and_then(|()| match &s.file {
+        Some(f) => f.set_len(len),
+        None => Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+    });
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            note_failure("truncating", &s.path, e);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn cb_destroy(_params: *mut c_void) -> c_int {
+    0
+}
