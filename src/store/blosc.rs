@@ -39,6 +39,7 @@ use super::frame_check::{self, Chunks};
 use super::io;
 use super::location::local::LocalObject;
 use super::location::Object;
+use super::location::Site;
 use crate::error::{Error, Result};
 use crate::fork::{ForkHooks, PerProcess};
 
@@ -1303,6 +1304,56 @@ impl SChunk {
         Self::own_made(p, &format!("opening '{urlpath}'"))
     }
 
+    /// Open the frame at `site`, checking it first as [`SChunk::open`] and
+    /// [`SChunk::open_offset`] do.
+    ///
+    /// # Errors
+    /// As those.
+    pub(crate) fn open_site(site: &Site, chunks: Chunks) -> Result<Self> {
+        let url = site.url();
+        match site.offset {
+            Some(at) => frame_check::check_path_at(&url, at, chunks, inflate).map(drop)?,
+            None => Self::check(&url, chunks).map(drop)?,
+        }
+        Self::parse_site(site)
+    }
+
+    /// c-blosc2's parse of the frame at `site`, which [`SChunk::open_site`]
+    /// has just passed: at its local path, or, for storage the operating
+    /// system does not reach, through a stand-in path whose streams read the
+    /// site's objects ([`blosc_io::StandIn`]). Such a super-chunk cannot
+    /// write in place: its location's protocol changes it.
+    ///
+    /// # Errors
+    /// [`Error::Blosc`] if c-blosc2 refuses it; [`Error::Io`] if the
+    /// stand-in cannot be made.
+    pub(crate) fn parse_site(site: &Site) -> Result<Self> {
+        init();
+        if let Some(path) = site.location.local_path(&site.key) {
+            let path = path.to_string_lossy();
+            return match site.offset {
+                Some(at) => Self::parse_offset(&path, at),
+                None => Self::parse(&path),
+            };
+        }
+        let url = site.url();
+        let at = site.offset.unwrap_or(0);
+        let what = format!("opening the frame at byte {at} of '{url}'");
+        let at = i64::try_from(at).map_err(|_| Error::InvalidArgument(format!("offset {at} is too large")))?;
+        if io_backend().is_none() {
+            return Err(Error::storage(Some(&url), format!("{what}: c-blosc2 did not take our I/O backend")));
+        }
+        let stand_in = blosc_io::StandIn::new(site)
+            .map_err(|e| Error::io("making a stand-in path for", Some(std::path::Path::new(&url)), &e))?;
+        // SAFETY: the stand-in's path is a valid C string and its descriptor
+        // lives across the call; c-blosc2 copies the descriptor.
+        let p = unsafe { b::blosc2_schunk_open_offset_udio(stand_in.path.as_ptr(), at, &stand_in.io) };
+        if p.is_null() {
+            stand_in.forget();
+        }
+        Self::own_made(p, &what)
+    }
+
     /// Open the contiguous frame at byte `offset` of the file `urlpath`
     /// (a file of several frames), checking it with [`frame_check`] first
     /// (the stored chunks' headers as `chunks` says).
@@ -1311,8 +1362,17 @@ impl SChunk {
     /// As [`SChunk::open`].
     pub(crate) fn open_offset(urlpath: &str, offset: u64, chunks: Chunks) -> Result<Self> {
         init();
-        let url = cstring(urlpath, "urlpath")?;
         frame_check::check_path_at(urlpath, offset, chunks, inflate)?;
+        Self::parse_offset(urlpath, offset)
+    }
+
+    /// c-blosc2's parse of the frame at byte `offset` of the file `urlpath`,
+    /// which [`frame_check::check_path_at`] has just passed.
+    ///
+    /// # Errors
+    /// [`Error::Blosc`] if c-blosc2 refuses it.
+    fn parse_offset(urlpath: &str, offset: u64) -> Result<Self> {
+        let url = cstring(urlpath, "urlpath")?;
         let at = i64::try_from(offset).map_err(|_| Error::InvalidArgument(format!("offset {offset} is too large")))?;
         let p = match io_backend() {
             // SAFETY: url is a valid C string for the call; c-blosc2 copies the descriptor.
@@ -1439,8 +1499,26 @@ impl SChunk {
         // SAFETY: a live super-chunk's storage is a valid struct; urlpath a C string or NULL.
         unsafe {
             let st = &*st;
-            let urlpath = (!st.urlpath.is_null()).then(|| CStr::from_ptr(st.urlpath).to_string_lossy().into_owned());
+            // A frame opened through a stand-in is at the URL the stand-in names.
+            let remote = (!st.io.is_null()).then(|| super::blosc_io::stand_in_url((*st.io).params)).flatten();
+            let urlpath = remote
+                .or_else(|| (!st.urlpath.is_null()).then(|| CStr::from_ptr(st.urlpath).to_string_lossy().into_owned()));
             Storage { contiguous: st.contiguous, urlpath }
+        }
+    }
+
+    /// The parameters of its storage's I/O descriptor (what names the frame
+    /// of a stand-in: [`blosc_io::stand_in_url`]).
+    #[cfg(test)]
+    pub(crate) fn io_params(&self) -> *mut c_void {
+        let st = self.raw().storage;
+        // SAFETY: a live super-chunk's storage and descriptor are valid or null.
+        unsafe {
+            if st.is_null() || (*st).io.is_null() {
+                ptr::null_mut()
+            } else {
+                (*(*st).io).params
+            }
         }
     }
 

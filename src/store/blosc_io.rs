@@ -9,16 +9,24 @@
 //! - While a frame check's reads are [`Serving`], c-blosc2's reads of that
 //!   frame are answered from the bytes the check read ([`Served`]), so it
 //!   parses exactly what was checked.
+//! - Frames at locations the operating system does not reach (object stores,
+//!   web servers) are given to c-blosc2 through a [`StandIn`]: c-blosc2
+//!   2.15 `stat()`s the path it opens a frame at (to tell a frame file from
+//!   a sparse frame's directory) before it uses the I/O backend, so it is
+//!   given a local stand-in path of the right kind, and the descriptor's
+//!   parameters name the frame's real location, which every stream it then
+//!   opens reads (its streams never touch the stand-in).
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use blosc2_sys as b;
 
 use super::io::{gate, note_failure, write_all_at, Op};
-use super::location::{self, Object};
+use super::location::{self, Location, Object, Site};
 
 /// Our Blosc2 I/O backend's id (in c-blosc2's range for registered
 /// backends, 160..=255) and name. Not stored in frames: any reader opens them.
@@ -35,7 +43,10 @@ struct Stream {
     object: std::cell::OnceCell<Arc<dyn Object>>,
     /// The file of a stream that writes.
     file: Option<std::fs::File>,
+    /// The file's path, or the URL of a stream through a [`StandIn`].
     path: PathBuf,
+    /// For a stream through a [`StandIn`]: the object's location and name.
+    remote: Option<(Arc<dyn Location>, String)>,
     append: bool,
     served: Option<std::rc::Rc<Served>>,
 }
@@ -45,9 +56,124 @@ impl Stream {
         if let Some(o) = self.object.get() {
             return Ok(o);
         }
-        let o = open_object(&self.path)?;
+        let o = match &self.remote {
+            Some((loc, name)) => loc.open(name)?,
+            None => open_object(&self.path)?,
+        };
         Ok(self.object.get_or_init(|| o))
     }
+}
+
+/// The frame of a [`StandIn`]: where c-blosc2's streams of its super-chunk read.
+#[derive(Debug)]
+struct Remote {
+    location: Arc<dyn Location>,
+    key: String,
+    contiguous: bool,
+}
+
+/// The frames given to c-blosc2 through stand-ins, by the number their
+/// descriptors carry as parameters; an entry goes when c-blosc2 destroys
+/// the parameters (it frees the super-chunk, or fails to open it) or the
+/// opening fails ([`StandIn::forget`]).
+fn remotes() -> std::sync::MutexGuard<'static, HashMap<usize, Remote>> {
+    static REMOTES: OnceLock<Mutex<HashMap<usize, Remote>>> = OnceLock::new();
+    REMOTES.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A local path and a descriptor under which c-blosc2 opens a frame it
+/// cannot reach by path ([`super::location::Location::local_path`] is
+/// `None`). The path is an empty file (a contiguous frame) or an empty
+/// directory (a sparse frame) made once per user in the temporary
+/// directory, only ever `stat()`ed; the descriptor's parameters are a
+/// number naming the frame's [`Site`], through which every stream of the
+/// super-chunk reads. Writing streams are refused: frames there change by
+/// their location's own protocol, never in place.
+pub(super) struct StandIn {
+    pub(super) path: CString,
+    pub(super) io: b::blosc2_io,
+    id: usize,
+}
+
+impl StandIn {
+    /// The stand-in of the frame at `site`.
+    ///
+    /// # Errors
+    /// If the stand-in paths cannot be made.
+    pub(super) fn new(site: &Site) -> std::io::Result<StandIn> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        let (file, dir) = stand_in_paths()?;
+        let path = if site.contiguous { file } else { dir };
+        let path = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let remote = Remote { location: site.location.clone(), key: site.key.clone(), contiguous: site.contiguous };
+        remotes().insert(id, remote);
+        let mut io = descriptor();
+        io.params = id as *mut c_void;
+        Ok(StandIn { path, io, id })
+    }
+
+    /// Drop the frame's entry (c-blosc2 did not take the descriptor).
+    pub(super) fn forget(&self) {
+        remotes().remove(&self.id);
+    }
+}
+
+/// The URL of the frame of a super-chunk opened through a [`StandIn`],
+/// from its descriptor's parameters; `None` for any other.
+pub(crate) fn stand_in_url(params: *mut c_void) -> Option<String> {
+    remotes().get(&(params as usize)).map(|r| r.location.url(&r.key))
+}
+
+/// The stand-in file and directory ([`StandIn`]), made at the first use:
+/// `caterva-rs-stand-in-<uid>/{frame, sparse}` in the temporary directory.
+fn stand_in_paths() -> std::io::Result<(&'static Path, &'static Path)> {
+    static PATHS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    if let Some((f, d)) = PATHS.get() {
+        return Ok((f, d));
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let root = std::env::temp_dir().join(format!("caterva-rs-stand-in-{uid}"));
+    let (file, dir) = (root.join("frame"), root.join("sparse"));
+    std::fs::create_dir_all(&dir)?;
+    if let Err(e) = std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
+        if e.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(e);
+        }
+    }
+    // What c-blosc2 will see there must be of the right kinds.
+    if !std::fs::metadata(&file)?.is_file() || !std::fs::metadata(&dir)?.is_dir() {
+        let e = format!("the stand-in paths in '{}' are not a file and a directory", root.display());
+        return Err(std::io::Error::other(e));
+    }
+    let (f, d) = PATHS.get_or_init(|| (file, dir));
+    Ok((f, d))
+}
+
+/// The location and name of what c-blosc2 opens at `path` under the
+/// descriptor parameters `params`, if those name a [`StandIn`]'s frame:
+/// the frame object itself, or an object under a sparse frame's prefix.
+fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<(Arc<dyn Location>, String)>> {
+    if params.is_null() {
+        return None;
+    }
+    let remotes = remotes();
+    let r = remotes.get(&(params as usize))?;
+    let found = stand_in_paths().and_then(|(file, dir)| {
+        let name = if r.contiguous {
+            (path == file).then(|| r.key.clone())
+        } else {
+            let rest = path.strip_prefix(dir).ok().and_then(Path::to_str).filter(|s| !s.is_empty());
+            rest.map(|rest| location::join(&r.key, rest))
+        };
+        name.ok_or_else(|| {
+            let e = format!("c-blosc2 asked for '{}', outside the frame at {}", path.display(), r.location.url(&r.key));
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, e)
+        })
+    });
+    Some(found.map(|name| (r.location.clone(), name)))
 }
 
 /// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
@@ -139,7 +265,7 @@ unsafe fn stream<'a>(stream: *mut c_void) -> &'a Stream {
     unsafe { &*stream.cast::<Stream>() }
 }
 
-unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _params: *mut c_void) -> *mut c_void {
+unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params: *mut c_void) -> *mut c_void {
     use std::os::unix::ffi::OsStrExt;
     if urlpath.is_null() || mode.is_null() {
         return std::ptr::null_mut();
@@ -164,16 +290,26 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _param
         }
     }
     let read_only = mode == b"rb" || mode == b"r";
-    if read_only {
-        let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
-        let object = std::cell::OnceCell::new();
-        if served.is_none() {
-            match open_object(path) {
-                Ok(o) => drop(object.set(o)),
-                Err(_) => return std::ptr::null_mut(),
-            }
+    let remote = match remote_name(params, path) {
+        Some(Ok(r)) if read_only => Some(r),
+        Some(Ok((loc, name))) => {
+            let e = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "objects there are not written in place");
+            note_failure("writing", Path::new(&loc.url(&name)), e);
+            return std::ptr::null_mut();
         }
-        let stream = Stream { object, file: None, path: path.to_owned(), append, served };
+        Some(Err(e)) => {
+            note_failure("opening", path, e);
+            return std::ptr::null_mut();
+        }
+        None => None,
+    };
+    if read_only {
+        let path = remote.as_ref().map_or_else(|| path.to_owned(), |(loc, name)| PathBuf::from(loc.url(name)));
+        let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
+        let stream = Stream { object: std::cell::OnceCell::new(), file: None, path, remote, append, served };
+        if stream.served.is_none() && stream.object().is_err() {
+            return std::ptr::null_mut();
+        }
         return Box::into_raw(Box::new(stream)).cast();
     }
     match o.open(path) {
@@ -182,6 +318,7 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, _param
                 object: std::cell::OnceCell::new(),
                 file: Some(file),
                 path: path.to_owned(),
+                remote: None,
                 append,
                 served: None,
             };
@@ -239,7 +376,6 @@ unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, positi
 }
 
 unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, position: i64, s: *mut c_void) -> i64 {
-    use std::os::unix::fs::FileExt;
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
     let (Ok(size_u), Ok(n), Ok(at)) = (usize::try_from(size), usize::try_from(nitems), u64::try_from(position)) else {
@@ -257,23 +393,10 @@ unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, posi
         return nitems;
     }
     let done = match &s.file {
-        Some(file) => {
-            let mut done = 0;
-            while done < len {
-                match file.read_at(&mut buf[done..], at + done as u64) {
-                    Ok(0) => break,
-                    Ok(k) => done += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            done
-        }
-        None => match s.object().and_then(|o| o.read_upto(at, buf)) {
-            Ok(done) => done,
-            Err(_) => return 0,
-        },
+        Some(file) => super::io::read_upto(file, at, buf),
+        None => s.object().and_then(|o| o.read_upto(at, buf)),
     };
+    let Ok(done) = done else { return 0 };
     (done / size_u) as i64
 }
 
@@ -294,6 +417,9 @@ unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
     }
 }
 
-unsafe extern "C" fn cb_destroy(_params: *mut c_void) -> c_int {
+unsafe extern "C" fn cb_destroy(params: *mut c_void) -> c_int {
+    if !params.is_null() {
+        remotes().remove(&(params as usize));
+    }
     0
 }

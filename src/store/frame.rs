@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::blosc_io::Served;
 use super::chunk_header::{ChunkHeader, HEADER_LEN};
-use super::location::{self, Object, Site, Slice};
+use super::location::{self, Object, Protocol, Site, Slice};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
@@ -177,6 +177,9 @@ pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u6
 pub(crate) fn fingerprint_site(site: &Site) -> std::io::Result<u64> {
     let object = site.location.open(&frame_object(site))?;
     match site.offset {
+        None if site.location.protocol() == Protocol::Versioned => {
+            fingerprint_version(object.as_ref(), site.contiguous)
+        }
         None => fingerprint_object(object.as_ref(), site.contiguous),
         Some(at) => {
             let head = object.read_vec(at, HEADER_MINLEN)?;
@@ -210,6 +213,18 @@ pub(crate) fn fingerprint_object(o: &dyn Object, contiguous: bool) -> std::io::R
         Some(b) => Ok(b.to_vec()),
         None => o.read_vec(at, n),
     })
+}
+
+/// The [`fingerprint`] of the frame object `o` at a versioned location,
+/// where an object changes by new versions, not in place: its content's
+/// and its generation's, so that a version with the same index and
+/// trailer (a chunk rewritten at the same size) differs too.
+pub(crate) fn fingerprint_version(o: &dyn Object, contiguous: bool) -> std::io::Result<u64> {
+    let content = fingerprint_object(o, contiguous)?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&content.to_le_bytes());
+    h.update(o.generation().to_string().as_bytes());
+    Ok(h.digest())
 }
 
 /// The [`fingerprint`] of a frame whose file (a sparse frame's index)

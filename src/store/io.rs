@@ -233,6 +233,23 @@ impl Write for File {
     }
 }
 
+/// Up to `buf.len()` bytes of `file` from `at` by positioned reads (fewer
+/// at the file's end): how many were read. Reads are not gated: a fault
+/// plan fails changes, and reads fail by themselves.
+pub(crate) fn read_upto(file: &std::fs::File, at: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => break,
+            Ok(k) => done += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
 pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
     gate(Op::Rename, to)?;
     std::fs::rename(from, to)

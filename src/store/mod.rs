@@ -25,7 +25,7 @@
 //!   its own last change is refused before it writes (see [`journal`]).
 
 pub(crate) mod blosc;
-mod blosc_io;
+pub(crate) mod blosc_io;
 mod checksum;
 mod chunk_header;
 mod durability;
@@ -43,6 +43,7 @@ mod offset;
 mod paths;
 pub(crate) mod reader;
 mod shared;
+mod versioned;
 
 #[cfg(test)]
 mod tests;
@@ -51,7 +52,8 @@ use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
 use journal::{Op, TxJournal};
-use location::Site;
+use location::{Protocol, Site};
+use versioned::refuse_versioned;
 
 use crate::cache::BlockCache;
 
@@ -161,6 +163,9 @@ impl Store {
         durability: Durability,
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
+        if let Some(url) = storage.urlpath.as_deref() {
+            refuse_versioned(url, "create an array at")?;
+        }
         let url = match storage.urlpath.as_deref() {
             Some(url) if !paths::is_beside(url) => url,
             // In memory, or already a copy that write_beside renames into place.
@@ -214,6 +219,9 @@ impl Store {
     /// only place recovery runs), check the frame, read the checksum table.
     /// Temporary copies that killed writers left beside it are removed.
     pub(crate) fn open(urlpath: &str) -> Result<Store> {
+        if versioned::protocol(urlpath)? == Protocol::Versioned {
+            return Self::open_versioned(urlpath);
+        }
         if let Some(store) = Self::open_quiet(urlpath) {
             return Ok(store);
         }
@@ -368,6 +376,7 @@ impl Store {
             return if o == Overlap::Same { Ok(()) } else { Err(overlap_error(urlpath, o)) };
         }
         let contiguous = st.contiguous;
+        refuse_versioned(urlpath, "save an array to")?;
         check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
         self.ensure_checked()?;
         write_beside(urlpath, contiguous, self.durability.syncs(), |st| {
@@ -387,6 +396,7 @@ impl Store {
         if urlpath.is_empty() {
             return Err(Error::storage(None, "urlpath is empty"));
         }
+        refuse_versioned(urlpath, "remove")?;
         let _lock = lock::wait_for(urlpath)?;
         paths::remove_array(urlpath)?;
         if paths::saving(urlpath) {
@@ -643,12 +653,15 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
-        let (cache, durability, unsynced, site) = (self.cache.take(), self.durability, self.unsynced, self.site.take());
-        let sc = match site.as_ref().and_then(|s| s.offset) {
-            Some(at) => SChunk::open_offset(&url, at, Chunks::Later)?,
-            None => SChunk::open(&url, Chunks::Later)?,
+        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
+        let site = self.site.clone();
+        *self = match &site {
+            Some(s) if s.location.protocol() == Protocol::Versioned && s.offset.is_none() => {
+                Self::open_versioned(&url)?
+            }
+            Some(s) => Self::adopt(SChunk::open_site(s, Chunks::Later)?, HeaderCheck::due())?,
+            None => Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?,
         };
-        *self = Self::adopt(sc, HeaderCheck::due())?;
         self.site = site;
         self.cache = cache;
         self.durability = durability;

@@ -22,7 +22,8 @@ use std::path::Path;
 
 use super::blosc::SChunk;
 use super::frame_check::Chunks;
-use super::{io, journal, lock, Change, HeaderCheck, Store};
+use super::location::{Protocol, Site};
+use super::{io, journal, lock, versioned, Change, HeaderCheck, Store};
 use crate::error::{Error, Result};
 
 impl Store {
@@ -40,6 +41,14 @@ impl Store {
         let Ok(at) = u64::try_from(offset) else {
             return Err(Error::InvalidArgument(format!("offset {offset} is negative")));
         };
+        if versioned::protocol(urlpath)? == Protocol::Versioned {
+            // One version of the object, read-only: nothing to lock or roll back.
+            let site = Site::new(urlpath, true, Some(at))?;
+            let mut store = Self::adopt(SChunk::open_site(&site, Chunks::Later)?, HeaderCheck::due())?;
+            store.site = Some(site);
+            store.seen = store.fingerprint();
+            return Ok(store);
+        }
         let _lock = lock::wait_for(urlpath)?;
         journal::recover(urlpath)?;
         match std::fs::symlink_metadata(urlpath) {
@@ -68,11 +77,16 @@ impl Store {
     /// place, [`Store::replace`] for a new store taking the old one's
     /// place). A frame inside a larger file (opened at an offset) is
     /// read-only: a change in place would write into the host file, and a
-    /// replacement would replace the whole file.
+    /// replacement would replace the whole file. So is an array at a
+    /// versioned location (see `store/versioned.rs`).
     ///
     /// # Errors
     /// [`Error::InvalidStorage`] naming why the handle is read-only.
     pub(super) fn check_changeable(&self, how: Change) -> Result<()> {
+        if self.is_versioned() {
+            let url = self.storage().urlpath.unwrap_or_default();
+            return Err(versioned::unchangeable(&url, "change"));
+        }
         match self.offset() {
             Some(at) => {
                 let url = self.sc.storage().urlpath.unwrap_or_default();
@@ -108,6 +122,7 @@ impl Store {
         if urlpath.is_empty() {
             return Err(Error::storage(None, "urlpath is empty"));
         }
+        versioned::refuse_versioned(urlpath, "append a frame to")?;
         let frame = self.to_cframe()?;
         let path = Path::new(urlpath);
         let _lock = lock::wait_for(urlpath)?;

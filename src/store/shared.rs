@@ -35,6 +35,10 @@ impl Store {
         let Some(url) = self.storage().urlpath else {
             return Ok((Held(None), false));
         };
+        if self.is_versioned() {
+            // No lock there: one version is read at a time.
+            return Ok((Held(None), self.refresh_versioned()?));
+        }
         let held = Held(lock::wait_for(&url)?);
         journal::recover(&url)?;
         if std::fs::symlink_metadata(&url).is_err() {

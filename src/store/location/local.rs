@@ -147,16 +147,7 @@ impl Object for LocalObject {
 
     /// Up to the file's end now (a journaled array's file changes in place).
     fn read_upto(&self, at: u64, buf: &mut [u8]) -> io::Result<usize> {
-        let mut done = 0;
-        while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], at + done as u64) {
-                Ok(0) => break,
-                Ok(k) => done += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(done)
+        fsio::read_upto(&self.file, at, buf)
     }
 
     fn len_now(&self) -> io::Result<u64> {
@@ -217,6 +208,10 @@ impl Location for Local {
 
     fn protocol(&self) -> Protocol {
         Protocol::Journaled
+    }
+
+    fn local_path(&self, name: &str) -> Option<PathBuf> {
+        self.path(name).ok()
     }
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {

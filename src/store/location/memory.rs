@@ -17,6 +17,37 @@ use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Pr
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
     objects: Mutex<BTreeMap<String, Arc<MemObject>>>,
+    /// How its objects' names are spelt before their name (`mem://<bucket>/`;
+    /// `memory://` for an unnamed one).
+    base: String,
+}
+
+/// The buckets `mem://<bucket>/<key>` URLs name, made at their first use:
+/// the scheme this model is reached by through [`super::locate`], so that
+/// tests open, read and copy arrays on it through every layer as they
+/// would on a remote backend.
+static BUCKETS: Mutex<BTreeMap<String, Arc<Memory>>> = Mutex::new(BTreeMap::new());
+
+/// The bucket `name` of the `mem://` scheme.
+pub(crate) fn bucket(name: &str) -> Arc<Memory> {
+    let mut buckets = BUCKETS.lock().unwrap_or_else(PoisonError::into_inner);
+    let made = || Arc::new(Memory { objects: Mutex::default(), base: format!("mem://{name}/") });
+    buckets.entry(name.to_owned()).or_insert_with(made).clone()
+}
+
+/// The bucket and key a `mem://<bucket>/<key>` URL names.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] if it names no bucket or no key.
+pub(crate) fn locate(url: &str) -> io::Result<(Arc<Memory>, String)> {
+    let rest = url.strip_prefix("mem://").unwrap_or(url);
+    match rest.split_once('/') {
+        Some((b, key)) if !b.is_empty() => {
+            check_name(key)?;
+            Ok((bucket(b), key.to_owned()))
+        }
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, format!("'{url}' names no bucket and key"))),
+    }
 }
 
 /// One version of an object in memory.
@@ -61,7 +92,8 @@ impl Memory {
 
 impl Location for Memory {
     fn url(&self, name: &str) -> String {
-        format!("memory://{name}")
+        let base = if self.base.is_empty() { "memory://" } else { &self.base };
+        format!("{base}{name}")
     }
 
     fn protocol(&self) -> Protocol {

@@ -31,16 +31,22 @@
 //! rename ([`Protocol::Journaled`], `store/journal.rs`, `store/lock.rs`,
 //! `store/paths.rs`), which rely on in-place writes, `flock` and `rename`;
 //! storage without them (object stores) replaces whole objects under
-//! conditions ([`Protocol::Versioned`]).
+//! conditions ([`Protocol::Versioned`], `store/versioned.rs`, which the
+//! store's entry points choose by the protocol; it reads arrays there and
+//! refuses to change them in this build).
 //!
-//! Local arrays change through their journal today, so the write half
-//! (generations, conditional puts, removal, [`Protocol`]) has the
-//! [`conformance`] suite as its only user until the versioned protocol of
-//! object stores lands: dead code is allowed outside tests for that reason.
+//! Local arrays change through their journal, and versioned ones are not
+//! written yet, so the write half (conditional puts, removal) has the
+//! [`conformance`] suite as its only user until the versioned writes land:
+//! dead code is allowed outside tests for that reason.
 //!
 //! # Adding a backend
 //! A module beside [`local`] implementing [`Location`] and [`Object`], a
 //! scheme in [`locate`], and a run of [`conformance`] over it in its tests.
+//! A location that is not a local path ([`Location::local_path`] is `None`)
+//! reaches c-blosc2 through a stand-in (`store/blosc_io.rs`); the in-memory
+//! model ([`memory`], `mem://` URLs in test builds) is opened through every
+//! layer that way by `store/versioned.rs`'s tests.
 
 #![cfg_attr(not(test), allow(dead_code))]
 
@@ -221,6 +227,14 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// How changes are made durable here.
     fn protocol(&self) -> Protocol;
 
+    /// The path of `name` on this machine's file system, for storage the
+    /// operating system reaches (c-blosc2 looks at such paths itself before
+    /// it opens them); `None` for storage reached otherwise, whose frames
+    /// c-blosc2 is given through a stand-in path (`store/blosc_io.rs`).
+    fn local_path(&self, _name: &str) -> Option<std::path::PathBuf> {
+        None
+    }
+
     /// Open the object at `name` for reading.
     ///
     /// # Errors
@@ -306,6 +320,12 @@ pub(crate) fn join(prefix: &str, name: &str) -> String {
 /// path with no last component (`/`, `..`).
 pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
     if let Some((scheme, _)) = urlpath.split_once("://").filter(|(s, _)| is_scheme(s)) {
+        #[cfg(test)]
+        if scheme == "mem" {
+            let (bucket, key) =
+                memory::locate(urlpath).map_err(|e| Error::storage(Some(urlpath), format!("'{urlpath}': {e}")))?;
+            return Ok((bucket, key));
+        }
         if scheme != "file" {
             return Err(Error::storage(
                 Some(urlpath),
