@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::blosc_io::Served;
 use super::chunk_header::{ChunkHeader, HEADER_LEN};
-use super::location::{self, Object, Protocol, Site, Slice};
+use super::location::{self, Generation, Object, Protocol, Site, Slice};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
@@ -220,11 +220,16 @@ pub(crate) fn fingerprint_object(o: &dyn Object, contiguous: bool) -> std::io::R
 /// and its generation's, so that a version with the same index and
 /// trailer (a chunk rewritten at the same size) differs too.
 pub(crate) fn fingerprint_version(o: &dyn Object, contiguous: bool) -> std::io::Result<u64> {
-    let content = fingerprint_object(o, contiguous)?;
+    Ok(with_generation(fingerprint_object(o, contiguous)?, o.generation()))
+}
+
+/// A frame's content fingerprint ([`fingerprint_object`], [`fingerprint_served`])
+/// made that of one version ([`fingerprint_version`]).
+pub(crate) fn with_generation(content: u64, generation: &Generation) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(&content.to_le_bytes());
-    h.update(o.generation().to_string().as_bytes());
-    Ok(h.digest())
+    h.update(generation.to_string().as_bytes());
+    h.digest()
 }
 
 /// The [`fingerprint`] of a frame whose file (a sparse frame's index)

@@ -214,20 +214,29 @@ pub fn check_path(
 ) -> Result<FrameSummary> {
     let (loc, key) = location::locate(urlpath)?;
     let cannot = |e: std::io::Error| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}"));
-    // A frame file, usually: one open. Else a sparse frame's directory (a prefix).
+    // A frame file, usually: one open. Else a sparse frame's prefix: the
+    // open of its index tells (no listing, which an object store would need
+    // to tell a prefix from nothing).
     let (mut frame, read_name) = match loc.open(&key) {
         Ok(object) => {
             let name = format!("frame file '{urlpath}'");
             (Frame { src: Src::Object(object, None), name, chunks_at: None, chunks }, key)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
-            let kind = loc.stat(&key).map_err(cannot)?.map(|e| e.kind);
-            if kind != Some(Kind::Prefix) {
-                return Err(Error::InvalidFormat(format!("frame file '{urlpath}' is not a regular file")));
-            }
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::InvalidInput | std::io::ErrorKind::NotFound) => {
             let index = location::join(&key, SPARSE_INDEX);
             let name = format!("sparse frame index '{}'", loc.url(&index));
-            let object = open_object(loc.as_ref(), &index, &name)?;
+            let object = match loc.open(&index) {
+                Ok(object) => object,
+                Err(_) if e.kind() == std::io::ErrorKind::NotFound => return Err(cannot(e)),
+                Err(_) => {
+                    // Something that is not an object: a directory without an index, or no array at all.
+                    let kind = loc.stat(&key).map_err(cannot)?.map(|e| e.kind);
+                    if kind != Some(Kind::Prefix) {
+                        return Err(Error::InvalidFormat(format!("frame file '{urlpath}' is not a regular file")));
+                    }
+                    open_object(loc.as_ref(), &index, &name)?
+                }
+            };
             (Frame { src: Src::Object(object, None), name, chunks_at: Some((loc.clone(), key)), chunks }, index)
         }
         Err(e) => return Err(cannot(e)),

@@ -104,6 +104,11 @@ pub(crate) struct Store {
     /// What this handle's writes, saves and replacements survive (whether
     /// they sync): the handle's setting, not the file's.
     durability: Durability,
+    /// For a store opened at a versioned location: what its frame check
+    /// read and the object version it read, from which the placement of
+    /// its chunks is made without asking the storage again (and of the
+    /// very version c-blosc2 parsed).
+    kept: Option<frame_check::Kept>,
     /// This handle changed the store on disk without syncing (at
     /// [`Durability::Process`]) since its last synced write: the next
     /// synced write syncs all of a sparse frame's files, not only its own.
@@ -322,6 +327,7 @@ impl Store {
             headers,
             durability: Durability::Full,
             unsynced: false,
+            kept: None,
         }
     }
 
@@ -471,7 +477,14 @@ impl Store {
         if self.sums.is_some() || self.sc.nchunks() > reader::MAX_PLACED {
             return None;
         }
-        reader::Placement::new(self.site.as_ref()?, self.sc.frame_offsets().ok()?).ok()
+        let offsets = match &self.kept {
+            Some(kept) => {
+                let _serving = blosc_io::Serving::start(kept.served.clone());
+                self.sc.frame_offsets()
+            }
+            None => self.sc.frame_offsets(),
+        };
+        reader::Placement::new(self.site.as_ref()?, offsets.ok()?, self.kept.as_ref()).ok()
     }
     pub(crate) fn nchunks(&self) -> i64 {
         self.sc.nchunks()

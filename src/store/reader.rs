@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
+use super::frame_check::Kept;
 use super::location::{self, Location, Object, Range, Site};
 use super::{frame, frame_check};
 use crate::buffer;
@@ -68,18 +69,27 @@ impl Placement {
     /// contiguous frame starts at byte `site.offset` of its object (0
     /// unless it lies inside a larger one), and its chunk offsets count
     /// from its own data section.
-    pub(super) fn new(site: &Site, offsets: Vec<i64>) -> Result<Self> {
+    ///
+    /// With `kept` (what the frame check read of the frame object, and that
+    /// object), the frame's header comes from there and the object is that
+    /// version: nothing is asked of the storage.
+    pub(super) fn new(site: &Site, offsets: Vec<i64>, kept: Option<&Kept>) -> Result<Self> {
         let (location, key, contiguous) = (site.location.clone(), site.key.clone(), site.contiguous);
         let at = site.offset.unwrap_or(0);
         let urlpath = site.url();
         let mut frame = None;
         let mut data_end = 0;
         let header_len = if contiguous {
-            let o = location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&urlpath)), &e))?;
+            let o = match kept {
+                Some(k) => k.object.clone(),
+                None => location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&urlpath)), &e))?,
+            };
             let len = o.len().saturating_sub(at);
-            let head = o
-                .read_vec(at, frame::HEADER_MINLEN.min(len as usize))
-                .map_err(|e| Error::io("reading", Some(Path::new(&urlpath)), &e))?;
+            let want = frame::HEADER_MINLEN.min(len as usize);
+            let head = match kept.and_then(|k| k.served.bytes(at, want)) {
+                Some(head) => head,
+                None => o.read_vec(at, want).map_err(|e| Error::io("reading", Some(Path::new(&urlpath)), &e))?,
+            };
             let (header_len, end) = frame::data_section(&head, len)
                 .ok_or_else(|| Error::InvalidFormat(format!("'{urlpath}': the frame header is damaged")))?;
             frame = Some(o);

@@ -77,13 +77,16 @@ impl Store {
             return Err(Error::storage(Some(urlpath), format!("'{urlpath}': the frame check kept nothing to parse")));
         };
         let site = Site::new(urlpath, !summary.sparse, None)?;
+        // From what the check read: no request more.
+        let seen = frame::fingerprint_served(&served, site.contiguous);
         let sc = {
-            let _serving = Serving::start(served);
+            let _serving = Serving::start(served.clone());
             SChunk::parse_site(&site)?
         };
         let mut store = Self::adopt(sc, HeaderCheck::due())?;
-        store.seen = frame::fingerprint_version(object.as_ref(), site.contiguous).ok();
+        store.seen = seen.map(|content| frame::with_generation(content, object.generation()));
         store.site = Some(site);
+        store.kept = Some(Kept { served, object });
         Ok(store)
     }
 
@@ -349,6 +352,58 @@ mod tests {
         let e = Array::open(&plain, "s3://bucket/a.b2nd").unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
         assert!(e.to_string().contains("no storage backend"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What a remote store is asked to open an array and read one item of
+    /// it: the check's two windows (header, then index and trailer) and the
+    /// object's metadata; the item's block span, not its chunk.
+    #[test]
+    fn remote_reads_ask_for_few_requests_and_bytes() {
+        let dir = temp_dir("requests");
+        let ctx = Context::new(Config::default()).unwrap();
+        for contiguous in [true, false] {
+            let url = dir.join(format!("big-{contiguous}")).to_string_lossy().into_owned();
+            let params = Params { itemsize: 2, shape: vec![64, 64, 64], dtype: None };
+            let storage = StorageParams {
+                chunkshape: vec![32, 32, 32],
+                blockshape: vec![8, 8, 8],
+                contiguous,
+                urlpath: Some(url.clone()),
+                metalayers: vec![],
+            };
+            let data: Vec<u8> =
+                (0..64 * 64 * 64u64).flat_map(|v| (((v * 2_654_435_761) >> 7) as u16).to_le_bytes()).collect();
+            drop(Array::from_buffer(&ctx, &params, &storage, &data).unwrap());
+            let name = bucket();
+            let b = memory::bucket(&name);
+            upload(&url, &b, "a");
+            let since = |then: [u64; 4]| {
+                let now = b.requests.now();
+                [0, 1, 2, 3].map(|i| now[i] - then[i])
+            };
+            let start = b.requests.now();
+            let a = Array::open(&ctx, &format!("mem://{name}/a")).unwrap();
+            let [metadata, rounds, _, _] = since(start);
+            // (A sparse frame's prefix is found by a second metadata request.)
+            let most = if contiguous { 3 } else { 4 };
+            assert!(metadata + rounds <= most, "contiguous {contiguous}: {metadata} metadata requests, {rounds} reads");
+            let opened = b.requests.now();
+            let mut one = [0u8; 2];
+            a.get_slice_buffer(&[40, 50, 60], &[41, 51, 61], &mut one, &[1, 1, 1]).unwrap();
+            let at = (40 * 64 + 50) * 64 + 60;
+            assert_eq!(one, data[2 * at..2 * at + 2], "contiguous {contiguous}");
+            let [metadata, rounds, _, bytes] = since(opened);
+            let chunk = 32 * 32 * 32 * 2;
+            assert!(
+                rounds <= 2 && metadata <= 1,
+                "contiguous {contiguous}: {metadata} metadata requests, {rounds} reads"
+            );
+            assert!(
+                bytes < chunk / 8,
+                "contiguous {contiguous}: one item fetched {bytes} bytes of a {chunk}-byte chunk"
+            );
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -169,7 +169,9 @@ fn listing(loc: &dyn Location, prefix: &str) {
     short.sort();
     assert_eq!(short, ["a", "b", "c", "deeper"]);
     assert_eq!(loc.stat(&sub).unwrap().unwrap().kind, Kind::Prefix);
-    assert_eq!(loc.open(&sub).unwrap_err().kind(), io::ErrorKind::InvalidInput, "a prefix is not an object");
+    // (Object stores may not tell a prefix from nothing without a listing.)
+    let kind = loc.open(&sub).unwrap_err().kind();
+    assert!(matches!(kind, io::ErrorKind::InvalidInput | io::ErrorKind::NotFound), "a prefix is not an object: {kind}");
     let top: Vec<String> = loc.list(prefix).unwrap().into_iter().map(|e| e.name).collect();
     assert!(top.contains(&sub) && top.contains(&join(prefix, "ranges")), "{top:?}");
     assert!(top.windows(2).all(|w| w[0] < w[1]), "sorted: {top:?}");

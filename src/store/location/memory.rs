@@ -13,10 +13,31 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
 
+/// What was asked of a bucket, as a remote store would count requests:
+/// metadata requests (opens, stats, listings), rounds of range reads
+/// ([`Object::read_ranges`] calls, whose ranges a remote backend sends
+/// at once), the ranges and the bytes they fetched.
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    pub(crate) metadata: AtomicU64,
+    pub(crate) rounds: AtomicU64,
+    pub(crate) ranges: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+}
+
+impl Requests {
+    /// (metadata, rounds, ranges, bytes) so far.
+    pub(crate) fn now(&self) -> [u64; 4] {
+        [&self.metadata, &self.rounds, &self.ranges, &self.bytes].map(|c| c.load(Ordering::Relaxed))
+    }
+}
+
 /// A bucket in memory.
 #[derive(Debug, Default)]
 pub(crate) struct Memory {
     objects: Mutex<BTreeMap<String, Arc<MemObject>>>,
+    /// What was asked of it.
+    pub(crate) requests: Arc<Requests>,
     /// How its objects' names are spelt before their name (`mem://<bucket>/`;
     /// `memory://` for an unnamed one).
     base: String,
@@ -31,7 +52,7 @@ static BUCKETS: Mutex<BTreeMap<String, Arc<Memory>>> = Mutex::new(BTreeMap::new(
 /// The bucket `name` of the `mem://` scheme.
 pub(crate) fn bucket(name: &str) -> Arc<Memory> {
     let mut buckets = BUCKETS.lock().unwrap_or_else(PoisonError::into_inner);
-    let made = || Arc::new(Memory { objects: Mutex::default(), base: format!("mem://{name}/") });
+    let made = || Arc::new(Memory { base: format!("mem://{name}/"), ..Memory::default() });
     buckets.entry(name.to_owned()).or_insert_with(made).clone()
 }
 
@@ -55,6 +76,7 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Memory>, String)> {
 pub(crate) struct MemObject {
     bytes: Vec<u8>,
     generation: Generation,
+    requests: Arc<Requests>,
 }
 
 impl Object for MemObject {
@@ -67,6 +89,10 @@ impl Object for MemObject {
     }
 
     fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {
+        let asked = ranges.iter().map(|r| r.buf.len() as u64).sum();
+        self.requests.rounds.fetch_add(1, Ordering::Relaxed);
+        self.requests.ranges.fetch_add(ranges.len() as u64, Ordering::Relaxed);
+        self.requests.bytes.fetch_add(asked, Ordering::Relaxed);
         for r in ranges.iter_mut() {
             let from = usize::try_from(r.at).ok().filter(|&f| f <= self.bytes.len());
             let piece = from.and_then(|f| self.bytes.get(f..f.checked_add(r.buf.len())?));
@@ -102,17 +128,18 @@ impl Location for Memory {
 
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {
         check_name(name)?;
-        if let Some(o) = self.objects().get(name) {
-            return Ok(o.clone());
+        self.requests.metadata.fetch_add(1, Ordering::Relaxed);
+        // As an object store's HEAD: a prefix is no object (telling it from
+        // nothing would take a listing).
+        match self.objects().get(name) {
+            Some(o) => Ok(o.clone()),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, format!("no object '{name}'"))),
         }
-        if self.stat(name)?.is_some() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("'{name}' is a prefix")));
-        }
-        Err(io::Error::new(io::ErrorKind::NotFound, format!("no object '{name}'")))
     }
 
     fn stat(&self, name: &str) -> io::Result<Option<Entry>> {
         check_name(name)?;
+        self.requests.metadata.fetch_add(1, Ordering::Relaxed);
         let objects = self.objects();
         if let Some(o) = objects.get(name) {
             return Ok(Some(Entry {
@@ -133,6 +160,7 @@ impl Location for Memory {
     }
 
     fn list(&self, prefix: &str) -> io::Result<Vec<Entry>> {
+        self.requests.metadata.fetch_add(1, Ordering::Relaxed);
         let under = if prefix.is_empty() { String::new() } else { format!("{}/", prefix.trim_end_matches('/')) };
         let mut out: Vec<Entry> = Vec::new();
         for (k, o) in self.objects().range(under.clone()..) {
@@ -176,7 +204,9 @@ impl Location for Memory {
             return Err(PutError::Conflict);
         }
         let generation = tag();
-        objects.insert(name.to_owned(), Arc::new(MemObject { bytes: bytes.to_vec(), generation: generation.clone() }));
+        let requests = self.requests.clone();
+        let object = MemObject { bytes: bytes.to_vec(), generation: generation.clone(), requests };
+        objects.insert(name.to_owned(), Arc::new(object));
         Ok(generation)
     }
 

@@ -238,9 +238,10 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// Open the object at `name` for reading.
     ///
     /// # Errors
-    /// [`io::ErrorKind::NotFound`] if nothing is there;
-    /// [`io::ErrorKind::InvalidInput`] if what is there is not an object
-    /// (a prefix, a device); as the storage fails.
+    /// [`io::ErrorKind::NotFound`] if no object is there (a prefix may be:
+    /// on an object store, telling a prefix from nothing takes a listing);
+    /// [`io::ErrorKind::InvalidInput`] if what is there is known not to be
+    /// an object (a directory, a device); as the storage fails.
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>>;
 
     /// What is at `name`, if anything.
