@@ -140,7 +140,10 @@ def copy(array, **kwargs):
 
 def open(urlpath, mode="a", nthreads=None, durability="full"):
     """Open a persisted array: a frame file or a sparse-frame directory,
-    written by this package, python-caterva, python-blosc2 or C. `mode`
+    written by this package, python-caterva, python-blosc2 or C; or, read
+    only, one on an S3-compatible store (``s3://bucket/key``: endpoint,
+    region and credentials from the AWS environment variables) or a web
+    server (``http://``, ``https://``). `mode`
     'a' reads and writes, 'r' only reads (writes raise ValueError).
     `durability` ('full' or 'process') is this handle's (see
     NDArray.durability). Many

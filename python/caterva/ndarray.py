@@ -164,8 +164,9 @@ class NDArray(Reductions):
         url = _native.info()["urlpath"]
         self._persisted = url is not None
         # Pickles name the array by this path: a relative one would be
-        # resolved against the unpickler's working directory.
-        self._abspath = os.path.abspath(url) if url is not None else None
+        # resolved against the unpickler's working directory. A URL
+        # (s3://, http(s)://) names the same array everywhere.
+        self._abspath = None if url is None else url if "://" in url else os.path.abspath(url)
         self.kwargs = kwargs
 
     # -- attributes -----------------------------------------------------

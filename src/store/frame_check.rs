@@ -213,6 +213,7 @@ pub fn check_path(
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
     let (loc, key) = location::locate(urlpath)?;
+    use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
     let cannot = |e: std::io::Error| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}"));
     // A frame file, usually: one open. Else a sparse frame's prefix: the
     // open of its index tells (no listing, which an object store would need
@@ -222,12 +223,13 @@ pub fn check_path(
             let name = format!("frame file '{urlpath}'");
             (Frame { src: Src::Object(object, None), name, chunks_at: None, chunks }, key)
         }
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::InvalidInput | std::io::ErrorKind::NotFound) => {
+        // (A web server may refuse a directory: 403.)
+        Err(e) if matches!(e.kind(), InvalidInput | NotFound | PermissionDenied) => {
             let index = location::join(&key, SPARSE_INDEX);
             let name = format!("sparse frame index '{}'", loc.url(&index));
             let object = match loc.open(&index) {
                 Ok(object) => object,
-                Err(_) if e.kind() == std::io::ErrorKind::NotFound => return Err(cannot(e)),
+                Err(_) if e.kind() != InvalidInput => return Err(cannot(e)),
                 Err(_) => {
                     // Something that is not an object: a directory without an index, or no array at all.
                     let kind = loc.stat(&key).map_err(cannot)?.map(|e| e.kind);
@@ -793,10 +795,16 @@ impl Frame<'_> {
 
     /// How many stored chunks the frame has room for: one per chunk header
     /// in a contiguous frame's data section, one per chunk file (a file
-    /// named as one) in a sparse frame's directory.
+    /// named as one) in a sparse frame's directory; unbounded where the
+    /// directory cannot be listed (a web server: the first chunk file that
+    /// is not there is then named by its own check).
     fn room_for_chunks(&self, h: &Header) -> Result<u64> {
         let Some((loc, prefix)) = self.chunks_at.as_ref() else { return Ok(h.cbytes as u64 / CHUNK_HEADER as u64) };
-        let names = loc.names(prefix).map_err(|e| Error::io("listing", Some(Path::new(&loc.url(prefix))), &e))?;
+        let names = match loc.names(prefix) {
+            Ok(names) => names,
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => return Ok(u64::MAX),
+            Err(e) => return Err(Error::io("listing", Some(Path::new(&loc.url(prefix))), &e)),
+        };
         Ok(names.iter().filter(|n| frame::chunk_id(n).is_some()).count() as u64)
     }
 

@@ -53,6 +53,8 @@
 pub(crate) mod local;
 #[cfg(test)]
 pub(crate) mod memory;
+#[cfg(feature = "remote")]
+pub(crate) mod remote;
 
 #[cfg(test)]
 pub(crate) mod conformance;
@@ -254,7 +256,8 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// by name; [`io::ErrorKind::NotFound`] if `prefix` is not a prefix.
     ///
     /// # Errors
-    /// As the storage fails.
+    /// [`io::ErrorKind::Unsupported`] where nothing can be listed (a web
+    /// server); as the storage fails.
     fn list(&self, prefix: &str) -> io::Result<Vec<Entry>>;
 
     /// The names directly under `prefix`, without it (`00000000.chunk`),
@@ -326,6 +329,12 @@ pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
             let (bucket, key) =
                 memory::locate(urlpath).map_err(|e| Error::storage(Some(urlpath), format!("'{urlpath}': {e}")))?;
             return Ok((bucket, key));
+        }
+        #[cfg(feature = "remote")]
+        if matches!(scheme, "s3" | "http" | "https") {
+            let (remote, key) =
+                remote::locate(urlpath).map_err(|e| Error::storage(Some(urlpath), format!("'{urlpath}': {e}")))?;
+            return Ok((remote, key));
         }
         if scheme != "file" {
             return Err(Error::storage(
@@ -464,9 +473,9 @@ mod tests {
         let (loc, key) = locate("a.b2frame").unwrap();
         assert_eq!(loc.url(&key), "a.b2frame");
         assert_eq!(loc.protocol(), Protocol::Journaled);
-        let e = locate("s3://bucket/a.b2frame").unwrap_err();
+        let e = locate("ftp://bucket/a.b2frame").unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::InvalidStorage, "{e}");
-        assert!(e.to_string().contains("s3://"), "{e}");
+        assert!(e.to_string().contains("ftp://"), "{e}");
         assert!(locate("/").is_err());
         // `.` and `..` resolve to the directory they lead to.
         let here = std::env::current_dir().unwrap();

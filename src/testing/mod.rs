@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod servers;
+
 use crate::error::Result;
 use crate::store::blosc;
 use crate::{Array, Context};

@@ -1,0 +1,140 @@
+"""Arrays on a web server (nginx) and an S3-compatible store (moto's
+server), both started on 127.0.0.1 here: opened by URL, read as NumPy
+reads the local copy, refused every write, pickled by URL, and read by
+Dask workers in other processes that share no file with this one."""
+
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import caterva as cat
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _request(url, method, path, body=b""):
+    """A bare HTTP/1.1 request (moto checks no signature); the status code."""
+    port = int(url.rsplit(":", 1)[1])
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(head.encode() + body)
+        answer = b""
+        while chunk := s.recv(1 << 16):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def _start(cmd, port, log):
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail(f"{cmd[0]} did not start: see {log.name}")
+            time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """(nginx's URL and root, moto's URL): .ci/setup installs both."""
+    d = tmp_path_factory.mktemp("servers")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    moto = ROOT / "target/interop/moto/bin/moto_server"
+    moto = str(moto) if moto.exists() else shutil.which("moto_server")
+    if not os.path.exists(nginx) or not moto:
+        pytest.fail("nginx and moto_server are needed (.ci/setup installs them)")
+    www, tmp = d / "www", d / "tmp"
+    www.mkdir()
+    tmp.mkdir()
+    port = _free_port()
+    temps = "".join(f"  {k}_temp_path {tmp}/{k};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (d / "nginx.conf").write_text(
+        f"daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n"
+        f"events {{ worker_connections 256; }}\nhttp {{\n  access_log off;\n{temps}"
+        f"  server {{\n    listen 127.0.0.1:{port};\n    root {www};\n  }}\n}}\n"
+    )
+    log = open(d / "nginx.log", "w")
+    web = _start([nginx, "-p", str(d), "-c", str(d / "nginx.conf"), "-e", str(d / "error.log")], port, log)
+    s3port = _free_port()
+    s3 = _start([moto, "-H", "127.0.0.1", "-p", str(s3port)], s3port, open(d / "moto.log", "w"))
+    s3url = f"http://127.0.0.1:{s3port}"
+    assert _request(s3url, "PUT", "/arrays") == 200
+    # Before the first S3 request of this process (and inherited by Dask's workers).
+    os.environ.update(
+        AWS_ENDPOINT_URL=s3url,
+        AWS_ALLOW_HTTP="true",
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_REGION="us-east-1",
+    )
+    yield f"http://127.0.0.1:{port}", www, s3url
+    web.kill()
+    s3.kill()
+
+
+def _publish(local, name, www, s3url):
+    """Copy the array at `local` to the web root and the bucket as `name`."""
+    files = [(local, "")] if os.path.isfile(local) else [
+        (os.path.join(local, f), "/" + f) for f in sorted(os.listdir(local))
+    ]
+    for path, rest in files:
+        data = pathlib.Path(path).read_bytes()
+        target = www / (name + rest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        assert _request(s3url, "PUT", f"/arrays/{name}{rest}", data) == 200
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_remote_arrays_read_as_numpy_reads_them(servers, tmp_path, contiguous):
+    web, www, s3url = servers
+    want = np.arange(30 * 41 * 17, dtype=np.float64).reshape(30, 41, 17) * 0.5
+    name = f"a-{contiguous}.b2nd"
+    local = str(tmp_path / name)
+    cat.asarray(want, urlpath=local, contiguous=contiguous, chunks=(10, 16, 8), blocks=(5, 4, 4))
+    _publish(local, name, www, s3url)
+    for url in (f"{web}/{name}", f"s3://arrays/{name}"):
+        a = cat.open(url)
+        np.testing.assert_array_equal(a[...], want)
+        np.testing.assert_array_equal(a[3:29:2, 5, ::3], want[3:29:2, 5, ::3])
+        np.testing.assert_array_equal(a[[1, 7, 2], :, 4], want[[1, 7, 2], :, 4])
+        with pytest.raises(OSError):
+            a[0, 0, 0] = 1.0
+        np.testing.assert_array_equal(a[...], want)
+        import pickle
+
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(a))[...], want)
+    with pytest.raises(OSError):
+        cat.open(f"{web}/nothing.b2nd")
+
+
+def test_dask_workers_read_remote_arrays(servers, tmp_path):
+    da = pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("distributed")
+    web, www, s3url = servers
+    want = np.arange(64 * 50, dtype=np.int32).reshape(64, 50)
+    local = str(tmp_path / "d.b2nd")
+    cat.asarray(want, urlpath=local, chunks=(16, 25), blocks=(8, 5))
+    _publish(local, "d.b2nd", www, s3url)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+        with distributed.Client(cluster):
+            for url in (f"{web}/d.b2nd", "s3://arrays/d.b2nd"):
+                x = da.from_array(cat.open(url), chunks=(16, 25))
+                np.testing.assert_array_equal(x.compute(), want)
+                assert int((x * 2).sum().compute()) == int(want.sum()) * 2

@@ -1,0 +1,479 @@
+//! Objects on S3-compatible object stores (`s3://bucket/key`) and web
+//! servers (`http://`, `https://`, read-only), through the `object_store`
+//! crate (its S3 and HTTP clients, their retries with backoff and their
+//! timeouts), as a [`Location`].
+//!
+//! - An array's URL names its key; the location is everything before its
+//!   last segment (`s3://bucket/dir/` for `s3://bucket/dir/a.b2nd`).
+//! - S3 endpoint, region and credentials come from the standard AWS
+//!   environment variables, read as `object_store`'s `from_env` reads them
+//!   (`AWS_ENDPOINT_URL`, `AWS_REGION`/`AWS_DEFAULT_REGION`,
+//!   `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+//!   `AWS_ALLOW_HTTP=true` for a plain-HTTP endpoint...). A plain `http://`
+//!   server is always allowed.
+//! - An opened object is one version: a `HEAD` gives its length and entity
+//!   tag, and every range read is conditioned on that tag (`If-Match`), so a
+//!   replaced object fails the read rather than mixing two versions.
+//! - [`Object::read_ranges`] coalesces ranges less than [`COALESCE`] apart
+//!   and sends the requests at once, at most [`IN_FLIGHT`] at a time.
+//! - Conditional puts are S3's `If-None-Match: *` and `If-Match: <tag>`.
+//!   Web servers are read-only: their puts and removals fail with
+//!   [`io::ErrorKind::PermissionDenied`].
+//! - The requests run on a small runtime of this library's own, started at
+//!   the first remote request (a forked child starts its own); the calling
+//!   thread waits for them, whatever runtime it may itself run in.
+
+use std::fmt;
+use std::io;
+use std::ops::Range as Span;
+use std::sync::{Arc, OnceLock};
+
+use futures::stream::{StreamExt, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+
+use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
+use crate::fork::PerProcess;
+
+/// Ranges closer than this are fetched as one request (the bytes between
+/// cost less than a round trip).
+pub(crate) const COALESCE: u64 = 256 << 10;
+
+/// Requests of one [`Object::read_ranges`] call in flight at once, at most.
+pub(crate) const IN_FLIGHT: usize = 16;
+
+/// Retries of a failed request (5xx answers, dropped connections,
+/// timeouts), with exponential backoff, for at most 30 s in all: long
+/// enough for a server restart, short enough that a dead one is reported.
+fn retry() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        max_retries: 5,
+        retry_timeout: std::time::Duration::from_secs(30),
+        ..object_store::RetryConfig::default()
+    }
+}
+
+/// The runtime remote requests run on (two worker threads).
+fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
+    fn build() -> io::Result<tokio::runtime::Runtime> {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("caterva-remote").enable_all().build()
+    }
+    static RT: OnceLock<PerProcess<tokio::runtime::Runtime>> = OnceLock::new();
+    if let Some(rt) = RT.get() {
+        return rt.try_get(build);
+    }
+    let made = build()?;
+    RT.get_or_init(|| PerProcess::new(made)).try_get(build)
+}
+
+/// Run `fut` on the [`runtime`] and wait for it here.
+fn wait<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> io::Result<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime()?.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv().map_err(|_| io::Error::other("the remote request was dropped"))
+}
+
+/// An `object_store` error as an I/O error of the kind callers test.
+fn io_error(e: object_store::Error) -> io::Error {
+    use object_store::Error as E;
+    let kind = match &e {
+        E::NotFound { .. } => io::ErrorKind::NotFound,
+        E::Precondition { .. } | E::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
+        E::NotSupported { .. } | E::NotImplemented { .. } => io::ErrorKind::Unsupported,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+/// A bucket's prefix or a web server's directory.
+pub(crate) struct Remote {
+    store: Arc<dyn ObjectStore>,
+    /// The path of the location in the store, without slashes at its ends
+    /// (`""`: the top).
+    root: String,
+    /// The URL of the location, ending with `/`.
+    base: String,
+    /// Whether objects can be written (not on web servers).
+    writable: bool,
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Remote").field("base", &self.base).field("writable", &self.writable).finish()
+    }
+}
+
+/// The location and key a `s3://`, `http://` or `https://` URL names.
+///
+/// # Errors
+/// [`io::ErrorKind::InvalidInput`] for a URL with no key, or one the
+/// client refuses (a malformed host, S3 settings that do not hold).
+pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
+    let bad = |why: String| io::Error::new(io::ErrorKind::InvalidInput, format!("'{url}': {why}"));
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("not a URL".into()))?;
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = path.trim_end_matches('/');
+    let (root, key) = match path.rsplit_once('/') {
+        Some((root, key)) => (root, key),
+        None => ("", path),
+    };
+    if authority.is_empty() || key.is_empty() {
+        return Err(bad("names no bucket or server and object".into()));
+    }
+    if !root.is_empty() {
+        check_name(root)?;
+    }
+    check_name(key)?;
+    let (store, writable): (Arc<dyn ObjectStore>, bool) = match scheme {
+        "s3" => {
+            let s3 = object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(authority)
+                .with_retry(retry())
+                .build()
+                .map_err(|e| bad(e.to_string()))?;
+            (Arc::new(s3), true)
+        }
+        "http" | "https" => {
+            let options = object_store::ClientOptions::new()
+                .with_allow_http(true)
+                .with_connect_timeout(std::time::Duration::from_secs(5))
+                .with_timeout(std::time::Duration::from_secs(30));
+            let http = object_store::http::HttpBuilder::new()
+                .with_url(format!("{scheme}://{authority}"))
+                .with_client_options(options)
+                .with_retry(retry())
+                .build()
+                .map_err(|e| bad(e.to_string()))?;
+            (Arc::new(http), false)
+        }
+        _ => return Err(bad(format!("no remote backend serves '{scheme}://'"))),
+    };
+    let base =
+        if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
+    Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable }), key.to_owned()))
+}
+
+impl Remote {
+    /// `name`'s path in the store.
+    fn path(&self, name: &str) -> io::Result<ObjectPath> {
+        check_name(name)?;
+        let full = if self.root.is_empty() { name.to_owned() } else { format!("{}/{name}", self.root) };
+        ObjectPath::parse(&full).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+    }
+
+    /// A listing's name relative to the location.
+    fn relative(&self, p: &ObjectPath) -> String {
+        let s = p.as_ref();
+        match s.strip_prefix(&self.root) {
+            Some(rest) if !self.root.is_empty() => rest.trim_start_matches('/').to_owned(),
+            _ => s.to_owned(),
+        }
+    }
+
+    fn read_only(&self) -> PutError {
+        PutError::Io(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} is read-only (a web server)", self.base),
+        ))
+    }
+}
+
+/// A version's generation: its entity tag, else its modification time and size.
+fn generation_of(meta: &object_store::ObjectMeta) -> Generation {
+    match &meta.e_tag {
+        Some(t) => Generation::Tag(t.clone()),
+        None => Generation::Tag(format!("{}-{}", meta.last_modified.timestamp_nanos_opt().unwrap_or(0), meta.size)),
+    }
+}
+
+impl Location for Remote {
+    fn url(&self, name: &str) -> String {
+        format!("{}{name}", self.base)
+    }
+
+    fn protocol(&self) -> Protocol {
+        Protocol::Versioned
+    }
+
+    fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+        let path = self.path(name)?;
+        let store = self.store.clone();
+        let p = path.clone();
+        let meta = wait(async move { store.head(&p).await })?.map_err(io_error)?;
+        let generation = generation_of(&meta);
+        let object = RemoteObject { store: self.store.clone(), path, len: meta.size, etag: meta.e_tag, generation };
+        Ok(Arc::new(object))
+    }
+
+    fn stat(&self, name: &str) -> io::Result<Option<Entry>> {
+        let path = self.path(name)?;
+        let store = self.store.clone();
+        let p = path.clone();
+        match wait(async move { store.head(&p).await })? {
+            Ok(meta) => {
+                let generation = generation_of(&meta);
+                return Ok(Some(Entry { name: name.to_owned(), kind: Kind::Object, len: meta.size, generation }));
+            }
+            // A web server lists nothing: what it does not serve is not there.
+            Err(object_store::Error::NotFound { .. }) if !self.writable => return Ok(None),
+            Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(io_error(e)),
+        }
+        match self.list(name) {
+            Ok(_) => Ok(Some(Entry {
+                name: name.to_owned(),
+                kind: Kind::Prefix,
+                len: 0,
+                generation: Generation::Tag(String::new()),
+            })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn list(&self, prefix: &str) -> io::Result<Vec<Entry>> {
+        if !self.writable {
+            let e = format!("{} is a web server: it lists nothing", self.base);
+            return Err(io::Error::new(io::ErrorKind::Unsupported, e));
+        }
+        let under = if prefix.is_empty() {
+            (!self.root.is_empty()).then(|| ObjectPath::from(self.root.as_str()))
+        } else {
+            Some(self.path(prefix.trim_end_matches('/'))?)
+        };
+        let store = self.store.clone();
+        let listed = wait(async move { store.list_with_delimiter(under.as_ref()).await })?.map_err(io_error)?;
+        let mut out: Vec<Entry> = listed
+            .common_prefixes
+            .iter()
+            .map(|p| Entry {
+                name: self.relative(p),
+                kind: Kind::Prefix,
+                len: 0,
+                generation: Generation::Tag(String::new()),
+            })
+            .chain(listed.objects.iter().map(|m| Entry {
+                name: self.relative(&m.location),
+                kind: Kind::Object,
+                len: m.size,
+                generation: generation_of(m),
+            }))
+            .collect();
+        if out.is_empty() && !prefix.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no prefix '{}'", self.url(prefix))));
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn put(&self, name: &str, bytes: &[u8], cond: Condition<'_>) -> Result<Generation, PutError> {
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        let path = self.path(name)?;
+        let mode = match cond {
+            Condition::Always => PutMode::Overwrite,
+            Condition::IfAbsent => PutMode::Create,
+            Condition::IfGeneration(Generation::Tag(t)) => {
+                PutMode::Update(UpdateVersion { e_tag: Some(t.clone()), version: None })
+            }
+            // Not a generation of this store: it cannot be the current one.
+            Condition::IfGeneration(Generation::Local { .. }) => return Err(PutError::Conflict),
+        };
+        let store = self.store.clone();
+        let payload = PutPayload::from(bytes.to_vec());
+        let opts = PutOptions { mode, ..PutOptions::default() };
+        match wait(async move { store.put_opts(&path, payload, opts).await })? {
+            Ok(r) => Ok(match r.e_tag {
+                Some(t) => Generation::Tag(t),
+                // (A store that gives no tag: the next stat tells.)
+                None => self.stat(name)?.map_or(Generation::Tag(String::new()), |e| e.generation),
+            }),
+            Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
+                Err(PutError::Conflict)
+            }
+            Err(e) => Err(PutError::Io(io_error(e))),
+        }
+    }
+
+    fn remove(&self, name: &str, expected: Option<&Generation>) -> Result<(), PutError> {
+        if !self.writable {
+            return Err(self.read_only());
+        }
+        let path = self.path(name)?;
+        if let Some(g) = expected {
+            // S3 has no conditional delete: the check and the removal are two requests.
+            if self.stat(name)?.map(|e| e.generation).as_ref() != Some(g) {
+                return Err(PutError::Conflict);
+            }
+        }
+        let store = self.store.clone();
+        match wait(async move { store.delete(&path).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(PutError::Io(io_error(e))),
+        }
+    }
+}
+
+/// One version of a remote object.
+struct RemoteObject {
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    len: u64,
+    etag: Option<String>,
+    generation: Generation,
+}
+
+impl fmt::Debug for RemoteObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteObject").field("path", &self.path).field("len", &self.len).finish()
+    }
+}
+
+/// The requests that fetch `spans` (sorted by start): spans closer than
+/// [`COALESCE`] merged.
+fn coalesce(spans: &[Span<u64>]) -> Vec<Span<u64>> {
+    let mut out: Vec<Span<u64>> = Vec::new();
+    for s in spans {
+        match out.last_mut() {
+            Some(last) if s.start <= last.end.saturating_add(COALESCE) => last.end = last.end.max(s.end),
+            _ => out.push(s.clone()),
+        }
+    }
+    out
+}
+
+impl Object for RemoteObject {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn generation(&self) -> &Generation {
+        &self.generation
+    }
+
+    fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {
+        let mut spans = Vec::with_capacity(ranges.len());
+        for r in ranges.iter() {
+            let end = r.at.checked_add(r.buf.len() as u64).filter(|&e| e <= self.len);
+            let Some(end) = end else {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "a read past the end of the object"));
+            };
+            if end > r.at {
+                spans.push(r.at..end);
+            }
+        }
+        if spans.is_empty() {
+            return Ok(());
+        }
+        spans.sort_by_key(|s| s.start);
+        let requests = coalesce(&spans);
+        let (store, path, etag) = (self.store.clone(), self.path.clone(), self.etag.clone());
+        let fetched = wait(async move {
+            futures::stream::iter(requests.into_iter().map(|span| {
+                let (store, path) = (store.clone(), path.clone());
+                let options = GetOptions {
+                    range: Some(GetRange::Bounded(span.clone())),
+                    if_match: etag.clone(),
+                    ..GetOptions::default()
+                };
+                async move {
+                    let got = store.get_opts(&path, options).await?;
+                    Ok::<_, object_store::Error>((span, got.bytes().await?))
+                }
+            }))
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect::<Vec<_>>()
+            .await
+        })?
+        .map_err(|e| match e {
+            object_store::Error::Precondition { .. } => {
+                io::Error::new(io::ErrorKind::NotFound, format!("'{}' was replaced since it was opened", self.path))
+            }
+            e => io_error(e),
+        })?;
+        for r in ranges.iter_mut() {
+            if r.buf.is_empty() {
+                continue;
+            }
+            let (span, bytes) = fetched
+                .iter()
+                .find(|(s, _)| s.start <= r.at && r.at + r.buf.len() as u64 <= s.end)
+                .ok_or_else(|| io::Error::other("a coalesced read does not cover its range"))?;
+            let from = (r.at - span.start) as usize;
+            let piece = bytes.get(from..from + r.buf.len()).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::UnexpectedEof, format!("'{}' answered fewer bytes than asked", self.path))
+            })?;
+            r.buf.copy_from_slice(piece);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{coalesce, Remote};
+    use crate::store::location::{conformance, Condition, Location, PutError};
+    use crate::testing::servers;
+
+    #[test]
+    fn near_ranges_coalesce_far_ones_do_not() {
+        let c = super::COALESCE;
+        assert_eq!(coalesce(&[0..10, 10..20, 30..40]), vec![0..40]);
+        assert_eq!(coalesce(&[0..10, 10 + c + 1..10 + c + 5]), vec![0..10, 10 + c + 1..10 + c + 5]);
+        assert_eq!(coalesce(&[0..100, 5..10]), vec![0..100]);
+    }
+
+    /// The S3 location `root` of `bucket` at `endpoint`, configured here
+    /// rather than from the environment (tests run side by side).
+    fn s3(endpoint: &str, bucket: &str, root: &str) -> Remote {
+        let s3 = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(endpoint)
+            .with_bucket_name(bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_allow_http(true)
+            .with_retry(super::retry())
+            .build()
+            .unwrap();
+        let base = format!("s3://{bucket}/{root}/");
+        Remote { store: Arc::new(s3), root: root.to_owned(), base, writable: true }
+    }
+
+    #[test]
+    fn the_suite_passes_on_an_s3_server() {
+        let moto = servers::moto("suite");
+        conformance::run(&s3(&moto.url(), "suite", "top"), "");
+        conformance::run(&s3(&moto.url(), "suite", "deeper/arr.caterva"), "");
+    }
+
+    #[test]
+    fn reads_pass_on_a_web_server_which_is_read_only() {
+        let nginx = servers::nginx();
+        let dir = nginx.www().join("dir");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("sample"), conformance::sample()).unwrap();
+        let (loc, key) = super::locate(&format!("{}/dir/sample", nginx.url())).unwrap();
+        assert_eq!(key, "sample");
+        assert_eq!(loc.url("sample"), format!("{}/dir/sample", nginx.url()));
+        let g = loc.stat("sample").unwrap().unwrap().generation;
+        conformance::reads(loc.as_ref(), "sample", &g);
+        for r in [loc.put("new", b"x", Condition::Always).map(drop), loc.remove("sample", None)] {
+            match r {
+                Err(PutError::Io(e)) => assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied),
+                other => panic!("a web server took a write: {other:?}"),
+            }
+        }
+        // A file replaced after it was opened: its reads fail, never mix versions.
+        let o = loc.open("sample").unwrap();
+        std::fs::write(dir.join("sample"), b"another file, of another length").unwrap();
+        assert!(o.read_vec(0, 16).is_err());
+        assert_eq!(loc.open("sample").unwrap().read_vec(0, 7).unwrap(), b"another");
+    }
+}

@@ -1,0 +1,144 @@
+//! Arrays on a web server (nginx) and an S3-compatible store (moto's
+//! server), both started on 127.0.0.1 by the test: opened by URL through
+//! the public API as a path would be, read as on disk (every value checked
+//! against the local copy), copied out, refused every change, and failing
+//! with clear errors on missing objects, objects that are not arrays and
+//! servers that went away.
+//!
+//! One test function: the S3 client reads its endpoint and credentials from
+//! the AWS environment variables, which are set once, before any client is
+//! made (this file is its own process).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use caterva::testing::servers;
+use caterva::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
+
+mod common;
+use common::scratch_dir;
+
+const SHAPE: [i64; 3] = [20, 33, 17];
+
+fn items() -> Vec<u8> {
+    (0..SHAPE.iter().product::<i64>()).flat_map(|v| (((v * 2_654_435_761) >> 9) as u32).to_le_bytes()).collect()
+}
+
+/// A local array of [`SHAPE`] u32 items at `url`.
+fn make(ctx: &Context, url: &str, contiguous: bool) {
+    let _ = Array::remove(url);
+    let params = Params { itemsize: 4, shape: SHAPE.to_vec(), dtype: Some("<u4".into()) };
+    let storage = StorageParams {
+        chunkshape: vec![8, 16, 8],
+        blockshape: vec![4, 4, 4],
+        contiguous,
+        urlpath: Some(url.to_owned()),
+        metalayers: vec![Metalayer { name: "m".into(), content: b"meta".to_vec() }],
+    };
+    let mut a = Array::from_buffer(ctx, &params, &storage, &items()).unwrap();
+    a.vlmeta_add("note", b"remote").unwrap();
+}
+
+/// The files of the array at `url`: (name under the array's key, bytes).
+fn files(url: &str) -> Vec<(String, Vec<u8>)> {
+    let p = Path::new(url);
+    if p.is_file() {
+        return vec![(String::new(), std::fs::read(p).unwrap())];
+    }
+    let mut out: Vec<_> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (format!("/{}", e.file_name().to_str().unwrap()), std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// What a reader sees of an array: items, a slice across chunks, one item, metadata.
+fn seen(a: &Array) -> [Vec<u8>; 5] {
+    let mut part = vec![0; 4 * 9 * 20 * 9];
+    a.get_slice_buffer(&[5, 10, 3], &[14, 30, 12], &mut part, &[9, 20, 9]).unwrap();
+    let mut one = vec![0; 4];
+    a.get_slice_buffer(&[19, 32, 16], &[20, 33, 17], &mut one, &[1, 1, 1]).unwrap();
+    [a.to_vec().unwrap(), part, one, a.meta_get("m").unwrap(), a.vlmeta_get("note").unwrap()]
+}
+
+#[test]
+fn arrays_on_web_servers_and_s3_read_as_on_disk() {
+    let mut moto = servers::moto("arrays");
+    for (k, v) in [
+        ("AWS_ENDPOINT_URL", moto.url().as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ] {
+        std::env::set_var(k, v);
+    }
+    let mut nginx = servers::nginx();
+    let dir = scratch_dir("remote");
+    let plain = Context::new(Config::default()).unwrap();
+    let summed = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
+    let cached = Context::new(Config { block_cache: 1 << 20, ..Config::default() }).unwrap();
+    for (i, ctx) in [&plain, &summed, &cached].into_iter().enumerate() {
+        for contiguous in [true, false] {
+            let name = format!("a{i}-{}.b2nd", if contiguous { "frame" } else { "dir" });
+            let local = dir.join(&name).to_string_lossy().into_owned();
+            make(ctx, &local, contiguous);
+            let mine = Array::open(ctx, &local).unwrap();
+            std::fs::create_dir_all(nginx.www().join("arrays").join(&name)).unwrap();
+            for (rest, bytes) in files(&local) {
+                let path = format!("arrays/{name}{rest}");
+                if contiguous {
+                    std::fs::remove_dir_all(nginx.www().join(&path)).unwrap();
+                }
+                std::fs::write(nginx.www().join(&path), &bytes).unwrap();
+                assert_eq!(moto.request("PUT", &format!("/arrays/{path}"), &bytes), 200);
+            }
+            for url in [format!("{}/arrays/{name}", nginx.url()), format!("s3://arrays/arrays/{name}")] {
+                let what = format!("{url} (context {i})");
+                let mut remote = Array::open(ctx, &url).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(remote.shape(), SHAPE, "{what}");
+                assert_eq!(seen(&remote), seen(&mine), "{what}");
+                assert_eq!(remote.has_checksums(), i == 1, "{what}");
+                assert!(remote.verify(&mut |_, _| {}).unwrap().is_empty(), "{what}");
+                // Copied out to a local path, read back whole.
+                let back = dir.join(format!("back-{i}-{contiguous}")).to_string_lossy().into_owned();
+                remote.save(&back).unwrap();
+                assert_eq!(Array::open(ctx, &back).unwrap().to_vec().unwrap(), items(), "{what}");
+                // Every change is refused, nothing written.
+                let e = remote.set_slice_buffer(&[0; 4], &[1, 1, 1], &[0, 0, 0], &[1, 1, 1]).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{what}: {e}");
+                assert_eq!(Array::remove(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
+                assert_eq!(mine.save(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
+                assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&mine), "{what}: after the refusals");
+            }
+        }
+    }
+    // Clear errors: nothing there, something that is not an array.
+    for url in [format!("{}/arrays/none.b2nd", nginx.url()), "s3://arrays/arrays/none.b2nd".to_owned()] {
+        let e = Array::open(&plain, &url).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{url}: {e}");
+    }
+    std::fs::write(nginx.www().join("arrays/text"), b"just some text, no frame here").unwrap();
+    assert_eq!(moto.request("PUT", "/arrays/arrays/text", b"just some text, no frame here"), 200);
+    for url in [format!("{}/arrays/text", nginx.url()), "s3://arrays/arrays/text".to_owned()] {
+        let e = Array::open(&plain, &url).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidFormat, "{url}: {e}");
+    }
+    let e = Array::open(&plain, "s3://no-such-bucket/a.b2nd").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
+    // Servers gone: an error after the retries, not a hang and not a crash.
+    let http_url = format!("{}/arrays/a0-frame.b2nd", nginx.url());
+    nginx.kill();
+    moto.kill();
+    for url in [http_url, "s3://arrays/arrays/a0-frame.b2nd".to_owned()] {
+        let t = Instant::now();
+        let e = Array::open(&plain, &url).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{url}: {e}");
+        assert!(t.elapsed() < Duration::from_secs(90), "{url}: {:?}", t.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
