@@ -1,9 +1,9 @@
 //! Arrays on a web server (nginx) and an S3-compatible store (moto's
 //! server), both started on 127.0.0.1 by the test: opened by URL through
-//! the public API as a path would be, read as on disk (every value checked
-//! against the local copy), copied out, refused every change, and failing
-//! with clear errors on missing objects, objects that are not arrays and
-//! servers that went away.
+//! the public API as a path would be, and by a C program through
+//! `caterva_open`, read as on disk (every value checked against the local
+//! copy), copied out, refused every change, and failing with clear errors
+//! on missing objects, objects that are not arrays and servers that went away.
 //!
 //! One test function: the S3 client reads its endpoint and credentials from
 //! the AWS environment variables, which are set once, before any client is
@@ -16,7 +16,31 @@ use caterva::testing::servers;
 use caterva::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
 
 mod common;
-use common::scratch_dir;
+use common::{blosc2_include, check_library_is_current, compiler, manifest_dir, profile_dir, run, scratch_dir, STRICT};
+
+/// `tests/remote/read_url.c` built against libcaterva.so: an existing C
+/// program's `caterva_open`, given a URL.
+fn c_reader(dir: &Path) -> std::path::PathBuf {
+    let exe = dir.join("read_url");
+    let lib = profile_dir();
+    check_library_is_current(&lib);
+    let mut cc = compiler(false);
+    cc.arg("-std=c99")
+        .args(STRICT)
+        .arg("-I")
+        .arg(manifest_dir().join("include"))
+        .arg("-I")
+        .arg(blosc2_include())
+        .arg(manifest_dir().join("tests/remote/read_url.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lcaterva", "-lblosc2"]);
+    run(&mut cc, "compiling tests/remote/read_url.c");
+    exe
+}
 
 const SHAPE: [i64; 3] = [20, 33, 17];
 
@@ -79,6 +103,7 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
     }
     let mut nginx = servers::nginx();
     let dir = scratch_dir("remote");
+    let reader = c_reader(&dir);
     let plain = Context::new(Config::default()).unwrap();
     let summed = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
     let cached = Context::new(Config { block_cache: 1 << 20, ..Config::default() }).unwrap();
@@ -114,6 +139,10 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
                 assert_eq!(Array::remove(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
                 assert_eq!(mine.save(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
                 assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&mine), "{what}: after the refusals");
+                // And from C, through the unchanged ABI.
+                let out = dir.join("from-c.bin");
+                run(std::process::Command::new(&reader).arg(&url).arg(&out), &format!("C reading {url}"));
+                assert_eq!(std::fs::read(&out).unwrap(), items(), "{what}: read from C");
             }
         }
     }

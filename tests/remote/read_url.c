@@ -1,0 +1,51 @@
+/* An existing C program's view of a remote array: caterva_open takes a URL
+ * where it took a path. Usage: read_url URL OUT — writes the array's items
+ * to OUT, and checks that a write is refused as invalid storage and that a
+ * URL with nothing there fails to open. Exit status 0 when all held. */
+#include <caterva.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: read_url URL OUT\n");
+        return 2;
+    }
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx = NULL;
+    caterva_array_t *arr = NULL;
+    if (caterva_ctx_new(&cfg, &ctx) != CATERVA_SUCCEED) return 3;
+    int rc = caterva_open(ctx, argv[1], &arr);
+    if (rc != CATERVA_SUCCEED) {
+        fprintf(stderr, "caterva_open(%s): %d\n", argv[1], rc);
+        return 4;
+    }
+    int64_t size = arr->nitems * arr->itemsize;
+    void *buf = malloc((size_t)size);
+    if (buf == NULL || caterva_to_buffer(ctx, arr, buf, size) != CATERVA_SUCCEED) return 5;
+    FILE *f = fopen(argv[2], "wb");
+    if (f == NULL || fwrite(buf, 1, (size_t)size, f) != (size_t)size || fclose(f) != 0) return 6;
+    int64_t one[CATERVA_MAX_DIM], start[CATERVA_MAX_DIM], stop[CATERVA_MAX_DIM];
+    for (int i = 0; i < arr->ndim; i++) {
+        one[i] = 1;
+        start[i] = 0;
+        stop[i] = 1;
+    }
+    rc = caterva_set_slice_buffer(ctx, buf, one, arr->itemsize, start, stop, arr);
+    if (rc != CATERVA_ERR_INVALID_STORAGE) {
+        fprintf(stderr, "a write at %s returned %d, not CATERVA_ERR_INVALID_STORAGE\n", argv[1], rc);
+        return 7;
+    }
+    free(buf);
+    caterva_free(ctx, &arr);
+    char missing[4096];
+    snprintf(missing, sizeof missing, "%s.missing", argv[1]);
+    rc = caterva_open(ctx, missing, &arr);
+    if (rc != CATERVA_ERR_INVALID_STORAGE || arr != NULL) {
+        fprintf(stderr, "opening %s returned %d\n", missing, rc);
+        return 8;
+    }
+    caterva_ctx_free(&ctx);
+    return 0;
+}
