@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
-use common::{blosc2_include, check_library_is_current, compiler, manifest_dir, profile_dir, run, scratch_dir, STRICT};
+use common::{
+    blosc2_include, build_c_program, check_library_is_current, compiler, manifest_dir, profile_dir, run, scratch_dir,
+    STRICT,
+};
 
 #[test]
 fn c_suite() {
@@ -19,23 +22,7 @@ fn c_suite() {
         .filter(|p| p.extension().is_some_and(|x| x == "c"))
         .collect();
     sources.sort();
-    let lib = profile_dir();
-    check_library_is_current(&lib);
-    let mut cc = compiler(false);
-    cc.arg("-std=c99")
-        .args(STRICT)
-        .arg("-I")
-        .arg(manifest_dir().join("include"))
-        .arg("-I")
-        .arg(blosc2_include())
-        .args(&sources)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lcaterva", "-lblosc2", "-lm", "-pthread"]);
-    run(&mut cc, "compiling the C suite");
+    build_c_program(&sources, &exe, &["-lm", "-pthread"], "compiling the C suite");
     // Run in a scratch directory (persistent cases write files) with no
     // LD_LIBRARY_PATH: the rpath and libcaterva's $ORIGIN must suffice.
     let out = run(Command::new(&exe).current_dir(&dir).env_remove("LD_LIBRARY_PATH"), "the C suite");

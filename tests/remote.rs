@@ -16,29 +16,14 @@ use caterva::testing::servers;
 use caterva::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
 
 mod common;
-use common::{blosc2_include, check_library_is_current, compiler, manifest_dir, profile_dir, run, scratch_dir, STRICT};
+use common::{build_c_program, manifest_dir, run, scratch_dir};
 
 /// `tests/remote/read_url.c` built against libcaterva.so: an existing C
 /// program's `caterva_open`, given a URL.
 fn c_reader(dir: &Path) -> std::path::PathBuf {
     let exe = dir.join("read_url");
-    let lib = profile_dir();
-    check_library_is_current(&lib);
-    let mut cc = compiler(false);
-    cc.arg("-std=c99")
-        .args(STRICT)
-        .arg("-I")
-        .arg(manifest_dir().join("include"))
-        .arg("-I")
-        .arg(blosc2_include())
-        .arg(manifest_dir().join("tests/remote/read_url.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lcaterva", "-lblosc2"]);
-    run(&mut cc, "compiling tests/remote/read_url.c");
+    let source = manifest_dir().join("tests/remote/read_url.c");
+    build_c_program(&[source], &exe, &[], "compiling tests/remote/read_url.c");
     exe
 }
 

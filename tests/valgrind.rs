@@ -16,7 +16,7 @@
 use std::process::Command;
 
 mod common;
-use common::{blosc2_include, check_library_is_current, compiler, manifest_dir, profile_dir, run, scratch_dir, STRICT};
+use common::{build_c_program, manifest_dir, run, scratch_dir};
 
 fn valgrind_installed() -> bool {
     Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success())
@@ -30,23 +30,8 @@ fn leak_gate(name: &str) {
     }
     let dir = scratch_dir(&format!("valgrind_{name}"));
     let exe = dir.join(name);
-    let lib = profile_dir();
-    check_library_is_current(&lib);
-    let mut cc = compiler(false);
-    cc.arg("-std=c99")
-        .args(STRICT)
-        .arg("-I")
-        .arg(manifest_dir().join("include"))
-        .arg("-I")
-        .arg(blosc2_include())
-        .arg(manifest_dir().join("tests").join("valgrind").join(format!("{name}.c")))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lcaterva", "-lblosc2", "-pthread"]);
-    run(&mut cc, &format!("compiling {name}.c"));
+    let source = manifest_dir().join("tests").join("valgrind").join(format!("{name}.c"));
+    build_c_program(&[source], &exe, &["-pthread"], &format!("compiling {name}.c"));
     // The program alone first: a failure there is not a leak.
     run(Command::new(&exe).current_dir(&dir).env_remove("LD_LIBRARY_PATH"), name);
     let out = Command::new("valgrind")

@@ -65,6 +65,30 @@ pub fn compiler(cpp: bool) -> Command {
 
 pub const STRICT: [&str; 3] = ["-Wall", "-Wextra", "-Werror"];
 
+/// Build the C99 program `sources` at `exe`, strictly, against this crate's
+/// header and a current libcaterva.so (found by rpath), with `extra` linker
+/// arguments after `-lcaterva -lblosc2`.
+pub fn build_c_program(sources: &[PathBuf], exe: &Path, extra: &[&str], what: &str) {
+    let lib = profile_dir();
+    check_library_is_current(&lib);
+    let mut cc = compiler(false);
+    cc.arg("-std=c99")
+        .args(STRICT)
+        .arg("-I")
+        .arg(manifest_dir().join("include"))
+        .arg("-I")
+        .arg(blosc2_include())
+        .args(sources)
+        .arg("-o")
+        .arg(exe)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lcaterva", "-lblosc2"])
+        .args(extra);
+    peers::run(&mut cc, what);
+}
+
 /// SplitMix64: a small deterministic generator, good enough to drive a test.
 pub struct Rng(pub u64);
 
