@@ -55,10 +55,9 @@ def servers(tmp_path_factory):
     """(nginx's URL and root, moto's URL): .ci/setup installs both."""
     d = tmp_path_factory.mktemp("servers")
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    moto = ROOT / "target/interop/moto/bin/moto_server"
-    moto = str(moto) if moto.exists() else shutil.which("moto_server")
-    if not os.path.exists(nginx) or not moto:
-        pytest.fail("nginx and moto_server are needed (.ci/setup installs them)")
+    moto = ROOT / "target/interop/moto/bin/python"
+    if not os.path.exists(nginx) or not moto.exists():
+        pytest.fail("nginx and moto are needed (.ci/setup installs them)")
     www, tmp = d / "www", d / "tmp"
     www.mkdir()
     tmp.mkdir()
@@ -72,7 +71,9 @@ def servers(tmp_path_factory):
     log = open(d / "nginx.log", "w")
     web = _start([nginx, "-p", str(d), "-c", str(d / "nginx.conf"), "-e", str(d / "error.log")], port, log)
     s3port = _free_port()
-    s3 = _start([moto, "-H", "127.0.0.1", "-p", str(s3port)], s3port, open(d / "moto.log", "w"))
+    # moto's app with atomic conditional writes (src/testing/s3_server.py).
+    server = ROOT / "src/testing/s3_server.py"
+    s3 = _start([str(moto), str(server), "127.0.0.1", str(s3port)], s3port, open(d / "moto.log", "w"))
     s3url = f"http://127.0.0.1:{s3port}"
     assert _request(s3url, "PUT", "/arrays") == 200
     # Before the first S3 request of this process (and inherited by Dask's workers).

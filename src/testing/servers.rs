@@ -144,11 +144,13 @@ pub fn nginx() -> Server {
 pub fn moto(bucket: &str) -> Server {
     let dir = folder("moto");
     let port = free_port();
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/interop/moto/bin/moto_server");
-    let bin = program("CATERVA_MOTO_SERVER", &[venv], "moto_server");
-    let mut cmd = Command::new(&bin);
-    cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
-    let server = start(cmd, port, dir, "moto_server (.ci/setup installs it in target/interop/moto)");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let venv = root.join("target/interop/moto/bin/python");
+    let python = program("CATERVA_MOTO_PYTHON", &[venv], "python3");
+    // moto's app with atomic conditional writes (see the script).
+    let mut cmd = Command::new(&python);
+    cmd.arg(root.join("src/testing/s3_server.py")).args(["127.0.0.1", &port.to_string()]);
+    let server = start(cmd, port, dir, "moto (.ci/setup installs it in target/interop/moto)");
     let status = server.request("PUT", &format!("/{bucket}"), b"");
     assert_eq!(status, 200, "making the bucket '{bucket}'");
     server
