@@ -55,6 +55,17 @@ pub enum Error {
         /// The system's description.
         message: String,
     },
+    /// Another writer changed the array first: nothing was written (its
+    /// kind is [`ErrorKind::InvalidStorage`]). Arrays on object stores are
+    /// changed optimistically: bring the handle up to date
+    /// ([`crate::Array::refresh`]) and make the change again; the library's
+    /// own writes of items do so themselves.
+    Conflict {
+        /// The array's URL.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// Stored data fails its integrity check.
     Corrupt {
         /// The chunk that fails (`-1` for the checksum table itself).
@@ -127,7 +138,7 @@ impl Error {
             Error::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Error::InvalidIndex(_) => ErrorKind::InvalidIndex,
             Error::NullPointer(_) => ErrorKind::NullPointer,
-            Error::InvalidStorage { .. } => ErrorKind::InvalidStorage,
+            Error::InvalidStorage { .. } | Error::Conflict { .. } => ErrorKind::InvalidStorage,
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::InvalidFormat(_) => ErrorKind::InvalidFormat,
             Error::Blosc { .. } => ErrorKind::Blosc,
@@ -153,7 +164,9 @@ impl fmt::Display for Reason<'_> {
             Error::InvalidArgument(m) | Error::InvalidIndex(m) | Error::NullPointer(m) | Error::InvalidFormat(m) => {
                 f.write_str(m)
             }
-            Error::InvalidStorage { reason, .. } | Error::Corrupt { reason, .. } => f.write_str(reason),
+            Error::InvalidStorage { reason, .. } | Error::Conflict { reason, .. } | Error::Corrupt { reason, .. } => {
+                f.write_str(reason)
+            }
             Error::Blosc { op, code: Some(c) } => write!(f, "{op} failed (blosc2 error {c})"),
             Error::Blosc { op, code: None } => write!(f, "{op} failed"),
             Error::Io { op, message, .. } => write!(f, "{op}: {message}"),

@@ -2,8 +2,9 @@
 //! server), both started on 127.0.0.1 by the test: opened by URL through
 //! the public API as a path would be, and by a C program through
 //! `caterva_open`, read as on disk (every value checked against the local
-//! copy), copied out, refused every change, and failing with clear errors
-//! on missing objects, objects that are not arrays and servers that went away.
+//! copy), copied out, written on S3 (from Rust and C) and refused writes on
+//! the web server, and failing with clear errors on missing objects, objects
+//! that are not arrays and servers that went away.
 //!
 //! One test function: the S3 client reads its endpoint and credentials from
 //! the AWS environment variables, which are set once, before any client is
@@ -118,16 +119,32 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
                 let back = dir.join(format!("back-{i}-{contiguous}")).to_string_lossy().into_owned();
                 remote.save(&back).unwrap();
                 assert_eq!(Array::open(ctx, &back).unwrap().to_vec().unwrap(), items(), "{what}");
-                // Every change is refused, nothing written.
-                let e = remote.set_slice_buffer(&[0; 4], &[1, 1, 1], &[0, 0, 0], &[1, 1, 1]).unwrap_err();
-                assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{what}: {e}");
-                assert_eq!(Array::remove(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
-                assert_eq!(mine.save(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
-                assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&mine), "{what}: after the refusals");
-                // And from C, through the unchanged ABI.
+                // From C, through the unchanged ABI.
                 let out = dir.join("from-c.bin");
                 run(std::process::Command::new(&reader).arg(&url).arg(&out), &format!("C reading {url}"));
                 assert_eq!(std::fs::read(&out).unwrap(), items(), "{what}: read from C");
+                // Writes: refused on a web server; on S3 published as new
+                // objects and a conditional replacement, read back as the
+                // same write on the local copy reads.
+                let region = ([1, 2, 3], [5, 9, 7]);
+                let part = vec![0xC3u8; 4 * 4 * 7 * 4];
+                let write = |a: &mut Array| a.set_slice_buffer(&part, &[4, 7, 4], &region.0, &region.1);
+                if url.starts_with("s3://") {
+                    write(&mut remote).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let mut copy = Array::open(ctx, &back).unwrap();
+                    write(&mut copy).unwrap();
+                    assert_eq!(seen(&remote), seen(&copy), "{what}: after a write");
+                    assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&copy), "{what}: written, reopened");
+                } else {
+                    let e = write(&mut remote).unwrap_err();
+                    assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{what}: {e}");
+                    assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&mine), "{what}: after the refusal");
+                }
+                // Removing it, or saving over it, is refused: nothing written.
+                let before = seen(&Array::open(ctx, &url).unwrap());
+                assert_eq!(Array::remove(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
+                assert_eq!(mine.save(&url).unwrap_err().kind(), ErrorKind::InvalidStorage, "{what}");
+                assert_eq!(seen(&Array::open(ctx, &url).unwrap()), before, "{what}: after the refusals");
             }
         }
     }

@@ -46,13 +46,21 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::get_slice_buffer`].
+    ///
+    /// On an object store, where writers do not lock the array, the write
+    /// is made on this handle's version and published only if nobody
+    /// changed the array meanwhile; otherwise the handle is brought up to
+    /// date and the write made again (for up to two minutes), so no
+    /// writer's items are lost.
     pub fn set_slice_buffer(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
-        let region = self.geom.region(start, stop)?;
-        engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
-        let parts = engine::plan(&self.geom, &region)?;
-        let built =
-            engine::build_chunks(&self.ctx, Some(&self.store), &self.geom, &region, &parts, buffer, buffershape, None)?;
-        self.store.write(|tx| tx.update_chunks(&built))
+        self.optimistically(|a| {
+            let region = a.geom.region(start, stop)?;
+            engine::check_user_buffer(&a.geom, &region, buffershape, buffer.len())?;
+            let parts = engine::plan(&a.geom, &region)?;
+            let built =
+                engine::build_chunks(&a.ctx, Some(&a.store), &a.geom, &region, &parts, buffer, buffershape, None)?;
+            a.store.write(|tx| tx.update_chunks(&built))
+        })
     }
 
     /// Read the outer product of one index list per axis into `buffer`, a
@@ -77,8 +85,10 @@ impl Array {
     /// # Errors
     /// As [`Array::get_orthogonal_selection`].
     pub fn set_orthogonal_selection(&mut self, selection: &[&[i64]], buffer: &[u8], buffershape: &[i64]) -> Result<()> {
-        let sel = engine::Selection::new(&self.geom, selection, true)?;
-        let built = engine::build_selection(&self.ctx, &self.store, &self.geom, &sel, buffer, buffershape)?;
-        self.store.write(|tx| tx.update_chunks(&built))
+        self.optimistically(|a| {
+            let sel = engine::Selection::new(&a.geom, selection, true)?;
+            let built = engine::build_selection(&a.ctx, &a.store, &a.geom, &sel, buffer, buffershape)?;
+            a.store.write(|tx| tx.update_chunks(&built))
+        })
     }
 }

@@ -1,11 +1,15 @@
 //! Several handles, in several processes, writing one persisted array:
 //! [`Array::refresh`] and [`Array::exclusive`].
 
+use std::time::{Duration, Instant};
+
 use super::{geometry_of, Array};
 use crate::engine;
-#[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// How long [`Array::optimistically`] keeps trying a write that other
+/// writers keep getting in first.
+const CONTENDED_FOR: Duration = Duration::from_secs(120);
 
 impl Array {
     /// Bring this handle up to date with what other handles (in this
@@ -56,6 +60,10 @@ impl Array {
     /// # Errors
     /// As [`Array::set_slice_buffer`] and [`Array::refresh`].
     pub fn set_slice_shared(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
+        if self.store.is_versioned() {
+            // No lock to share: every write is optimistic there.
+            return self.set_slice_buffer(buffer, buffershape, start, stop);
+        }
         let region = self.geom.region(start, stop)?;
         engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
         let parts = engine::plan(&self.geom, &region)?;
@@ -77,4 +85,56 @@ impl Array {
         drop(held);
         result
     }
+
+    /// Remove what writers killed mid-write left of an array on an object
+    /// store: chunk objects of its sparse frame that its index does not
+    /// name and that are at least `older_than` old (a writer names its new
+    /// chunk objects in the index moments after it makes them, so an hour
+    /// is safe). Returns how many were removed. Elsewhere (local files,
+    /// contiguous frames, memory) there is nothing to remove: 0.
+    ///
+    /// # Errors
+    /// As the storage fails; [`Error::InvalidFormat`] for an unsound index.
+    pub fn remove_orphans(&self, older_than: Duration) -> Result<usize> {
+        self.store.remove_orphans(older_than)
+    }
+
+    /// Run `write` (which builds what it writes from this handle's view, and
+    /// writes it) until it is not beaten by another writer: on an object
+    /// store a write is published only if the array is still the version
+    /// the handle read ([`Error::Conflict`] otherwise, with nothing
+    /// written), so after a conflict, or a failure while the array was
+    /// being replaced (a chunk the handle's version named has gone), the
+    /// handle is brought up to date and `write` runs again, after a random
+    /// pause that doubles each time, for up to two minutes. Elsewhere
+    /// `write` runs once.
+    pub(crate) fn optimistically<T>(&mut self, mut write: impl FnMut(&mut Array) -> Result<T>) -> Result<T> {
+        if !self.store.is_versioned() {
+            return write(self);
+        }
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let e = match write(self) {
+                Err(e @ Error::Conflict { .. }) => e,
+                Err(e) if self.store.replaced_since_read() => e,
+                r => return r,
+            };
+            if start.elapsed() > CONTENDED_FOR {
+                return Err(e);
+            }
+            std::thread::sleep(jitter(pause));
+            pause = (pause * 2).min(Duration::from_millis(500));
+            self.store.lock_fresh()?;
+            self.geom = geometry_of(&self.store)?;
+        }
+    }
+}
+
+/// A pause between half of `d` and `d`, so that writers that collided do
+/// not collide again in step.
+fn jitter(d: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.subsec_nanos());
+    let frac = f64::from(nanos % 1000) / 2000.0 + 0.5;
+    d.mul_f64(frac)
 }

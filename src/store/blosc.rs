@@ -1042,7 +1042,7 @@ pub(crate) fn repeat_chunk(
 
 /// Compress a frame's offsets index as c-blosc2 does (`frame_append_chunk`:
 /// BloscLZ, 8-byte items, 16 KiB blocks, never split), with one thread.
-fn compress_offsets(offsets: &[i64]) -> Result<Vec<u8>> {
+pub(crate) fn compress_offsets(offsets: &[i64]) -> Result<Vec<u8>> {
     init();
     let bytes: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
     // SAFETY: returns a plain struct by value.
@@ -1509,7 +1509,6 @@ impl SChunk {
 
     /// The parameters of its storage's I/O descriptor (what names the frame
     /// of a stand-in: [`blosc_io::stand_in_url`]).
-    #[cfg(test)]
     pub(crate) fn io_params(&self) -> *mut c_void {
         let st = self.raw().storage;
         // SAFETY: a live super-chunk's storage and descriptor are valid or null.

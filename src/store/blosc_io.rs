@@ -16,9 +16,14 @@
 //!   given a local stand-in path of the right kind, and the descriptor's
 //!   parameters name the frame's real location, which every stream it then
 //!   opens reads (its streams never touch the stand-in).
+//! - While a versioned write is under way ([`Draft`]), the streams of a
+//!   stand-in's frame read and write whole images of its objects in memory
+//!   instead: c-blosc2 changes the frame as it would a local one, and the
+//!   store then publishes what changed by its location's protocol
+//!   (`store/versioned.rs`). Nothing reaches the location before that.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -49,6 +54,8 @@ struct Stream {
     remote: Option<(Arc<dyn Location>, String)>,
     append: bool,
     served: Option<std::rc::Rc<Served>>,
+    /// A stream of an object of a [`Draft`]: its bytes are the draft's image.
+    draft: Option<(Arc<Mutex<Draft>>, String)>,
 }
 
 impl Stream {
@@ -70,6 +77,107 @@ struct Remote {
     location: Arc<dyn Location>,
     key: String,
     contiguous: bool,
+    /// The write under way, if any ([`Draft`]).
+    draft: Option<Arc<Mutex<Draft>>>,
+}
+
+/// The objects of a stand-in's frame as a versioned write under way has
+/// them: whole images in memory, which c-blosc2's streams read and write
+/// instead of the location. It starts with the frame object (the contiguous
+/// frame, or a sparse frame's index) of the version the write is based on,
+/// so every read of it sees that version; objects c-blosc2 opens to write
+/// join it, whole (a chunk object it rewrites starts from the location's
+/// bytes); the others are read from the location as usual.
+#[derive(Debug, Default)]
+pub(crate) struct Draft {
+    /// Objects by name in the location: their bytes as the write has them.
+    pub(crate) images: HashMap<String, Vec<u8>>,
+    /// The names c-blosc2 opened to write, in order.
+    pub(crate) written: BTreeSet<String>,
+}
+
+impl Draft {
+    /// Make the stand-in of the super-chunk whose I/O parameters are
+    /// `params` hold its objects in a new draft, starting from the frame
+    /// object `frame` (its name and bytes).
+    ///
+    /// # Errors
+    /// If `params` names no stand-in, or one with a draft already.
+    pub(super) fn begin(params: *mut c_void, frame: String, bytes: Vec<u8>) -> std::io::Result<()> {
+        let mut remotes = remotes();
+        let r = remotes
+            .get_mut(&(params as usize))
+            .ok_or_else(|| std::io::Error::other("the super-chunk was not opened through a stand-in"))?;
+        if r.draft.is_some() {
+            return Err(std::io::Error::other("a write is already under way on this super-chunk"));
+        }
+        let mut d = Draft::default();
+        d.images.insert(frame, bytes);
+        r.draft = Some(Arc::new(Mutex::new(d)));
+        Ok(())
+    }
+
+    /// Take the draft of the stand-in `params` names back (its streams read
+    /// the location again).
+    pub(super) fn end(params: *mut c_void) -> Option<Draft> {
+        let d = remotes().get_mut(&(params as usize))?.draft.take()?;
+        let d = Arc::try_unwrap(d).map_or_else(
+            |shared| std::mem::take(&mut *shared.lock().unwrap_or_else(PoisonError::into_inner)),
+            |m| m.into_inner().unwrap_or_else(PoisonError::into_inner),
+        );
+        Some(d)
+    }
+
+    /// The stream of `name` for an open in `mode`, if the draft has (or, to
+    /// write, takes) it; `None` to read it from the location.
+    fn open(
+        draft: &Arc<Mutex<Draft>>,
+        location: &dyn Location,
+        name: &str,
+        mode: &[u8],
+    ) -> std::io::Result<Option<Stream>> {
+        let mut d = draft.lock().unwrap_or_else(PoisonError::into_inner);
+        let writes = mode != b"rb" && mode != b"r";
+        if !d.images.contains_key(name) {
+            if !writes {
+                return Ok(None);
+            }
+            let start = match mode.first() {
+                Some(b'w') => Vec::new(),
+                _ => match location.open(name) {
+                    Ok(o) => {
+                        let mut buf = vec![0; usize::try_from(o.len()).map_err(std::io::Error::other)?];
+                        o.read_at(0, &mut buf)?;
+                        buf
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && mode.first() == Some(&b'a') => Vec::new(),
+                    Err(e) => return Err(e),
+                },
+            };
+            d.images.insert(name.to_owned(), start);
+        }
+        if writes {
+            if mode.first() == Some(&b'w') {
+                d.images.insert(name.to_owned(), Vec::new());
+            }
+            d.written.insert(name.to_owned());
+        }
+        Ok(Some(Stream {
+            object: std::cell::OnceCell::new(),
+            file: None,
+            path: PathBuf::from(location.url(name)),
+            remote: None,
+            append: mode.first() == Some(&b'a'),
+            served: None,
+            draft: Some((draft.clone(), name.to_owned())),
+        }))
+    }
+}
+
+/// Run `f` on the image of a draft stream's object.
+fn with_image<T>(draft: &(Arc<Mutex<Draft>>, String), f: impl FnOnce(&mut Vec<u8>) -> T) -> Option<T> {
+    let mut d = draft.0.lock().unwrap_or_else(PoisonError::into_inner);
+    d.images.get_mut(&draft.1).map(f)
 }
 
 /// The frames given to c-blosc2 through stand-ins, by the number their
@@ -107,7 +215,8 @@ impl StandIn {
         let path = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let remote = Remote { location: site.location.clone(), key: site.key.clone(), contiguous: site.contiguous };
+        let remote =
+            Remote { location: site.location.clone(), key: site.key.clone(), contiguous: site.contiguous, draft: None };
         remotes().insert(id, remote);
         let mut io = descriptor();
         io.params = id as *mut c_void;
@@ -155,12 +264,13 @@ fn stand_in_paths() -> std::io::Result<(&'static Path, &'static Path)> {
 /// The location and name of what c-blosc2 opens at `path` under the
 /// descriptor parameters `params`, if those name a [`StandIn`]'s frame:
 /// the frame object itself, or an object under a sparse frame's prefix.
-fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<(Arc<dyn Location>, String)>> {
+fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<StandInName>> {
     if params.is_null() {
         return None;
     }
     let remotes = remotes();
     let r = remotes.get(&(params as usize))?;
+    let draft = r.draft.clone();
     let found = stand_in_paths().and_then(|(file, dir)| {
         let name = if r.contiguous {
             (path == file).then(|| r.key.clone())
@@ -173,8 +283,12 @@ fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<(Arc<
             std::io::Error::new(std::io::ErrorKind::InvalidInput, e)
         })
     });
-    Some(found.map(|name| (r.location.clone(), name)))
+    Some(found.map(|name| (r.location.clone(), name, draft)))
 }
+
+/// An object of a stand-in's frame: its location, its name there, and the
+/// stand-in's [`Draft`] if a write is under way.
+type StandInName = (Arc<dyn Location>, String, Option<Arc<Mutex<Draft>>>);
 
 /// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
 fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
@@ -291,8 +405,19 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
     }
     let read_only = mode == b"rb" || mode == b"r";
     let remote = match remote_name(params, path) {
-        Some(Ok(r)) if read_only => Some(r),
-        Some(Ok((loc, name))) => {
+        Some(Ok((loc, name, Some(draft)))) => match Draft::open(&draft, &*loc, &name, mode) {
+            Ok(Some(stream)) => return Box::into_raw(Box::new(stream)).cast(),
+            Ok(None) => Some((loc, name)),
+            Err(e) => {
+                // A missing object opened to read is c-blosc2's to report.
+                if !read_only {
+                    note_failure("opening", Path::new(&loc.url(&name)), e);
+                }
+                return std::ptr::null_mut();
+            }
+        },
+        Some(Ok((loc, name, None))) if read_only => Some((loc, name)),
+        Some(Ok((loc, name, None))) => {
             let e = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "objects there are not written in place");
             note_failure("writing", Path::new(&loc.url(&name)), e);
             return std::ptr::null_mut();
@@ -306,7 +431,8 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
     if read_only {
         let path = remote.as_ref().map_or_else(|| path.to_owned(), |(loc, name)| PathBuf::from(loc.url(name)));
         let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
-        let stream = Stream { object: std::cell::OnceCell::new(), file: None, path, remote, append, served };
+        let stream =
+            Stream { object: std::cell::OnceCell::new(), file: None, path, remote, append, served, draft: None };
         if stream.served.is_none() && stream.object().is_err() {
             return std::ptr::null_mut();
         }
@@ -321,6 +447,7 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
                 remote: None,
                 append,
                 served: None,
+                draft: None,
             };
             Box::into_raw(Box::new(stream)).cast()
         }
@@ -347,6 +474,9 @@ unsafe extern "C" fn cb_size(s: *mut c_void) -> i64 {
     if let Some(served) = &s.served {
         return i64::try_from(served.len).unwrap_or(-1);
     }
+    if let Some(d) = &s.draft {
+        return with_image(d, |img| i64::try_from(img.len()).unwrap_or(-1)).unwrap_or(-1);
+    }
     let len = match &s.file {
         Some(f) => f.metadata().map(|m| m.len()),
         None => s.object().and_then(|o| o.len_now()),
@@ -365,6 +495,28 @@ unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, positi
     // SAFETY: c-blosc2 passes `size * nitems` readable bytes.
     let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
     let at = if s.append { None } else { u64::try_from(position).ok() };
+    if let Some(d) = &s.draft {
+        let r = gate(Op::Write, &s.path).map(|()| {
+            with_image(d, |img| {
+                let at = at.map_or(img.len(), |a| usize::try_from(a).unwrap_or(usize::MAX));
+                let end = at.checked_add(bytes.len())?;
+                if img.len() < end {
+                    img.resize(end, 0);
+                }
+                img[at..end].copy_from_slice(bytes);
+                Some(())
+            })
+            .flatten()
+        });
+        return match r {
+            Ok(Some(())) => nitems,
+            Ok(None) => 0,
+            Err(e) => {
+                note_failure("writing", &s.path, e);
+                0
+            }
+        };
+    }
     let Some(file) = &s.file else { return 0 };
     match write_all_at(file, &s.path, at, bytes) {
         Ok(()) => nitems,
@@ -392,6 +544,15 @@ unsafe extern "C" fn cb_read(ptr: *mut *mut c_void, size: i64, nitems: i64, posi
         buf.copy_from_slice(&bytes);
         return nitems;
     }
+    if let Some(d) = &s.draft {
+        let done = with_image(d, |img| {
+            let from = usize::try_from(at).unwrap_or(usize::MAX).min(img.len());
+            let n = (img.len() - from).min(buf.len());
+            buf[..n].copy_from_slice(&img[from..from + n]);
+            n
+        });
+        return done.map_or(0, |n| (n / size_u) as i64);
+    }
     let done = match &s.file {
         Some(file) => super::io::read_upto(file, at, buf),
         None => s.object().and_then(|o| o.read_upto(at, buf)),
@@ -404,9 +565,11 @@ unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
     let Ok(len) = u64::try_from(size) else { return -1 };
-    let r = gate(Op::Truncate, &s.path).and_then(|()| match &s.file {
-        Some(f) => f.set_len(len),
-        None => Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
+    let r = gate(Op::Truncate, &s.path).and_then(|()| match (&s.file, &s.draft) {
+        (_, Some(d)) => with_image(d, |img| img.resize(usize::try_from(len).unwrap_or(usize::MAX), 0))
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)),
+        (Some(f), None) => f.set_len(len),
+        (None, None) => Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
     });
     match r {
         Ok(()) => 0,

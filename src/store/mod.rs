@@ -577,6 +577,13 @@ impl Store {
     /// never written in place.
     pub(crate) fn write<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.check_changeable(Change::InPlace)?;
+        if self.is_versioned() {
+            let r = self.write_versioned(change);
+            if let Some(c) = &self.cache {
+                c.clear();
+            }
+            return r;
+        }
         if self.sc.borrows_buffer() {
             let mem = Storage { contiguous: true, urlpath: None };
             self.sc = self.sc.copy_to(&mem, 1)?;

@@ -83,9 +83,15 @@ impl Store {
     /// # Errors
     /// [`Error::InvalidStorage`] naming why the handle is read-only.
     pub(super) fn check_changeable(&self, how: Change) -> Result<()> {
-        if self.is_versioned() {
+        if self.is_versioned() && self.offset().is_none() {
             let url = self.storage().urlpath.unwrap_or_default();
-            return Err(versioned::unchangeable(&url, "change"));
+            if self.site.as_ref().is_some_and(|s| s.location.read_only()) {
+                return Err(versioned::unchangeable(&url, "change"));
+            }
+            if how == Change::Replace {
+                return Err(versioned::unchangeable(&url, "rewrite as a new array"));
+            }
+            return Ok(());
         }
         match self.offset() {
             Some(at) => {

@@ -12,19 +12,32 @@
 //!   what the check read, and reaches the location through a stand-in path:
 //!   `blosc_io::StandIn`). A handle's view is that version; [`refresh`]
 //!   reloads it when the frame's generation moved.
-//! - **Changing** an array there (writes, creation, saving onto it, removal,
-//!   appending a frame) is refused with [`Error::InvalidStorage`] naming the
-//!   location: a write there has to be new chunk objects and a conditional
-//!   replacement of the index, which this module does not make; copy the
-//!   array to a local path to change it. Nothing is written before the refusal.
+//! - **Writing** ([`Store::write_versioned`]) takes no lock: c-blosc2
+//!   changes the handle's version with its writes held in memory
+//!   (`blosc_io::Draft`), then [`publish`] makes them visible: a sparse
+//!   frame's new chunks as new objects under fresh names (never written
+//!   over), then its index replaced only if it is still the version read; a
+//!   contiguous frame replaced whole under the same condition. A writer that
+//!   loses the race gets [`Error::Conflict`] with nothing published, and the
+//!   array layer makes its write again on the new version
+//!   (`Array::optimistically`), so no update is lost. A writer killed at any
+//!   point leaves the last published version whole; chunk objects it made
+//!   and never published are removed by [`sweep`] once old enough; chunk
+//!   objects a new version no longer names are removed by its writer.
+//! - **Refused** with [`Error::InvalidStorage`], before anything is
+//!   written: any change on a web server (read-only), and what rewrites an
+//!   array as a new one there (creating one, saving or appending a frame
+//!   over one, removing one, reshapes that change the layout): copy the
+//!   array to a local path for those.
 //!
 //! [`refresh`]: Store::refresh_versioned
 
-use super::blosc::SChunk;
-use super::blosc_io::Serving;
+use super::blosc::{self, SChunk};
+use super::blosc_io::{Draft, Serving};
 use super::frame_check::{Chunks, Kept};
-use super::location::{self, Protocol, Site};
-use super::{frame, HeaderCheck, Store};
+use super::journal::TxJournal;
+use super::location::{self, Condition, Generation, Location, Protocol, PutError, Site};
+use super::{frame, HeaderCheck, Store, Tx};
 use crate::error::{Error, Result};
 
 /// How changes are made durable where `urlpath` lives (local paths: the
@@ -46,8 +59,9 @@ pub(super) fn unchangeable(url: &str, what: &str) -> Error {
     Error::storage(
         Some(url),
         format!(
-            "cannot {what} '{url}': arrays there are replaced by whole objects under conditions, \
-             not written in place, and this build only reads them; copy the array to a local path to change it"
+            "cannot {what} '{url}': arrays there are changed by new objects and conditional \
+             replacements of their frame, and this build writes only items and metadata of existing arrays \
+             on object stores (nothing on web servers); copy the array to a local path to do this"
         ),
     )
 }
@@ -110,10 +124,299 @@ impl Store {
         Ok(true)
     }
 
+    /// Whether the frame object this handle read (at a versioned location)
+    /// has been replaced or removed since, as far as the storage can say now.
+    pub(crate) fn replaced_since_read(&self) -> bool {
+        let (Some(site), Some(kept)) = (&self.site, &self.kept) else { return false };
+        match site.location.stat(&frame::frame_object(site)) {
+            Ok(Some(e)) => e.generation != *kept.object.generation(),
+            Ok(None) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// [`sweep`] this store's sparse frame at a versioned location; 0 elsewhere.
+    ///
+    /// # Errors
+    /// As [`sweep`].
+    pub(crate) fn remove_orphans(&self, older_than: std::time::Duration) -> Result<usize> {
+        match &self.site {
+            Some(site) if self.is_versioned() && !site.contiguous && site.offset.is_none() => {
+                sweep(site, older_than).map(|r| r.len())
+            }
+            _ => Ok(0),
+        }
+    }
+
     /// Whether this store's frame lives at a versioned location.
-    pub(super) fn is_versioned(&self) -> bool {
+    pub(crate) fn is_versioned(&self) -> bool {
         self.site.as_ref().is_some_and(|s| s.location.protocol() == Protocol::Versioned)
     }
+
+    /// [`Store::write`] at a versioned location: run `change` on this
+    /// handle's version with c-blosc2's writes held in a [`Draft`], then
+    /// publish them ([`publish`]): new chunk objects under new names, then
+    /// the frame object (a sparse frame's index, or a contiguous frame
+    /// whole) replaced only if it is still the version this handle read.
+    /// The handle is then reloaded, whatever happened.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] if another writer replaced the frame since this
+    /// handle read it (nothing was published: bring the handle up to date
+    /// and make the change again); as `change` and the storage fail.
+    pub(super) fn write_versioned<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let site = self.site.clone().ok_or_else(|| Error::storage(None, "the store has no location"))?;
+        let url = site.url();
+        let base = self.kept.as_ref().map(|k| k.object.clone()).ok_or_else(|| {
+            Error::storage(Some(&url), format!("'{url}': the version this handle read is not known; reopen it"))
+        })?;
+        self.ensure_checked()?;
+        let frame_name = frame::frame_object(&site);
+        let len = usize::try_from(base.len()).map_err(|_| Error::storage(Some(&url), "the frame is too large"))?;
+        let base_bytes = base.read_vec(0, len).map_err(|e| read_error(&url, &e))?;
+        let params = self.sc.io_params();
+        Draft::begin(params, frame_name, base_bytes.clone())
+            .map_err(|e| Error::io("starting a write of", Some(std::path::Path::new(&url)), &e))?;
+        let result = {
+            let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: TxJournal::Idle, marker_due: false };
+            change(&mut tx).and_then(|v| tx.commit().map(|_| v))
+        };
+        let draft = Draft::end(params).unwrap_or_default();
+        // A failure while another writer replaced the version (a chunk
+        // object it named has gone) is that writer's doing.
+        let result = result.map_err(|e| if self.replaced_since_read() { conflict(&url) } else { e });
+        let result = result.and_then(|v| publish(&site, base.generation(), &base_bytes, draft).map(|()| v));
+        // c-blosc2's view of the frame is the draft's, published or not.
+        let reloaded = self.reload();
+        self.seen = self.fingerprint();
+        self.placement = std::sync::OnceLock::new();
+        let v = result?;
+        reloaded?;
+        Ok(v)
+    }
+}
+
+/// The error for a failed read of the frame at `url`: a version that has
+/// gone is a conflict (another writer replaced it).
+fn read_error(url: &str, e: &std::io::Error) -> Error {
+    if matches!(e.kind(), std::io::ErrorKind::NotFound) || e.to_string().contains("precondition") {
+        conflict(url)
+    } else {
+        Error::io("reading", Some(std::path::Path::new(url)), e)
+    }
+}
+
+/// Another writer replaced the array at `url` first.
+fn conflict(url: &str) -> Error {
+    Error::Conflict {
+        path: url.to_owned(),
+        reason: format!(
+            "'{url}' was replaced by another writer since this handle read it; nothing was written: \
+             refresh the handle and write again"
+        ),
+    }
+}
+
+/// Publish what a write put in `draft` for the frame at `site`, whose frame
+/// object was of generation `base` (`base_bytes`):
+///
+/// - A contiguous frame is replaced whole, if still of generation `base`.
+/// - A sparse frame's chunks that c-blosc2 wrote go to new objects, each
+///   under a fresh name (created only if absent: never written over), and
+///   its index is rewritten to name them; the index is then replaced if
+///   still of generation `base`. If that fails, the new chunk objects are
+///   removed; if it succeeds, the chunk objects the old index named and the
+///   new one does not are (readers of the old version that still read them
+///   then find them gone, and refresh).
+///
+/// A writer killed in between leaves the old version whole and readable,
+/// and chunk objects no index names (see [`sweep`]).
+///
+/// # Errors
+/// [`Error::Conflict`] if the frame object changed; as the storage fails.
+fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> Result<()> {
+    let url = site.url();
+    let loc = &*site.location;
+    let frame_name = frame::frame_object(site);
+    let Draft { mut images, written } = draft;
+    if written.is_empty() {
+        return Ok(());
+    }
+    let put_err = |name: &str, e: PutError| match e {
+        PutError::Conflict => conflict(&url),
+        PutError::Io(e) => Error::io("writing", Some(std::path::Path::new(&loc.url(name))), &e),
+    };
+    if site.contiguous {
+        let image = images.remove(&frame_name).unwrap_or_default();
+        return loc
+            .put(&frame_name, &image, Condition::IfGeneration(base))
+            .map(drop)
+            .map_err(|e| put_err(&frame_name, e));
+    }
+    let index = images.remove(&frame_name).unwrap_or_default();
+    let (old_ids, mut offsets, sections) = index_offsets(&url, &index)?;
+    let (before, _, _) = index_offsets(&url, base_bytes)?;
+    let _ = old_ids;
+    // The chunks c-blosc2 wrote, each to a fresh name.
+    let mut made: Vec<String> = Vec::new();
+    let undo = |made: &[String]| {
+        for name in made {
+            let _ = loc.remove(name, None);
+        }
+    };
+    let mut ids = FreshIds::new();
+    for name in &written {
+        let Some(id) = name.rsplit('/').next().and_then(frame::chunk_id) else { continue };
+        if name == &frame_name || !offsets.contains(&id) {
+            continue;
+        }
+        let bytes = images.get(name).map_or(&[][..], Vec::as_slice);
+        let new_id = loop {
+            let fresh = ids.next();
+            let fresh_name = location::join(&site.key, &frame::chunk_name(fresh));
+            match loc.put(&fresh_name, bytes, Condition::IfAbsent) {
+                Ok(_) => {
+                    made.push(fresh_name);
+                    break fresh;
+                }
+                Err(PutError::Conflict) if ids.tries < 64 => continue,
+                Err(e) => {
+                    undo(&made);
+                    return Err(put_err(&fresh_name, e));
+                }
+            }
+        };
+        offsets.iter_mut().filter(|o| **o == id).for_each(|o| *o = new_id);
+    }
+    let new_index = match rebuild_index(&index, &sections, &offsets) {
+        Ok(i) => i,
+        Err(e) => {
+            undo(&made);
+            return Err(e);
+        }
+    };
+    match loc.put(&frame_name, &new_index, Condition::IfGeneration(base)) {
+        Ok(_) => {}
+        Err(PutError::Io(e)) if landed(loc, &frame_name, &new_index) => {
+            let _ = e;
+        }
+        Err(e) => {
+            undo(&made);
+            return Err(put_err(&frame_name, e));
+        }
+    }
+    // What the old version named and the new one does not.
+    let now: std::collections::HashSet<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
+    for id in before.into_iter().filter(|&o| o >= 0 && !now.contains(&o)) {
+        let _ = loc.remove(&location::join(&site.key, &frame::chunk_name(id)), None);
+    }
+    Ok(())
+}
+
+/// Whether the object `name` now holds `bytes` (a write whose answer was
+/// lost may have landed).
+fn landed(loc: &dyn Location, name: &str, bytes: &[u8]) -> bool {
+    loc.open(name)
+        .and_then(|o| if o.len() == bytes.len() as u64 { o.read_vec(0, bytes.len()) } else { Ok(Vec::new()) })
+        .is_ok_and(|b| b == bytes)
+}
+
+/// A sparse frame's index: the chunk objects it names (ids; negative
+/// entries are special chunks), its offsets, and its sections.
+fn index_offsets(url: &str, index: &[u8]) -> Result<(Vec<i64>, Vec<i64>, frame::Sections)> {
+    let bad = || Error::InvalidFormat(format!("'{url}': the index of the sparse frame is not sound"));
+    let len = index.len() as u64;
+    let head = index.get(..frame::HEADER_MINLEN).ok_or_else(bad)?;
+    let tail = index.get(index.len().saturating_sub(frame::TRAILER_TAIL)..).ok_or_else(bad)?;
+    let s = frame::Sections::read(head, tail, len).ok_or_else(bad)?;
+    let chunk = index.get(s.header_len as usize..s.trailer_at as usize).ok_or_else(bad)?;
+    let offsets = if chunk.is_empty() {
+        Vec::new()
+    } else {
+        let n = blosc::chunk_info(chunk)?.nbytes / 8;
+        blosc::inflate(chunk, 0, n)?
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+            .collect()
+    };
+    Ok((offsets.clone(), offsets, s))
+}
+
+/// `index` with its offsets replaced by `offsets` (compressed as c-blosc2
+/// does) and its header's length updated; the trailer follows unchanged.
+fn rebuild_index(index: &[u8], s: &frame::Sections, offsets: &[i64]) -> Result<Vec<u8>> {
+    let chunk = blosc::compress_offsets(offsets)?;
+    let mut out = Vec::with_capacity(index.len() + 64);
+    out.extend_from_slice(&index[..s.header_len as usize]);
+    out.extend_from_slice(&chunk);
+    out.extend_from_slice(&index[s.trailer_at as usize..]);
+    let len = out.len() as u64;
+    frame::patch_header(&mut out[..s.header_len as usize], len, s.nbytes, s.cbytes);
+    Ok(out)
+}
+
+/// Chunk object numbers for new chunk objects: random in 1..2^31 (names
+/// c-blosc2 spells with 8 hex digits and counts on past the largest), so
+/// that writers racing on one array rarely try the same, and a name a
+/// superseded chunk had is practically never reused (a reader of the old
+/// version finds it gone rather than holding other bytes).
+struct FreshIds {
+    state: u64,
+    tries: usize,
+}
+
+impl FreshIds {
+    fn new() -> Self {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let seed = format!(
+            "{now} {} {:?} {}",
+            std::process::id(),
+            std::thread::current().id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        FreshIds { state: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()), tries: 0 }
+    }
+
+    fn next(&mut self) -> i64 {
+        self.tries += 1;
+        // splitmix64
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        ((z >> 33) as i64).max(1)
+    }
+}
+
+/// Remove the chunk objects of the sparse frame at `site` that its index
+/// (as it is now) does not name and that are at least `older_than` old:
+/// what writers killed before publishing left. A writer's new chunk objects
+/// are named by its index soon after they are made, so `older_than` must
+/// be longer than any write takes (an hour is safe).
+///
+/// # Errors
+/// As the storage fails; [`Error::InvalidFormat`] for an unsound index.
+fn sweep(site: &Site, older_than: std::time::Duration) -> Result<Vec<String>> {
+    let url = site.url();
+    let loc = &*site.location;
+    let index_name = frame::frame_object(site);
+    let io = |e: std::io::Error| Error::io("sweeping", Some(std::path::Path::new(&url)), &e);
+    let index = loc.open(&index_name).map_err(io)?;
+    let bytes = index.read_vec(0, index.len() as usize).map_err(io)?;
+    let (_, offsets, _) = index_offsets(&url, &bytes)?;
+    let named: std::collections::HashSet<i64> = offsets.into_iter().filter(|&o| o >= 0).collect();
+    let now = std::time::SystemTime::now();
+    let mut removed = Vec::new();
+    for e in loc.list(&site.key).map_err(io)? {
+        let Some(id) = e.name.rsplit('/').next().and_then(frame::chunk_id) else { continue };
+        let old = e.modified.and_then(|m| now.duration_since(m).ok()).is_some_and(|age| age >= older_than);
+        if !named.contains(&id) && old && loc.remove(&e.name, Some(&e.generation)).is_ok() {
+            removed.push(e.name);
+        }
+    }
+    Ok(removed)
 }
 
 /// Arrays on the in-memory object-store model, reached by `mem://` URLs
@@ -125,6 +428,7 @@ mod tests {
     use std::path::Path;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use crate::store::frame;
     use crate::store::location::{memory, Condition, Location};
     use crate::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
 
@@ -255,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn changes_at_a_remote_location_are_refused_and_write_nothing() {
+    fn rewrites_at_a_remote_location_are_refused_and_write_nothing() {
         let dir = temp_dir("refused");
         let ctx = Context::new(Config::default()).unwrap();
         for contiguous in [true, false] {
@@ -271,11 +575,8 @@ mod tests {
                 assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
                 assert!(e.to_string().contains(&remote_url) || e.to_string().contains("mem://"), "{e}");
             };
-            refused(remote.set_slice_buffer(&[0; 2], &[1, 1, 1], &[0, 0, 0], &[1, 1, 1]).unwrap_err());
-            refused(remote.vlmeta_add("x", b"y").unwrap_err());
-            refused(remote.resize(&[10, 14, 11], None).unwrap_err());
-            refused(remote.set_dtype("<i2").unwrap_err());
-            refused(remote.enable_checksums().unwrap_err());
+            // A reshape that rewrites the array as a new one.
+            refused(remote.expand_dims(0).unwrap_err());
             refused(Array::remove(&remote_url).unwrap_err());
             let other = Array::open(&ctx, &url).unwrap();
             refused(other.save(&remote_url).unwrap_err());
@@ -314,6 +615,130 @@ mod tests {
             assert_eq!(remote.to_vec().unwrap()[..2], [0xAB, 0xAB]);
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The chunk objects of the sparse frame `key` in `b` (name, generation)
+    /// and the ids its index names.
+    fn chunk_objects(b: &memory::Memory, key: &str) -> (Vec<(String, crate::store::location::Generation)>, Vec<i64>) {
+        let objects: Vec<_> = b
+            .list(key)
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.name.ends_with(".chunk"))
+            .map(|e| (e.name, e.generation))
+            .collect();
+        let index = b.open(&format!("{key}/chunks.b2frame")).unwrap();
+        let bytes = index.read_vec(0, index.len() as usize).unwrap();
+        let (_, offsets, _) = super::index_offsets(key, &bytes).unwrap();
+        (objects, offsets.into_iter().filter(|&o| o >= 0).collect())
+    }
+
+    #[test]
+    fn writes_at_a_remote_location_match_the_same_writes_on_disk() {
+        let dir = temp_dir("writes");
+        for ctx in contexts() {
+            for contiguous in [true, false] {
+                let url = local(&ctx, &dir, contiguous);
+                let name = bucket();
+                let b = memory::bucket(&name);
+                upload(&url, &b, "a");
+                let remote_url = format!("mem://{name}/a");
+                let mut remote = Array::open(&ctx, &remote_url).unwrap();
+                let mut disk = Array::open(&ctx, &url).unwrap();
+                let before = if contiguous { None } else { Some(chunk_objects(&b, "a")) };
+                type Write = fn(&mut Array) -> crate::Result<()>;
+                let writes: [Write; 6] = [
+                    // Parts of several chunks.
+                    |a| a.set_slice_buffer(&[0x5A; 2 * 3 * 7 * 5], &[3, 7, 5], &[3, 2, 5], &[6, 9, 10]),
+                    |a| a.set_orthogonal_selection(&[&[0, 8], &[13, 1], &[10]], &[0x11; 8], &[2, 2, 1]),
+                    // One whole chunk (the first), then zeros over another.
+                    |a| a.set_slice_buffer(&[0x77; 2 * 80], &[4, 5, 4], &[0, 0, 0], &[4, 5, 4]),
+                    |a| a.set_slice_buffer(&[0; 2 * 80], &[4, 5, 4], &[4, 5, 4], &[8, 10, 8]),
+                    |a| a.vlmeta_add("added", b"by a remote write"),
+                    |a| a.meta_update("m", b"MM"),
+                ];
+                for (i, w) in writes.iter().enumerate() {
+                    w(&mut remote).unwrap_or_else(|e| panic!("write {i} (contiguous {contiguous}): {e}"));
+                    w(&mut disk).unwrap();
+                    assert_eq!(seen(&remote), seen(&disk), "write {i}, contiguous {contiguous}");
+                    let fresh = Array::open(&ctx, &remote_url).unwrap();
+                    assert_eq!(seen(&fresh), seen(&disk), "write {i} reopened, contiguous {contiguous}");
+                    assert_eq!(fresh.vlmeta_get("added").ok(), disk.vlmeta_get("added").ok());
+                    assert!(fresh.verify(&mut |_, _| {}).unwrap().is_empty());
+                }
+                if let Some((objects, _)) = before {
+                    // No chunk object was written over, and no object the
+                    // index does not name is left behind.
+                    let (now, named) = chunk_objects(&b, "a");
+                    for (n, g) in &now {
+                        if let Some((_, old)) = objects.iter().find(|(o, _)| o == n) {
+                            assert_eq!(g, old, "{n} was written over");
+                        }
+                    }
+                    let mut ids: Vec<i64> =
+                        now.iter().map(|(n, _)| frame::chunk_id(n.rsplit('/').next().unwrap()).unwrap()).collect();
+                    let mut named = named;
+                    ids.sort_unstable();
+                    named.sort_unstable();
+                    named.dedup();
+                    assert_eq!(ids, named, "the chunk objects are those the index names");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn writers_racing_on_one_remote_array_lose_nothing() {
+        const N: i64 = 96;
+        for checksums in [false, true] {
+            let ctx = Context::new(Config { checksums, ..Config::default() }).unwrap();
+            let dir = temp_dir(&format!("race-{checksums}"));
+            let url = dir.join("r.b2nd").to_string_lossy().into_owned();
+            let params = Params { itemsize: 4, shape: vec![N], dtype: None };
+            let storage = StorageParams {
+                chunkshape: vec![32],
+                blockshape: vec![8],
+                contiguous: false,
+                urlpath: Some(url.clone()),
+                metalayers: vec![],
+            };
+            Array::zeros(&ctx, &params, &storage).unwrap();
+            let name = bucket();
+            let b = memory::bucket(&name);
+            upload(&url, &b, "r");
+            let remote_url = format!("mem://{name}/r");
+            const WRITERS: i64 = 4;
+            std::thread::scope(|s| {
+                for t in 0..WRITERS {
+                    let (ctx, remote_url) = (&ctx, &remote_url);
+                    s.spawn(move || {
+                        let mut a = Array::open(ctx, remote_url).unwrap();
+                        // Every item of this writer, one at a time: parts of chunks others write too.
+                        for i in (t..N).step_by(WRITERS as usize) {
+                            let v = (i as u32 + 1) * 1000 + t as u32;
+                            a.set_slice_buffer(&v.to_le_bytes(), &[1], &[i], &[i + 1]).unwrap();
+                        }
+                    });
+                }
+            });
+            let a = Array::open(&ctx, &remote_url).unwrap();
+            let got: Vec<u32> =
+                a.to_vec().unwrap().chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+            let want: Vec<u32> = (0..N).map(|i| (i as u32 + 1) * 1000 + (i % WRITERS) as u32).collect();
+            assert_eq!(got, want, "checksums {checksums}");
+            assert!(a.verify(&mut |_, _| {}).unwrap().is_empty());
+            let (objects, named) = chunk_objects(&b, "r");
+            assert_eq!(objects.len(), named.len(), "no chunk object left behind");
+            // What a writer killed before publishing leaves: a chunk object
+            // no index names. Removed once old enough, not before.
+            b.put("r/7FFFFFFE.chunk", b"orphan", Condition::IfAbsent).unwrap();
+            assert_eq!(a.remove_orphans(std::time::Duration::from_secs(3600)).unwrap(), 0);
+            assert_eq!(a.remove_orphans(std::time::Duration::ZERO).unwrap(), 1);
+            assert!(b.stat("r/7FFFFFFE.chunk").unwrap().is_none());
+            assert_eq!(a.to_vec().unwrap(), Array::open(&ctx, &remote_url).unwrap().to_vec().unwrap());
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]

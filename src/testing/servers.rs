@@ -149,7 +149,7 @@ pub fn moto(bucket: &str) -> Server {
     let python = program("CATERVA_MOTO_PYTHON", &[venv], "python3");
     // moto's app with atomic conditional writes (see the script).
     let mut cmd = Command::new(&python);
-    cmd.arg(root.join("src/testing/s3_server.py")).args(["127.0.0.1", &port.to_string()]);
+    cmd.arg(root.join("tests/servers/s3_server.py")).args(["127.0.0.1", &port.to_string()]);
     let server = start(cmd, port, dir, "moto (.ci/setup installs it in target/interop/moto)");
     let status = server.request("PUT", &format!("/{bucket}"), b"");
     assert_eq!(status, 200, "making the bucket '{bucket}'");

@@ -226,6 +226,7 @@ impl Location for Local {
                 kind: kind(&md),
                 len: if md.is_file() { md.len() } else { 0 },
                 generation: generation(&md),
+                modified: md.modified().ok(),
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -250,7 +251,8 @@ impl Location for Local {
                 Err(err) => return Err(err),
             };
             let len = if md.is_file() { md.len() } else { 0 };
-            out.push(Entry { name: join(prefix, &name), kind: kind(&md), len, generation: generation(&md) });
+            let (generation, modified) = (generation(&md), md.modified().ok());
+            out.push(Entry { name: join(prefix, &name), kind: kind(&md), len, generation, modified });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

@@ -77,6 +77,7 @@ pub(crate) struct MemObject {
     bytes: Vec<u8>,
     generation: Generation,
     requests: Arc<Requests>,
+    made: std::time::SystemTime,
 }
 
 impl Object for MemObject {
@@ -147,6 +148,7 @@ impl Location for Memory {
                 kind: Kind::Object,
                 len: o.len(),
                 generation: o.generation.clone(),
+                modified: Some(o.made),
             }));
         }
         let under = format!("{name}/");
@@ -156,6 +158,7 @@ impl Location for Memory {
             kind: Kind::Prefix,
             len: 0,
             generation: Generation::Tag(String::new()),
+            modified: None,
         }))
     }
 
@@ -171,6 +174,7 @@ impl Location for Memory {
                     kind: Kind::Object,
                     len: o.len(),
                     generation: o.generation.clone(),
+                    modified: Some(o.made),
                 }),
                 Some((dir, _)) => {
                     let name = format!("{under}{dir}");
@@ -180,6 +184,7 @@ impl Location for Memory {
                             kind: Kind::Prefix,
                             len: 0,
                             generation: Generation::Tag(String::new()),
+                            modified: None,
                         });
                     }
                 }
@@ -205,7 +210,12 @@ impl Location for Memory {
         }
         let generation = tag();
         let requests = self.requests.clone();
-        let object = MemObject { bytes: bytes.to_vec(), generation: generation.clone(), requests };
+        let object = MemObject {
+            bytes: bytes.to_vec(),
+            generation: generation.clone(),
+            requests,
+            made: std::time::SystemTime::now(),
+        };
         objects.insert(name.to_owned(), Arc::new(object));
         Ok(generation)
     }

@@ -198,6 +198,10 @@ impl Location for Remote {
         Protocol::Versioned
     }
 
+    fn read_only(&self) -> bool {
+        !self.writable
+    }
+
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>> {
         let path = self.path(name)?;
         let store = self.store.clone();
@@ -215,7 +219,14 @@ impl Location for Remote {
         match wait(async move { store.head(&p).await })? {
             Ok(meta) => {
                 let generation = generation_of(&meta);
-                return Ok(Some(Entry { name: name.to_owned(), kind: Kind::Object, len: meta.size, generation }));
+                let modified = Some(meta.last_modified.into());
+                return Ok(Some(Entry {
+                    name: name.to_owned(),
+                    kind: Kind::Object,
+                    len: meta.size,
+                    generation,
+                    modified,
+                }));
             }
             // A web server lists nothing: what it does not serve is not there.
             Err(object_store::Error::NotFound { .. }) if !self.writable => return Ok(None),
@@ -228,6 +239,7 @@ impl Location for Remote {
                 kind: Kind::Prefix,
                 len: 0,
                 generation: Generation::Tag(String::new()),
+                modified: None,
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -254,12 +266,14 @@ impl Location for Remote {
                 kind: Kind::Prefix,
                 len: 0,
                 generation: Generation::Tag(String::new()),
+                modified: None,
             })
             .chain(listed.objects.iter().map(|m| Entry {
                 name: self.relative(&m.location),
                 kind: Kind::Object,
                 len: m.size,
                 generation: generation_of(m),
+                modified: Some(m.last_modified.into()),
             }))
             .collect();
         if out.is_empty() && !prefix.is_empty() {
