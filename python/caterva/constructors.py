@@ -22,6 +22,17 @@ def _prepare(shape, itemsize, kwargs):
     kwargs.pop("memframe", None)
     kw = native_kwargs(shape, itemsize, kwargs)
     url = kw.get("urlpath")
+    if url is not None and "://" in url:
+        # A URL: what is there is known by opening it (nothing to stat).
+        try:
+            there = open(url, mode="r")
+        except OSError:
+            there = None
+        if there is not None and mode == "w-":
+            raise FileExistsError(f"Can not create the array {url}. It already exists!")
+        if there is not None and there.contiguous != kw["contiguous"]:
+            _caterva.remove(url)
+        return kw, "a"
     if url is not None and mode == "w-" and os.path.lexists(url):
         raise FileExistsError(f"Can not create the file {url}. It already exists!")
     if url is not None and mode == "w" and os.path.lexists(url) and os.path.isdir(url) == kw["contiguous"]:

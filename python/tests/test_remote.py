@@ -2,7 +2,8 @@
 server), both started on 127.0.0.1 here: opened by URL, read as NumPy
 reads the local copy, written on S3 (refused writes on the web server),
 pickled by URL, and read by
-Dask workers in other processes that share no file with this one."""
+Dask workers in other processes that share no file with this one; Dask
+workers (one killed) write an array on S3 with to_caterva."""
 
 import os
 import pathlib
@@ -152,3 +153,48 @@ def test_dask_workers_read_remote_arrays(servers, tmp_path):
                 x = da.from_array(cat.open(url), chunks=(16, 25))
                 np.testing.assert_array_equal(x.compute(), want)
                 assert int((x * 2).sum().compute()) == int(want.sum()) * 2
+
+
+def _kill_own_worker_once(block, marker):
+    """The first call (over all workers) SIGKILLs its worker process, as a
+    machine lost mid-computation; Dask runs the task again elsewhere."""
+    import signal
+
+    if block.size == 0:
+        return block  # Dask's probe of the output type, in this process
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return block
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_dask_writes_to_s3_from_worker_processes(servers, tmp_path):
+    da = pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("distributed")
+    web, www, s3url = servers
+    want = np.arange(60 * 44, dtype=np.float64).reshape(60, 44) * 1.5
+    # Dask's chunks cut caterva's: workers write parts of the same chunks.
+    x = da.from_array(want, chunks=(13, 17))
+    marker = str(tmp_path / "killed")
+    x = x.map_blocks(_kill_own_worker_once, marker, dtype=x.dtype)
+    url = "s3://arrays/dask-written.b2nd"
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=2, processes=True) as cluster:
+        with distributed.Client(cluster):
+            a = cat.dask.to_caterva(x.rechunk((13, 17)), url, chunks=(20, 22), blocks=(5, 11))
+            assert os.path.exists(marker), "a worker was killed"
+            np.testing.assert_array_equal(a[...], want)
+            np.testing.assert_array_equal(cat.open(url)[...], want)
+            # Read back by the workers.
+            y = da.from_array(cat.open(url), chunks=(20, 22))
+            np.testing.assert_array_equal(y.compute(), want)
+    # An array there already: refused unless mode="w".
+    with pytest.raises(FileExistsError):
+        cat.dask.to_caterva(da.from_array(want, chunks=(20, 22)), url)
+    with pytest.raises(FileExistsError):
+        cat.zeros((3,), urlpath=url)
+    b = cat.asarray(want[:5], urlpath=url, mode="w")
+    np.testing.assert_array_equal(cat.open(url)[...], want[:5])
+    del b
+

@@ -16,8 +16,10 @@ static FAULT: std::sync::Mutex<Option<Fault>> = std::sync::Mutex::new(None);
 
 /// Raise `signal` at the `nth` (from 1) pass through `point`: `"op"`, before
 /// each operation of a store transaction (journaled or filling a new
-/// store), or `"rename"`, when a copy written beside its target (save,
-/// squeeze's relayout) is complete and about to be renamed into place.
+/// store), `"rename"`, when a copy written beside its target (save,
+/// squeeze's relayout) is complete and about to be renamed into place, or
+/// `"publish"`, when a write on an object store has made its new chunk
+/// objects and is about to replace the frame's index.
 pub fn signal_at(point: &'static str, nth: u64, signal: i32) {
     *FAULT.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Fault { point, nth, signal });
 }

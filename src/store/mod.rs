@@ -53,7 +53,6 @@ use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_C
 use frame_check::Chunks;
 use journal::{Op, TxJournal};
 use location::{Protocol, Site};
-use versioned::refuse_versioned;
 
 use crate::cache::BlockCache;
 
@@ -169,7 +168,13 @@ impl Store {
         fill: impl FnOnce(&mut Tx<'_>) -> Result<()>,
     ) -> Result<Store> {
         if let Some(url) = storage.urlpath.as_deref() {
-            refuse_versioned(url, "create an array at")?;
+            if versioned::protocol(url)? == Protocol::Versioned {
+                let mut store = versioned::create(url, storage.contiguous, |st| {
+                    Self::build(st, layout, checksums, fill).map(drop)
+                })?;
+                store.durability = durability;
+                return Ok(store);
+            }
         }
         let url = match storage.urlpath.as_deref() {
             Some(url) if !paths::is_beside(url) => url,
@@ -382,7 +387,10 @@ impl Store {
             return if o == Overlap::Same { Ok(()) } else { Err(overlap_error(urlpath, o)) };
         }
         let contiguous = st.contiguous;
-        refuse_versioned(urlpath, "save an array to")?;
+        if versioned::protocol(urlpath)? == Protocol::Versioned {
+            self.ensure_checked()?;
+            return versioned::save(urlpath, contiguous, |st| self.sc.copy_to(st, nthreads).map(drop));
+        }
         check_replaceable(&Storage { contiguous, urlpath: Some(urlpath.to_owned()) })?;
         self.ensure_checked()?;
         write_beside(urlpath, contiguous, self.durability.syncs(), |st| {
@@ -402,7 +410,9 @@ impl Store {
         if urlpath.is_empty() {
             return Err(Error::storage(None, "urlpath is empty"));
         }
-        refuse_versioned(urlpath, "remove")?;
+        if versioned::protocol(urlpath)? == Protocol::Versioned {
+            return versioned::remove_at(urlpath);
+        }
         let _lock = lock::wait_for(urlpath)?;
         paths::remove_array(urlpath)?;
         if paths::saving(urlpath) {
@@ -622,6 +632,11 @@ impl Store {
         self.check_changeable(Change::Replace)?;
         let storage = self.storage();
         let Some(url) = storage.urlpath.clone() else { return make(&storage).map(Replaced::InMemory) };
+        if self.is_versioned() {
+            let mut store = self.replace_versioned(|st| make(st).map(drop))?;
+            store.durability = self.durability;
+            return Ok(Replaced::OnDisk(Box::new(store)));
+        }
         // The link stays; what it names is replaced.
         let target = paths::link_target(&url).unwrap_or_else(|| url.clone());
         let _lock = write_beside(&target, storage.contiguous, self.durability.syncs(), |st| make(st).map(drop))?;
