@@ -275,9 +275,7 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
     };
     if site.contiguous {
         let image = images.remove(&frame_name).unwrap_or_default();
-        return loc
-            .put(&frame_name, &image, Condition::IfGeneration(base))
-            .map(drop)
+        return put_landed(loc, &frame_name, &image, Condition::IfGeneration(base))
             .map_err(|e| put_err(&frame_name, e));
     }
     let index = images.remove(&frame_name).unwrap_or_default();
@@ -301,8 +299,8 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
         let new_id = loop {
             let fresh = ids.next();
             let fresh_name = location::join(&site.key, &frame::chunk_name(fresh));
-            match loc.put(&fresh_name, bytes, Condition::IfAbsent) {
-                Ok(_) => {
+            match put_landed(loc, &fresh_name, bytes, Condition::IfAbsent) {
+                Ok(()) => {
                     made.push(fresh_name);
                     break fresh;
                 }
@@ -325,11 +323,8 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
     // Where the tests kill a writer: its chunk objects made, its index not.
     #[cfg(feature = "testing")]
     super::hooks::hook("publish");
-    match loc.put(&frame_name, &new_index, Condition::IfGeneration(base)) {
-        Ok(_) => {}
-        Err(PutError::Io(e)) if landed(loc, &frame_name, &new_index) => {
-            let _ = e;
-        }
+    match put_landed(loc, &frame_name, &new_index, Condition::IfGeneration(base)) {
+        Ok(()) => {}
         Err(e) => {
             undo(&made);
             return Err(put_err(&frame_name, e));
@@ -341,6 +336,23 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
         let _ = loc.remove(&location::join(&site.key, &frame::chunk_name(id)), None);
     }
     Ok(())
+}
+
+/// Put `bytes` at `name` if `cond` holds. A put that failed may yet have
+/// landed: its answer lost, the client's retry of it found its own write
+/// there and failed the condition (or gave up). Then the object holds
+/// exactly `bytes` (our chunk objects and indexes name fresh random chunk
+/// names, so equal bytes are ours): that is a success, not a failure whose
+/// clean-up would remove objects the landed write names.
+///
+/// # Errors
+/// As [`Location::put`], when the object does not hold `bytes`.
+fn put_landed(loc: &dyn Location, name: &str, bytes: &[u8], cond: Condition<'_>) -> std::result::Result<(), PutError> {
+    match loc.put(name, bytes, cond) {
+        Ok(_) => Ok(()),
+        Err(_) if landed(loc, name, bytes) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether the object `name` now holds `bytes` (a write whose answer was
@@ -522,7 +534,7 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
     };
     if site.contiguous {
         let bytes = read(local)?;
-        return loc.put(&frame_name, &bytes, cond).map(drop).map_err(|e| put_err(&frame_name, e));
+        return put_landed(loc, &frame_name, &bytes, cond).map_err(|e| put_err(&frame_name, e));
     }
     let index = read(&local.join(frame::SPARSE_INDEX))?;
     let (_, mut offsets, sections) = index_offsets(&url, &index)?;
@@ -550,8 +562,8 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
         let mut name_id = if present.generation.is_none() { id } else { ids.next() };
         loop {
             let name = location::join(&site.key, &frame::chunk_name(name_id));
-            match loc.put(&name, &bytes, Condition::IfAbsent) {
-                Ok(_) => {
+            match put_landed(loc, &name, &bytes, Condition::IfAbsent) {
+                Ok(()) => {
                     made.push(name);
                     break;
                 }
@@ -578,9 +590,8 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
             }
         }
     };
-    match loc.put(&frame_name, &index, cond) {
-        Ok(_) => {}
-        Err(PutError::Io(_)) if landed(loc, &frame_name, &index) => {}
+    match put_landed(loc, &frame_name, &index, cond) {
+        Ok(()) => {}
         Err(e) => {
             undo(&made);
             return Err(put_err(&frame_name, e));

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+pub mod proxy;
 pub mod servers;
 
 use crate::error::Result;

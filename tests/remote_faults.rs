@@ -1,0 +1,129 @@
+//! Faults between a writer and S3 (moto's server on 127.0.0.1, behind the
+//! fault proxy of `caterva::testing::proxy`): 503 answers, connections
+//! dropped before an answer, answers of writes lost after the write took
+//! effect, a slow server, and the server gone in the middle of writes. Each
+//! ends in a retried success (every value checked against the writes made)
+//! or a clear error, never in a corrupt or unreadable array.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use caterva::testing::proxy::{Action, Proxy};
+use caterva::testing::servers;
+use caterva::{Array, Config, Context, Params, StorageParams};
+
+const SIDE: i64 = 48;
+
+fn items(a: &Array) -> Vec<u32> {
+    a.to_vec().unwrap().chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Write `v` over rows `r`, columns `c` of `a` and of `want`.
+fn write(a: &mut Array, r: (i64, i64), c: (i64, i64), v: u32) -> caterva::Result<()> {
+    let n = ((r.1 - r.0) * (c.1 - c.0)) as usize;
+    let buf: Vec<u8> = std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect();
+    a.set_slice_buffer(&buf, &[r.1 - r.0, c.1 - c.0], &[r.0, c.0], &[r.1, c.1])
+}
+
+fn apply(want: &mut [u32], r: (i64, i64), c: (i64, i64), v: u32) {
+    for i in r.0..r.1 {
+        for j in c.0..c.1 {
+            want[(i * SIDE + j) as usize] = v;
+        }
+    }
+}
+
+#[test]
+fn faults_end_in_retried_successes_or_clear_errors() {
+    let moto = servers::moto("faults");
+    let proxy = Proxy::start(moto.port);
+    for (k, v) in [
+        ("AWS_ENDPOINT_URL", proxy.url().as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ] {
+        std::env::set_var(k, v);
+    }
+    let ctx = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
+    let url = "s3://faults/a.b2nd";
+    let params = Params { itemsize: 4, shape: vec![SIDE, SIDE], dtype: None };
+    let storage = StorageParams {
+        chunkshape: vec![16, 16],
+        blockshape: vec![8, 8],
+        contiguous: false,
+        urlpath: Some(url.to_owned()),
+        metalayers: vec![],
+    };
+    let mut a = Array::zeros(&ctx, &params, &storage).unwrap();
+    let mut want = vec![0u32; (SIDE * SIDE) as usize];
+    type Plan = fn(u64, &str) -> Action;
+    let plans: [(&str, Plan); 4] = [
+        ("503 on every third request", |n, _| if n % 3 == 0 { Action::Unavailable } else { Action::Pass }),
+        ("every fourth connection dropped unanswered", |n, _| if n % 4 == 0 { Action::Drop } else { Action::Pass }),
+        ("the answer of every third write lost after it took effect", |n, m| {
+            if n % 3 == 0 && m == "PUT" {
+                Action::LoseAnswer
+            } else {
+                Action::Pass
+            }
+        }),
+        ("a slow server", |_, _| Action::Pass),
+    ];
+    let mut v = 0;
+    for (what, plan) in plans {
+        proxy.plan(plan);
+        proxy.delay(if what == "a slow server" { Duration::from_millis(120) } else { Duration::ZERO });
+        for k in 0..3 {
+            v += 1;
+            // Parts of several chunks each time.
+            let (r, c) = ((k * 11, k * 11 + 20), (k * 7 + 3, k * 7 + 30));
+            write(&mut a, r, c, v).unwrap_or_else(|e| panic!("{what}: write {k}: {e}"));
+            apply(&mut want, r, c, v);
+        }
+        assert_eq!(items(&a), want, "{what}");
+        assert!(proxy.requests() > 0);
+        proxy.plan(|_, _| Action::Pass);
+        proxy.delay(Duration::ZERO);
+        let fresh = Array::open(&ctx, url).unwrap();
+        assert_eq!(items(&fresh), want, "{what}: reopened");
+        assert!(fresh.verify(&mut |_, _| {}).unwrap().is_empty(), "{what}");
+    }
+    // The server gone in the middle of writes: each write ends, in a
+    // bounded time, in success or an error; once it is back, the array
+    // reads as the writes that succeeded left it (a write whose answer
+    // never came may have landed as a whole).
+    let gone_after = proxy.requests() + 3;
+    proxy.plan(move |n, _| if n > gone_after { Action::Drop } else { Action::Pass });
+    let mut failed = None;
+    for k in 0..6 {
+        v += 1;
+        let (r, c) = ((k * 5, k * 5 + 9), (2, 40));
+        let t = Instant::now();
+        match write(&mut a, r, c, v) {
+            Ok(()) => apply(&mut want, r, c, v),
+            Err(e) => {
+                assert!(t.elapsed() < Duration::from_secs(90), "an error, not a hang: {:?}", t.elapsed());
+                assert_eq!(e.kind(), caterva::ErrorKind::InvalidStorage, "{e}");
+                failed = Some((r, c, v));
+                break;
+            }
+        }
+    }
+    let (r, c, v) = failed.expect("writes fail while the server is gone");
+    proxy.plan(|_, _| Action::Pass);
+    let back = Array::open(&ctx, url).unwrap();
+    let got = items(&back);
+    let mut landed = want.clone();
+    apply(&mut landed, r, c, v);
+    assert!(got == want || got == landed, "the array is the writes that succeeded (and maybe the last, whole)");
+    assert!(back.verify(&mut |_, _| {}).unwrap().is_empty());
+    // And it is written again.
+    let mut back = back;
+    write(&mut back, (0, SIDE), (0, 1), 99).unwrap();
+    let mut now = got;
+    apply(&mut now, (0, SIDE), (0, 1), 99);
+    assert_eq!(items(&Array::open(&ctx, url).unwrap()), now);
+}
