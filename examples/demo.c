@@ -1,10 +1,13 @@
 /*
  * demo.c: create a 3-D array from a buffer, persist it to disk, reopen it and
  * read slices along each axis, using only the caterva 0.5 C API.
+ * Usage: demo [URLPATH [keep]] (default demo.b2frame; an s3:// URL works
+ * too: examples/s3.sh); with "keep", the array is left there.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <caterva.h>
 
@@ -17,7 +20,7 @@
         }                                                                      \
     } while (0)
 
-int main(void) {
+int main(int argc, char **argv) {
     caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
     cfg.nthreads = 2;
     caterva_ctx_t *ctx;
@@ -32,7 +35,7 @@ int main(void) {
             for (int64_t k = 0; k < 50; k++)
                 data[(i * 200 + j) * 50 + k] = i * 10000 + j * 100 + k;
 
-    char urlpath[] = "demo.b2frame";
+    char *urlpath = argc > 1 ? argv[1] : "demo.b2frame";
     caterva_storage_t storage = {
         .chunkshape = {20, 50, 25}, .blockshape = {10, 10, 25}, .contiguous = true, .urlpath = urlpath};
     CHECK(caterva_remove(ctx, urlpath));
@@ -72,7 +75,7 @@ int main(void) {
     free(plane);
     free(data);
     CHECK(caterva_free(ctx, &arr));
-    CHECK(caterva_remove(ctx, urlpath));
+    if (argc < 3 || strcmp(argv[2], "keep") != 0) CHECK(caterva_remove(ctx, urlpath));
     CHECK(caterva_ctx_free(&ctx));
     printf("demo ok\n");
     return 0;
