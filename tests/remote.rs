@@ -78,15 +78,7 @@ fn seen(a: &Array) -> [Vec<u8>; 5] {
 #[test]
 fn arrays_on_web_servers_and_s3_read_as_on_disk() {
     let mut moto = servers::moto("arrays");
-    for (k, v) in [
-        ("AWS_ENDPOINT_URL", moto.url().as_str()),
-        ("AWS_ALLOW_HTTP", "true"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-    ] {
-        std::env::set_var(k, v);
-    }
+    servers::use_s3_endpoint(&moto.url());
     let mut nginx = servers::nginx();
     let dir = scratch_dir("remote");
     let reader = c_reader(&dir);

@@ -38,15 +38,7 @@ fn apply(want: &mut [u32], r: (i64, i64), c: (i64, i64), v: u32) {
 fn faults_end_in_retried_successes_or_clear_errors() {
     let moto = servers::moto("faults");
     let proxy = Proxy::start(moto.port);
-    for (k, v) in [
-        ("AWS_ENDPOINT_URL", proxy.url().as_str()),
-        ("AWS_ALLOW_HTTP", "true"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-    ] {
-        std::env::set_var(k, v);
-    }
+    servers::use_s3_endpoint(&proxy.url());
     let ctx = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
     let url = "s3://faults/a.b2nd";
     let params = Params { itemsize: 4, shape: vec![SIDE, SIDE], dtype: None };

@@ -69,15 +69,7 @@ fn s3_writer() {
 #[test]
 fn writers_on_s3_lose_nothing() {
     let mut moto = servers::moto("writers");
-    for (k, v) in [
-        ("AWS_ENDPOINT_URL", moto.url().as_str()),
-        ("AWS_ALLOW_HTTP", "true"),
-        ("AWS_ACCESS_KEY_ID", "test"),
-        ("AWS_SECRET_ACCESS_KEY", "test"),
-        ("AWS_REGION", "us-east-1"),
-    ] {
-        std::env::set_var(k, v);
-    }
+    servers::use_s3_endpoint(&moto.url());
     let dir = scratch_dir("remote-writers");
     let url = "s3://writers/shared.b2nd";
     let ctx = ctx();

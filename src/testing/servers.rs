@@ -135,6 +135,22 @@ pub fn nginx() -> Server {
     start(cmd, port, dir, "nginx (apt-get install nginx; .ci/setup installs it)")
 }
 
+/// Point this process's S3 clients at `endpoint` (moto's server, or a proxy
+/// in front of it), with the test credentials moto accepts: the AWS
+/// environment, set before the first client is made (clients are made once
+/// per process and bucket).
+pub fn use_s3_endpoint(endpoint: &str) {
+    for (k, v) in [
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ] {
+        std::env::set_var(k, v);
+    }
+}
+
 /// moto's S3 server, with the bucket `bucket` made.
 ///
 /// # Panics
