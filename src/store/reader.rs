@@ -206,7 +206,9 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     // Checked: an extended header of non-negative sizes.
     let ch = ChunkHeader::parse(&buf[..HEADER]).ok_or_else(|| corrupt(path, n, "is cut short"))?;
     let (nbytes, blocksize, cbytes) = (ch.nbytes as usize, ch.blocksize as usize, ch.cbytes as usize);
-    if file_len.is_some_and(|l| l != cbytes as u64) {
+    // (An object opened without learning its length, `u64::MAX`, is not
+    // measured: a chunk that claims more than it holds fails its reads.)
+    if file_len.is_some_and(|l| l != u64::MAX && l != cbytes as u64) {
         return Err(corrupt(path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
     }
     // Blosc stores a chunk that would not compress as a copy: no chunk
@@ -317,7 +319,12 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
 /// A missing one, or one that is not a regular file, is a damaged frame:
 /// the index names it.
 fn open_chunk_file(location: &dyn Location, name: &str, url: &str, n: i64) -> Result<Arc<dyn Object>> {
-    location.open(name).map_err(|e| match e.kind() {
+    // Chunk objects at versioned locations are never written over.
+    let opened = match location.protocol() {
+        super::location::Protocol::Versioned => location.open_immutable(name),
+        super::location::Protocol::Journaled => location.open(name),
+    };
+    opened.map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => corrupt(url, n, "is missing"),
         std::io::ErrorKind::InvalidInput => corrupt(url, n, "is not a regular file"),
         _ => Error::io("opening", Some(Path::new(url)), &e),

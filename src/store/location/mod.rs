@@ -249,6 +249,20 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// an object (a directory, a device); as the storage fails.
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>>;
 
+    /// Open `name` for reading where it is known never to be written over
+    /// once made (a sparse frame's chunk object at a versioned location):
+    /// there is no version to pin, so a backend may skip asking for its
+    /// length and generation and make no request before the first read.
+    /// Such an object's [`Object::len`] may then be `u64::MAX` (unknown),
+    /// and a read past its end fails rather than stopping short.
+    ///
+    /// # Errors
+    /// As [`Location::open`] (a backend that skips the request reports a
+    /// missing object at the first read).
+    fn open_immutable(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+        self.open(name)
+    }
+
     /// What is at `name`, if anything.
     ///
     /// # Errors
