@@ -79,6 +79,18 @@ struct Remote {
     contiguous: bool,
     /// The write under way, if any ([`Draft`]).
     draft: Option<Arc<Mutex<Draft>>>,
+    /// The version of the frame object the super-chunk was parsed from:
+    /// c-blosc2's later reads of it (the offsets index) read that version,
+    /// never a newer one that another writer published meanwhile.
+    pinned: Option<Arc<dyn Object>>,
+}
+
+/// Pin the frame object of the stand-in `params` names to `object`, the
+/// version its super-chunk was parsed from (see [`Remote`]).
+pub(super) fn pin_frame(params: *mut c_void, object: Arc<dyn Object>) {
+    if let Some(r) = remotes().get_mut(&(params as usize)) {
+        r.pinned = Some(object);
+    }
 }
 
 /// The objects of a stand-in's frame as a versioned write under way has
@@ -215,8 +227,13 @@ impl StandIn {
         let path = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let remote =
-            Remote { location: site.location.clone(), key: site.key.clone(), contiguous: site.contiguous, draft: None };
+        let remote = Remote {
+            location: site.location.clone(),
+            key: site.key.clone(),
+            contiguous: site.contiguous,
+            draft: None,
+            pinned: None,
+        };
         remotes().insert(id, remote);
         let mut io = descriptor();
         io.params = id as *mut c_void;
@@ -271,6 +288,8 @@ fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<Stand
     let remotes = remotes();
     let r = remotes.get(&(params as usize))?;
     let draft = r.draft.clone();
+    let frame = if r.contiguous { r.key.clone() } else { location::join(&r.key, super::frame::SPARSE_INDEX) };
+    let pinned = r.pinned.clone().map(|o| (frame, o));
     let found = stand_in_paths().and_then(|(file, dir)| {
         let name = if r.contiguous {
             (path == file).then(|| r.key.clone())
@@ -283,12 +302,15 @@ fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<Stand
             std::io::Error::new(std::io::ErrorKind::InvalidInput, e)
         })
     });
-    Some(found.map(|name| (r.location.clone(), name, draft)))
+    Some(found.map(|name| {
+        let pinned = pinned.filter(|(f, _)| *f == name).map(|(_, o)| o);
+        (r.location.clone(), name, draft, pinned)
+    }))
 }
 
 /// An object of a stand-in's frame: its location, its name there, and the
 /// stand-in's [`Draft`] if a write is under way.
-type StandInName = (Arc<dyn Location>, String, Option<Arc<Mutex<Draft>>>);
+type StandInName = (Arc<dyn Location>, String, Option<Arc<Mutex<Draft>>>, Option<Arc<dyn Object>>);
 
 /// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
 fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
@@ -405,9 +427,9 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
     }
     let read_only = mode == b"rb" || mode == b"r";
     let remote = match remote_name(params, path) {
-        Some(Ok((loc, name, Some(draft)))) => match Draft::open(&draft, &*loc, &name, mode) {
+        Some(Ok((loc, name, Some(draft), pinned))) => match Draft::open(&draft, &*loc, &name, mode) {
             Ok(Some(stream)) => return Box::into_raw(Box::new(stream)).cast(),
-            Ok(None) => Some((loc, name)),
+            Ok(None) => Some((loc, name, pinned)),
             Err(e) => {
                 // A missing object opened to read is c-blosc2's to report.
                 if !read_only {
@@ -416,8 +438,8 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
                 return std::ptr::null_mut();
             }
         },
-        Some(Ok((loc, name, None))) if read_only => Some((loc, name)),
-        Some(Ok((loc, name, None))) => {
+        Some(Ok((loc, name, None, pinned))) if read_only => Some((loc, name, pinned)),
+        Some(Ok((loc, name, None, _))) => {
             let e = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "objects there are not written in place");
             note_failure("writing", Path::new(&loc.url(&name)), e);
             return std::ptr::null_mut();
@@ -429,10 +451,16 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
         None => None,
     };
     if read_only {
-        let path = remote.as_ref().map_or_else(|| path.to_owned(), |(loc, name)| PathBuf::from(loc.url(name)));
+        let path = remote.as_ref().map_or_else(|| path.to_owned(), |(loc, name, _)| PathBuf::from(loc.url(name)));
         let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
-        let stream =
-            Stream { object: std::cell::OnceCell::new(), file: None, path, remote, append, served, draft: None };
+        let object = std::cell::OnceCell::new();
+        let remote = remote.map(|(loc, name, pinned)| {
+            if let Some(o) = pinned {
+                let _ = object.set(o);
+            }
+            (loc, name)
+        });
+        let stream = Stream { object, file: None, path, remote, append, served, draft: None };
         if stream.served.is_none() && stream.object().is_err() {
             return std::ptr::null_mut();
         }
