@@ -46,7 +46,8 @@ def opener():
         url = "s3://bench/caterva.b2nd"
 
         def write(data):
-            cat.asarray(data, urlpath=url, chunks=CHUNKS, blocks=BLOCKS, contiguous=False, mode="w")
+            cat.asarray(data, urlpath=url, chunks=CHUNKS, blocks=BLOCKS, contiguous=False, mode="w",
+                        codec=cat.Codec.ZSTD, clevel=5, filters=[cat.Filter.SHUFFLE])
 
         return write, lambda: cat.open(url, mode="r")
     if LIB in ("zarr", "zarr-sharded"):

@@ -169,25 +169,82 @@ pub(crate) fn read_region(
     let parts = plan(geom, region)?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
+    if parts.len() < 2 || !sc.reads_remotely() {
+        // SAFETY: `dst` is borrowed mutably for the whole call, so nobody
+        // else touches it.
+        return unsafe { read_parts(ctx, sc, geom, region, &parts, user) };
+    }
+    // Chunks on another machine, a round trip each: a batch of them at a
+    // time (at most PREFETCH_BYTES of what they hold), fetched at once.
+    let nblocks = usize::try_from(geom.nblocks()).unwrap_or(usize::MAX);
+    let masks: Vec<Vec<bool>> = parts
+        .iter()
+        .map(|part| {
+            let mut mask = vec![true; nblocks];
+            geom.for_each_block_in(part, |b| mask[b.nblock as usize] = false);
+            mask
+        })
+        .collect();
+    let mut from = 0;
+    while from < parts.len() {
+        let (mut to, mut bytes) = (from, 0usize);
+        while to < parts.len() && (to == from || bytes < PREFETCH_BYTES) {
+            let wanted = masks[to].iter().filter(|&&skip| !skip).count();
+            bytes += if wanted * 2 >= nblocks { geom.chunk_nbytes() } else { wanted * geom.block_nbytes() };
+            to += 1;
+        }
+        let wants: Vec<(i64, Want<'_>)> = (from..to)
+            .map(|i| {
+                let want = Want {
+                    nbytes: geom.chunk_nbytes(),
+                    typesize: geom.itemsize(),
+                    blocksize: geom.block_nbytes(),
+                    skip: Some(&masks[i]),
+                };
+                (parts[i].nchunk, want)
+            })
+            .collect();
+        // SAFETY: as above; the batches' parts are distinct chunks'.
+        sc.prefetched(&wants, || unsafe { read_parts(ctx, sc, geom, region, &parts[from..to], user) })?;
+        from = to;
+    }
+    Ok(())
+}
+
+/// The most bytes a batch of a remote read's chunks holds (what their
+/// wanted blocks decompress to, or whole chunks where most are wanted).
+const PREFETCH_BYTES: usize = 256 << 20;
+
+/// [`read_region`] for its chunk parts `parts`.
+///
+/// # Safety
+/// Nobody else may touch the parts' items in `user` during the call.
+unsafe fn read_parts(
+    ctx: &Context,
+    sc: &Store,
+    geom: &Geometry,
+    region: &Region,
+    parts: &[ChunkPart],
+    user: UserBuf,
+) -> Result<()> {
     let blocks = parts.iter().map(|p| geom.nblocks_in(p)).max().unwrap_or(0);
     let split = Split::of(ctx, parts.len(), usize::try_from(blocks).unwrap_or(usize::MAX));
     // Too few chunks for the threads: a task per block (Blosc's own threads
     // only where a chunk cannot be read by blocks).
     if split.blosc > 1 {
-        // SAFETY: `dst` is borrowed mutably for the whole call, so nobody
-        // else touches it.
-        if unsafe { read_blocks(ctx, sc, geom, region, &parts, user) }? {
+        // SAFETY: forwarded from the caller.
+        if unsafe { read_blocks(ctx, sc, geom, region, parts, user) }? {
             return Ok(());
         }
     }
     let work = |w: &mut Worker, part: &ChunkPart| -> Result<()> {
         let Worker { codecs, bufs } = w;
         // SAFETY: this part's items belong to this chunk alone, so no two
-        // workers write the same bytes; `dst` is borrowed mutably for the
-        // whole call, so nobody else touches it.
+        // workers write the same bytes; nobody else touches them (the
+        // caller's promise).
         unsafe { codecs.read_part(&mut bufs.scratch, sc, geom, region, part, user, split.blosc) }
     };
-    run_tasks(ctx, &parts, split, work).map(drop)
+    run_tasks(ctx, parts, split, work).map(drop)
 }
 
 /// Read `region`, whose chunk parts are `parts`, with a task per block:

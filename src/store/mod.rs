@@ -458,6 +458,25 @@ impl Store {
         }
     }
 
+    /// Whether the chunks are read from another machine, a round trip
+    /// each: reads of several chunks should [`Store::prefetch`] them.
+    pub(crate) fn reads_remotely(&self) -> bool {
+        self.placement.get_or_init(|| self.place()).as_ref().is_some_and(reader::Placement::is_remote)
+    }
+
+    /// Fetch the chunks of `wants` at once for the reads that follow (a
+    /// remote store's; nothing elsewhere), and run `read`; what it did not
+    /// take is forgotten then.
+    pub(crate) fn prefetched<T>(&self, wants: &[(i64, Want<'_>)], read: impl FnOnce() -> T) -> T {
+        let Some(p) = self.placement.get_or_init(|| self.place()).as_ref().filter(|p| p.is_remote()) else {
+            return read();
+        };
+        reader::prefetch(p, wants);
+        let out = read();
+        p.unstage(wants.iter().map(|(n, _)| *n));
+        out
+    }
+
     /// The handle's cache of decompressed blocks, if it keeps one.
     pub(crate) fn block_cache(&self) -> Option<&BlockCache> {
         self.cache.as_ref()

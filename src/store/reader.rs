@@ -25,8 +25,10 @@
 //! so) are made by c-blosc2 from the index alone.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
 use super::frame_check::Kept;
@@ -37,6 +39,13 @@ use crate::error::{Error, Result};
 
 /// The most chunks whose offsets a [`Placement`] keeps (8 MiB of them).
 pub(super) const MAX_PLACED: i64 = 1 << 20;
+
+/// The most bytes of chunk headers and block starts a remote placement
+/// keeps ([`Placement::heads`]): 16 MiB, those of 58 000 chunks of 64 blocks.
+const MAX_HEADS: usize = 16 << 20;
+
+/// Chunks of a remote frame fetched at once by [`prefetch`], at most.
+pub(crate) const FETCHERS: usize = 32;
 
 /// Where a frame's chunks lie.
 #[derive(Debug)]
@@ -62,6 +71,45 @@ pub(super) struct Placement {
     /// Why the offsets cannot be right, if they cannot: every read of a
     /// stored chunk fails with it.
     damage: Option<String>,
+    /// Whether the chunks live on another machine (no path on this one):
+    /// each read is a round trip there. A read of most of a chunk's blocks
+    /// then fetches the whole chunk in one request, the header and block
+    /// starts read are kept in `heads`, and a read of several chunks
+    /// fetches them at once ([`prefetch`]).
+    remote: bool,
+    /// Per chunk read, its header and block starts (remote placements, up
+    /// to [`MAX_HEADS`] bytes): a later read of some of its blocks is one
+    /// request, not two. A placement is of one version of the frame.
+    heads: Mutex<Heads>,
+    /// Chunks [`prefetch`] fetched for the read under way, which
+    /// [`read_chunk`] takes.
+    staged: Mutex<HashMap<i64, Staged>>,
+}
+
+#[derive(Debug, Default)]
+struct Heads {
+    by_chunk: HashMap<i64, Box<[u8]>>,
+    bytes: usize,
+}
+
+/// A chunk fetched ahead: `bytes[..len]`, holding the blocks `skip` leaves
+/// (all of them for `None`).
+#[derive(Debug)]
+struct Staged {
+    skip: Option<Vec<bool>>,
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Staged {
+    /// Whether it holds every block `want` asks for.
+    fn covers(&self, want: &Want<'_>) -> bool {
+        match (&self.skip, want.skip) {
+            (None, _) => true,
+            (Some(have), None) => !have.contains(&true),
+            (Some(have), Some(want)) => have.len() == want.len() && have.iter().zip(want).all(|(h, w)| !h || *w),
+        }
+    }
 }
 
 impl Placement {
@@ -107,7 +155,57 @@ impl Placement {
             let kind = if contiguous { "offset" } else { "chunk file number" };
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
-        Ok(Placement { location, key, frame_url: urlpath, header_len, data_end, offsets, frame, damage })
+        let remote = location.local_path(&key).is_none();
+        Ok(Placement {
+            location,
+            key,
+            frame_url: urlpath,
+            header_len,
+            data_end,
+            offsets,
+            frame,
+            damage,
+            remote,
+            heads: Mutex::default(),
+            staged: Mutex::default(),
+        })
+    }
+
+    /// Whether each read is a round trip to another machine.
+    pub(super) fn is_remote(&self) -> bool {
+        self.remote
+    }
+
+    /// The kept header and block starts of chunk `n`, if `head_len` long.
+    fn head(&self, n: i64, head_len: usize) -> Option<Box<[u8]>> {
+        let heads = self.heads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        heads.by_chunk.get(&n).filter(|h| h.len() == head_len).cloned()
+    }
+
+    /// Keep `head` as chunk `n`'s header and block starts, room allowing.
+    fn keep_head(&self, n: i64, head: &[u8]) {
+        let mut heads = self.heads.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if heads.bytes + head.len() <= MAX_HEADS && !heads.by_chunk.contains_key(&n) {
+            heads.bytes += head.len();
+            heads.by_chunk.insert(n, head.into());
+        }
+    }
+
+    /// Take chunk `n` as [`prefetch`] fetched it, if it holds what `want` asks.
+    fn take_staged(&self, n: i64, want: &Want<'_>) -> Option<Staged> {
+        let mut staged = self.staged.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !staged.get(&n)?.covers(want) {
+            return None;
+        }
+        staged.remove(&n)
+    }
+
+    /// Forget what [`prefetch`] fetched of `chunks` and no read took.
+    pub(super) fn unstage(&self, chunks: impl Iterator<Item = i64>) {
+        let mut staged = self.staged.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for n in chunks {
+            staged.remove(&n);
+        }
     }
 
     /// Whether chunk `n` is a special one (c-blosc2 makes it from the index).
@@ -158,6 +256,12 @@ pub(crate) struct Want<'m> {
 /// reports as `CATERVA_ERR_BLOSC_FAILED` as the original did for a chunk
 /// c-blosc2 could not read. [`Error::Io`] if the file cannot be read.
 pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+    if p.remote {
+        if let Some(s) = p.take_staged(n, want) {
+            *buf = s.bytes;
+            return Ok(Some(s.len));
+        }
+    }
     read_chunk_unchecked(p, n, want, buf).map_err(|e| match e {
         Error::InvalidFormat(reason) => Error::corrupt(n, reason),
         e => e,
@@ -186,10 +290,27 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         }
     };
     let nblocks = if want.blocksize == 0 { 0 } else { want.nbytes.div_ceil(want.blocksize) };
-    // The header and, if the chunk is as expected, its block starts: one read.
+    // The header and, if the chunk is as expected, its block starts: one
+    // read. Where a read is a round trip and most blocks are wanted, the
+    // whole chunk at once instead: every chunk is at most `room` long.
     let head_len = HEADER + 4 * nblocks;
-    grow(buf, head_len, 0, n)?;
-    let got = read_upto(f, &mut buf[..head_len], at).map_err(io("reading"))?;
+    let room = want.nbytes + HEADER;
+    let most = want.skip.map_or(true, |s| s.iter().filter(|&&k| !k).count() * 2 >= s.len());
+    let kept_head = if p.remote && !most { p.head(n, head_len) } else { None };
+    let first = if p.remote && most {
+        let avail = file_len.unwrap_or_else(|| p.data_end.saturating_sub(at));
+        room.max(head_len).min(usize::try_from(avail).unwrap_or(usize::MAX))
+    } else {
+        head_len
+    };
+    grow(buf, first, 0, n)?;
+    let got = match &kept_head {
+        Some(head) => {
+            buf[..head_len].copy_from_slice(head);
+            head_len
+        }
+        None => read_upto(f, &mut buf[..first], at).map_err(io("reading"))?,
+    };
     if got < HEADER {
         return Err(corrupt(path, n, "is cut short"));
     }
@@ -211,6 +332,10 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     if file_len.is_some_and(|l| l != u64::MAX && l != cbytes as u64) {
         return Err(corrupt(path, n, &format!("holds {cbytes} bytes, the file {}", file_len.unwrap_or(0))));
     }
+    // A chunk object read whole: its length is known now.
+    if name.is_some() && first > head_len && got > cbytes {
+        return Err(corrupt(path, n, &format!("holds {cbytes} bytes, the file more")));
+    }
     // Blosc stores a chunk that would not compress as a copy: no chunk
     // is longer than its items plus the header. A longer one, or one of
     // another size or item size than the array's chunks, is damaged (and
@@ -231,16 +356,20 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     }
     // Plain chunk: blocks with starts (`ChunkHeader::is_plain`).
     let plain = ch.is_plain();
+    let as_expected = plain && nbytes == want.nbytes && blocksize == want.blocksize && head_len <= cbytes;
+    if p.remote && kept_head.is_none() && as_expected && got >= head_len {
+        p.keep_head(n, &buf[..head_len]);
+    }
     let partial = match want.skip {
-        Some(skip) if plain && nbytes == want.nbytes && blocksize == want.blocksize && skip.len() == nblocks => {
-            head_len <= cbytes && got == head_len
-        }
+        Some(skip) if as_expected && skip.len() == nblocks => got == head_len && first == head_len,
         _ => false,
     };
-    // Room for the largest chunk of this size at once (no chunk is longer,
-    // see above), so that reading chunk after chunk allocates once.
-    let room = want.nbytes + HEADER;
     if !partial {
+        // Room for the largest chunk of this size at once (no chunk is
+        // longer, see above), so that reading chunk after chunk allocates once.
+        if got >= cbytes {
+            return Ok(Some(cbytes));
+        }
         grow(buf, room, 0, n)?;
         let got = read_upto(f, &mut buf[..cbytes], at).map_err(io("reading"))?;
         if got < cbytes {
@@ -313,6 +442,32 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     let len = u32::try_from(packed).map_err(|_| corrupt(path, n, "is too large"))?;
     buf[POS_CBYTES..POS_CBYTES + 4].copy_from_slice(&len.to_le_bytes());
     Ok(Some(packed))
+}
+
+/// Fetch the chunks `wants` names (each with the blocks its [`Want`] asks
+/// for) from a remote placement, [`FETCHERS`] at a time, for the reads
+/// that follow: [`read_chunk`] takes what it finds fetched. A read of many
+/// chunks then waits a round trip or two, not two per chunk. A chunk that
+/// fails is left for its read to fail on, and report.
+pub(super) fn prefetch(p: &Placement, wants: &[(i64, Want<'_>)]) {
+    if !p.remote || wants.len() < 2 {
+        return;
+    }
+    let next = AtomicUsize::new(0);
+    let fetch = || loop {
+        let Some((n, want)) = wants.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
+        let mut bytes = Vec::new();
+        if let Ok(Some(len)) = read_chunk_unchecked(p, *n, want, &mut bytes) {
+            let staged = Staged { skip: want.skip.map(<[bool]>::to_vec), bytes, len };
+            p.staged.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(*n, staged);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..wants.len().min(FETCHERS) {
+            s.spawn(fetch);
+        }
+        fetch();
+    });
 }
 
 /// Open a sparse frame's chunk object `name` (spelt `url`) for chunk `n`.

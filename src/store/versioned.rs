@@ -1111,6 +1111,56 @@ mod tests {
                 bytes < chunk / 8,
                 "contiguous {contiguous}: one item fetched {bytes} bytes of a {chunk}-byte chunk"
             );
+            // Another block of that chunk: its header and block starts were
+            // kept, so one round.
+            let then = b.requests.now();
+            a.get_slice_buffer(&[40, 50, 33], &[41, 51, 34], &mut one, &[1, 1, 1]).unwrap();
+            let at = (40 * 64 + 50) * 64 + 33;
+            assert_eq!(one, data[2 * at..2 * at + 2], "contiguous {contiguous}");
+            let [_, rounds, _, _] = since(then);
+            assert_eq!(rounds, 1, "contiguous {contiguous}: a second item of a chunk");
+            // The whole array: each chunk whole in one round, the eight of
+            // them at once (each round held 40 ms here, as far away).
+            b.requests.delay_ms.store(40, std::sync::atomic::Ordering::Relaxed);
+            let then = b.requests.now();
+            assert_eq!(a.to_vec().unwrap(), data, "contiguous {contiguous}");
+            let [_, rounds, _, _] = since(then);
+            assert_eq!(rounds, 8, "contiguous {contiguous}: a full read of 8 chunks");
+            let most = b.requests.most_in_flight.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(most >= 4, "contiguous {contiguous}: at most {most} chunks fetched at once");
+            // Planes along each axis: the chunks they cross fetched at once,
+            // two rounds each at most (header and block starts, then the blocks).
+            for axis in 0..3 {
+                b.requests.most_in_flight.store(0, std::sync::atomic::Ordering::SeqCst);
+                let fresh = Array::open(&ctx, &format!("mem://{name}/a")).unwrap();
+                let (mut start, mut stop) = (vec![0i64; 3], vec![64i64; 3]);
+                (start[axis], stop[axis]) = (37, 38);
+                let mut shape = vec![64i64; 3];
+                shape[axis] = 1;
+                let mut plane = vec![0u8; 64 * 64 * 2];
+                let then = b.requests.now();
+                fresh.get_slice_buffer(&start, &stop, &mut plane, &shape).unwrap();
+                let [_, rounds, _, bytes] = since(then);
+                assert!(rounds <= 8, "contiguous {contiguous}, axis {axis}: {rounds} rounds for 4 chunks");
+                // (Nothing fetched twice: at most the 4 chunks and their heads.)
+                assert!(bytes <= 4 * (chunk + 1024), "contiguous {contiguous}, axis {axis}: {bytes} bytes");
+                let most = b.requests.most_in_flight.load(std::sync::atomic::Ordering::SeqCst);
+                assert!(most >= 2, "contiguous {contiguous}, axis {axis}: at most {most} chunks fetched at once");
+                let want: Vec<u8> = (0..64 * 64)
+                    .flat_map(|k| {
+                        let (u, v) = (k / 64, k % 64);
+                        let [x, y, z] = match axis {
+                            0 => [37, u, v],
+                            1 => [u, 37, v],
+                            _ => [u, v, 37],
+                        };
+                        let at = (x * 64 + y) * 64 + z;
+                        [data[2 * at], data[2 * at + 1]]
+                    })
+                    .collect();
+                assert_eq!(plane, want, "contiguous {contiguous}, axis {axis}");
+            }
+            b.requests.delay_ms.store(0, std::sync::atomic::Ordering::Relaxed);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -23,6 +23,11 @@ pub(crate) struct Requests {
     pub(crate) rounds: AtomicU64,
     pub(crate) ranges: AtomicU64,
     pub(crate) bytes: AtomicU64,
+    /// Rounds under way now, and the most at once so far.
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) most_in_flight: AtomicU64,
+    /// Milliseconds each round takes (a distant store; 0: none).
+    pub(crate) delay_ms: AtomicU64,
 }
 
 impl Requests {
@@ -94,6 +99,13 @@ impl Object for MemObject {
         self.requests.rounds.fetch_add(1, Ordering::Relaxed);
         self.requests.ranges.fetch_add(ranges.len() as u64, Ordering::Relaxed);
         self.requests.bytes.fetch_add(asked, Ordering::Relaxed);
+        let now = self.requests.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.requests.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        let delay = self.requests.delay_ms.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        self.requests.in_flight.fetch_sub(1, Ordering::SeqCst);
         for r in ranges.iter_mut() {
             let from = usize::try_from(r.at).ok().filter(|&f| f <= self.bytes.len());
             let piece = from.and_then(|f| self.bytes.get(f..f.checked_add(r.buf.len())?));
