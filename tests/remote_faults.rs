@@ -123,4 +123,19 @@ fn faults_end_in_retried_successes_or_clear_errors() {
     let mut now = got;
     apply(&mut now, (0, SIDE), (0, 1), 99);
     assert_eq!(items(&Array::open(&ctx, url).unwrap()), now);
+    // Credentials the server refuses (403 Forbidden): opens, reads and
+    // writes fail at once (nothing retried) with the server's refusal,
+    // and change nothing.
+    proxy.plan(|_, _| Action::Forbidden);
+    let t = Instant::now();
+    let e = Array::open(&ctx, url).unwrap_err();
+    assert_eq!(e.kind(), caterva::ErrorKind::InvalidStorage, "{e}");
+    assert!(e.to_string().contains(url) && e.to_string().contains("403 Forbidden"), "{e}");
+    let e = back.to_vec().unwrap_err();
+    assert!(e.to_string().contains("403 Forbidden"), "a read: {e}");
+    let e = write(&mut back, (0, 1), (0, SIDE), 7).unwrap_err();
+    assert!(e.to_string().contains("403 Forbidden"), "a write: {e}");
+    assert!(t.elapsed() < Duration::from_secs(20), "refusals are not retried: {:?}", t.elapsed());
+    proxy.plan(|_, _| Action::Pass);
+    assert_eq!(items(&Array::open(&ctx, url).unwrap()), now);
 }

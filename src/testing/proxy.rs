@@ -23,6 +23,9 @@ pub enum Action {
     /// Forward it, then close the connection without relaying the answer:
     /// the request took effect and the client does not know.
     LoseAnswer,
+    /// Answer `403 Forbidden` (S3's `AccessDenied`) without forwarding it:
+    /// credentials the server refuses.
+    Forbidden,
 }
 
 /// Decides each request's [`Action`] from its number (from 1) and method.
@@ -148,6 +151,17 @@ fn serve(s: &State, mut client: TcpStream) {
         Action::Unavailable => {
             let _ =
                 client.write_all(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            return;
+        }
+        Action::Forbidden => {
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>\
+                        <Message>Access Denied</Message></Error>";
+            let answer = format!(
+                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = client.write_all(answer.as_bytes());
             return;
         }
         Action::Pass | Action::LoseAnswer => {}

@@ -42,6 +42,8 @@
 //! model ([`memory`], `mem://` URLs in test builds) is opened through every
 //! layer that way by `store/versioned.rs`'s tests.
 
+#[cfg(feature = "remote")]
+mod aws_files;
 pub(crate) mod local;
 #[cfg(test)]
 pub(crate) mod memory;

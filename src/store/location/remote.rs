@@ -23,12 +23,14 @@
 //!   the first remote request (a forked child starts its own); the calling
 //!   thread waits for them, whatever runtime it may itself run in.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::ops::Range as Span;
 use std::sync::{Arc, OnceLock};
 
 use futures::stream::{StreamExt, TryStreamExt};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
@@ -132,7 +134,8 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     check_name(key)?;
     let (store, writable): (Arc<dyn ObjectStore>, bool) = match scheme {
         "s3" => {
-            let s3 = object_store::aws::AmazonS3Builder::from_env()
+            let s3 = s3_builder(&std::env::vars().collect(), authority)
+                .map_err(bad)?
                 .with_bucket_name(authority)
                 .with_retry(retry())
                 .build()
@@ -157,6 +160,43 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     let base =
         if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
     Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable }), key.to_owned()))
+}
+
+/// The S3 client's settings from the environment variables `env` and the AWS shared
+/// files ([`super::aws_files`]): the environment's `AWS_*` variables as
+/// `object_store`'s `from_env` reads them, over the files' profile.
+///
+/// # Errors
+/// Why no request could be signed: no credentials in either, none to be
+/// had from a web identity or a container, and the instance metadata
+/// service ruled out (`AWS_EC2_METADATA_DISABLED=true`; without it the
+/// client asks that service, as on EC2). `AWS_SKIP_SIGNATURE=true` asks
+/// for unsigned requests (public buckets).
+fn s3_builder(env: &HashMap<String, String>, bucket: &str) -> Result<AmazonS3Builder, String> {
+    // The files' settings, then the environment's over them.
+    let mut vars: Vec<(String, String)> =
+        super::aws_files::settings(&|k| env.get(k).cloned()).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    vars.extend(env.iter().filter(|(k, _)| k.starts_with("AWS_")).map(|(k, v)| (k.clone(), v.clone())));
+    let set = |var: &str| vars.iter().any(|(k, v)| k == var && !v.is_empty());
+    let yes = |var: &str| vars.iter().any(|(k, v)| k == var && v.eq_ignore_ascii_case("true"));
+    let signed_somehow = set("AWS_ACCESS_KEY_ID")
+        || set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        || yes("AWS_SKIP_SIGNATURE");
+    if !signed_somehow && yes("AWS_EC2_METADATA_DISABLED") {
+        return Err(format!(
+            "no AWS credentials to reach bucket '{bucket}': set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+             a profile in ~/.aws/credentials (AWS_PROFILE), or AWS_SKIP_SIGNATURE=true for a public bucket"
+        ));
+    }
+    let mut builder = AmazonS3Builder::new();
+    for (k, v) in vars {
+        if let Ok(key) = k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+            builder = builder.with_config(key, v);
+        }
+    }
+    Ok(builder)
 }
 
 impl Remote {
@@ -470,6 +510,7 @@ impl Object for RemoteObject {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
     use std::sync::Arc;
 
     use super::{coalesce, Remote};
@@ -499,6 +540,54 @@ mod tests {
             .unwrap();
         let base = format!("s3://{bucket}/{root}/");
         Remote { store: Arc::new(s3), root: root.to_owned(), base, writable: true }
+    }
+
+    /// Credentials and the endpoint from the AWS shared files reach a real
+    /// server; none anywhere (the instance metadata service ruled out) is
+    /// a clear error before any request.
+    #[test]
+    fn the_shared_files_configure_the_client_and_no_credentials_is_an_error() {
+        let moto = servers::moto("files");
+        let dir = std::env::temp_dir().join(format!("caterva-s3-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("credentials"), "[bench]\naws_access_key_id = test\naws_secret_access_key = test\n")
+            .unwrap();
+        std::fs::write(
+            dir.join("config"),
+            format!("[profile bench]\nregion = us-east-1\ns3 =\n  endpoint_url = {}\n", moto.url()),
+        )
+        .unwrap();
+        let env: HashMap<String, String> = [
+            ("HOME", dir.to_string_lossy().into_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", dir.join("credentials").to_string_lossy().into_owned()),
+            ("AWS_CONFIG_FILE", dir.join("config").to_string_lossy().into_owned()),
+            ("AWS_PROFILE", "bench".to_owned()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let s3 = super::s3_builder(&env, "files").unwrap().with_bucket_name("files").build().unwrap();
+        let remote = Remote { store: Arc::new(s3), root: "cfg".into(), base: "s3://files/cfg/".into(), writable: true };
+        remote.put("x", b"from the shared files", Condition::Always).unwrap();
+        assert_eq!(remote.open("x").unwrap().read_vec(0, 8).unwrap(), b"from the");
+        // No credentials anywhere.
+        let bare: HashMap<String, String> =
+            [("HOME", dir.join("nowhere")), ("AWS_EC2_METADATA_DISABLED", "true".into())]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_string_lossy().into_owned()))
+                .collect();
+        let e = super::s3_builder(&bare, "files").map(drop).unwrap_err();
+        assert!(e.contains("no AWS credentials") && e.contains("'files'"), "{e}");
+        // Unsigned requests asked for, or the metadata service not ruled out: no error here.
+        let mut public = bare.clone();
+        public.insert("AWS_SKIP_SIGNATURE".into(), "true".into());
+        assert!(super::s3_builder(&public, "files").is_ok());
+        let mut ec2 = bare;
+        ec2.remove("AWS_EC2_METADATA_DISABLED");
+        assert!(super::s3_builder(&ec2, "files").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
