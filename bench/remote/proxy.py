@@ -21,6 +21,7 @@ UPSTREAM = int(sys.argv[2])
 DELAY = float(sys.argv[3]) / 1000.0
 lock = threading.Lock()
 stats = {"requests": 0, "bytes": 0}
+stats_in_flight = [0]
 
 
 def read_request(conn):
@@ -52,6 +53,13 @@ class Handler(socketserver.BaseRequestHandler):
             return
         line = head.split("\r\n", 1)[0]
         if " /__proxy/" in line:
+            # A request's count lands once its upstream closes, which may
+            # be after the client has its answer: wait for those in flight.
+            for _ in range(2000):
+                with lock:
+                    if stats_in_flight[0] == 0:
+                        break
+                time.sleep(0.001)
             with lock:
                 if "/__proxy/reset" in line:
                     stats.update(requests=0, bytes=0)
@@ -60,6 +68,15 @@ class Handler(socketserver.BaseRequestHandler):
                 b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(out), out)
             )
             return
+        with lock:
+            stats_in_flight[0] += 1
+        try:
+            self.relay(head, body)
+        finally:
+            with lock:
+                stats_in_flight[0] -= 1
+
+    def relay(self, head, body):
         time.sleep(DELAY)
         lines = [l for l in head.split("\r\n") if l and not l.lower().startswith("connection:")]
         upstream = socket.create_connection(("127.0.0.1", UPSTREAM))

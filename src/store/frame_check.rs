@@ -218,16 +218,41 @@ pub fn check_path(
     // A frame file, usually: one open. Else a sparse frame's prefix: the
     // open of its index tells (no listing, which an object store would need
     // to tell a prefix from nothing).
-    let (mut frame, read_name) = match loc.open(&key) {
+    let index = location::join(&key, SPARSE_INDEX);
+    // Where each request is a round trip: both opens at once, each reading
+    // the object's first window (a small frame whole), so that a sparse
+    // frame opens in one round and a contiguous one in two.
+    let remote = loc.local_path(&key).is_none();
+    let mut heads: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut index_opened = None;
+    let opened = if remote {
+        let (opened, other) = std::thread::scope(|s| {
+            let other = s.spawn(|| loc.open_reading(&index, REMOTE_WINDOW));
+            (loc.open_reading(&key, REMOTE_WINDOW), other.join())
+        });
+        index_opened = Some(other.unwrap_or_else(|_| Err(std::io::Error::other("opening the index panicked"))));
+        opened.map(|(object, head)| {
+            heads.push((0, head));
+            object
+        })
+    } else {
+        loc.open(&key)
+    };
+    let (mut frame, read_name) = match opened {
         Ok(object) => {
             let name = format!("frame file '{urlpath}'");
             (Frame { src: Src::Object(object, None), name, chunks_at: None, chunks }, key)
         }
         // (A web server may refuse a directory: 403.)
         Err(e) if matches!(e.kind(), InvalidInput | NotFound | PermissionDenied) => {
-            let index = location::join(&key, SPARSE_INDEX);
             let name = format!("sparse frame index '{}'", loc.url(&index));
-            let object = match loc.open(&index) {
+            let index_opened = index_opened.map(|r| {
+                r.map(|(object, head)| {
+                    heads.push((0, head));
+                    object
+                })
+            });
+            let object = match index_opened.unwrap_or_else(|| loc.open(&index)) {
                 Ok(object) => object,
                 Err(_) if e.kind() != InvalidInput => return Err(cannot(e)),
                 Err(_) => {
@@ -246,7 +271,7 @@ pub fn check_path(
     if chunks == Chunks::Later {
         if let Src::Object(object, seen) = &mut frame.src {
             let path = PathBuf::from(loc.url(&read_name));
-            *seen = Some(Served { path, len: object.len(), pieces: Vec::new() });
+            *seen = Some(Served { path, len: object.len(), pieces: heads });
         }
     }
     let mut summary = frame.check(inflate)?;
@@ -312,6 +337,10 @@ fn open_object(loc: &dyn Location, key: &str, name: &str) -> Result<Arc<dyn Obje
 
 /// Bytes read at a time at either end of a frame file whose reads are kept.
 const READ_AHEAD: u64 = 4096;
+
+/// What opening a remote frame object reads of it at once: a sparse frame's
+/// index whole, unless it indexes some thousands of chunks.
+const REMOTE_WINDOW: usize = 64 << 10;
 
 /// Where a frame's bytes come from.
 enum Src<'a> {

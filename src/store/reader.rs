@@ -20,6 +20,14 @@
 //!    only;
 //! 3. otherwise reads the whole chunk.
 //!
+//! Where the chunks live on another machine (an object store, a web
+//! server: each read is a round trip), a read of several chunks fetches
+//! them at once ([`prefetch`]); a read of most of a chunk's blocks fetches
+//! the whole chunk in one request instead of step 1 then 2; the header and
+//! block starts of step 1 are kept per placement, so that a later read of
+//! the chunk is one request; and a chunk's spans are merged more eagerly
+//! ([`NEAR`], [`MAX_RANGES`]).
+//!
 //! A store that keeps checksums reads whole chunks through c-blosc2: a
 //! checksum covers every byte of a chunk. Special chunks (their offsets say
 //! so) are made by c-blosc2 from the index alone.
@@ -43,6 +51,14 @@ pub(super) const MAX_PLACED: i64 = 1 << 20;
 /// The most bytes of chunk headers and block starts a remote placement
 /// keeps ([`Placement::heads`]): 16 MiB, those of 58 000 chunks of 64 blocks.
 const MAX_HEADS: usize = 16 << 20;
+
+/// Ranges of a remote chunk closer than this are fetched as one (two or
+/// three compressed blocks of 16 KiB).
+const NEAR: usize = 32 << 10;
+
+/// The most ranges of a remote chunk a read fetches; more (after merging
+/// those [`NEAR`] one another) are fetched as one.
+const MAX_RANGES: usize = 2;
 
 /// Chunks of a remote frame fetched at once by [`prefetch`], at most.
 pub(crate) const FETCHERS: usize = 32;
@@ -394,11 +410,20 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
     }
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    // Where each range is a request: ranges less than NEAR apart merged,
+    // and a chunk wanting more than MAX_RANGES of them fetched as one range
+    // over them: a request costs more than the bytes between (a plane
+    // across a chunk's blocks may want one run of blocks in four).
+    let near = if p.remote { NEAR } else { 0 };
     for (s, e) in spans {
         match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            Some(last) if s <= last.1 + near => last.1 = last.1.max(e),
             _ => merged.push((s, e)),
         }
+    }
+    if p.remote && merged.len() > MAX_RANGES {
+        let (first, last) = (merged[0].0, merged[merged.len() - 1].1);
+        merged = vec![(first, last)];
     }
     // The wanted blocks' streams are packed one after another behind the
     // header and block starts, whose entries move with them (those of the

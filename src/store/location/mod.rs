@@ -251,6 +251,19 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// an object (a directory, a device); as the storage fails.
     fn open(&self, name: &str) -> io::Result<Arc<dyn Object>>;
 
+    /// [`Location::open`], and the object's first `n` bytes (all of it if
+    /// shorter): one request where the storage can (a ranged `GET` tells
+    /// the length and entity tag a `HEAD` would).
+    ///
+    /// # Errors
+    /// As [`Location::open`] and [`Object::read_ranges`].
+    fn open_reading(&self, name: &str, n: usize) -> io::Result<(Arc<dyn Object>, Vec<u8>)> {
+        let o = self.open(name)?;
+        let n = usize::try_from(o.len()).map_or(n, |len| len.min(n));
+        let head = o.read_vec(0, n)?;
+        Ok((o, head))
+    }
+
     /// Open `name` for reading where it is known never to be written over
     /// once made (a sparse frame's chunk object at a versioned location):
     /// there is no version to pin, so a backend may skip asking for its

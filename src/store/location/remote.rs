@@ -255,6 +255,34 @@ impl Location for Remote {
         Ok(Arc::new(object))
     }
 
+    fn open_reading(&self, name: &str, n: usize) -> io::Result<(Arc<dyn Object>, Vec<u8>)> {
+        if n == 0 {
+            return self.open(name).map(|o| (o, Vec::new()));
+        }
+        let path = self.path(name)?;
+        let (store, p) = (self.store.clone(), path.clone());
+        let options = GetOptions { range: Some(GetRange::Bounded(0..n as u64)), ..GetOptions::default() };
+        let got = wait(async move {
+            let got = store.get_opts(&p, options).await?;
+            let meta = got.meta.clone();
+            Ok::<_, object_store::Error>((meta, got.bytes().await?))
+        })?;
+        let (meta, bytes) = match got {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(io::Error::new(io::ErrorKind::NotFound, format!("no object '{}'", self.url(name))));
+            }
+            // (An empty object has no first byte to range over: a HEAD tells.)
+            Err(e) => match self.open(name) {
+                Ok(o) if o.len() == 0 => return Ok((o, Vec::new())),
+                _ => return Err(io_error(e)),
+            },
+        };
+        let generation = generation_of(&meta);
+        let object = RemoteObject { store: self.store.clone(), path, len: meta.size, etag: meta.e_tag, generation };
+        Ok((Arc::new(object), bytes.to_vec()))
+    }
+
     fn open_immutable(&self, name: &str) -> io::Result<Arc<dyn Object>> {
         // Never written over: no HEAD for a length or a tag to read against.
         let path = self.path(name)?;
