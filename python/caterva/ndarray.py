@@ -598,6 +598,14 @@ class NDArray(Reductions):
         """Check every chunk (and the checksum table): a list of (chunk, reason)."""
         return self._a.verify()
 
+    def remove_orphans(self, older_than=3600.0):
+        """Remove what writers killed mid-write left of an array on an
+        object store (``s3://``): chunk objects its index does not name, at
+        least `older_than` seconds old (a writer names its new chunk objects
+        moments after making them, so an hour is safe). Returns how many
+        were removed; 0 elsewhere (local files, contiguous frames)."""
+        return self._a.remove_orphans(float(older_than))
+
     def refresh(self):
         """See what other handles (other processes) committed since this one
         opened the array or last wrote; True if it changed."""

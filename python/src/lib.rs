@@ -490,6 +490,16 @@ impl PyArray {
         Ok(v.into_iter().map(|p| (p.nchunk, p.error.to_string())).collect())
     }
 
+    /// Remove the chunk objects of an array on an object store that its
+    /// index does not name and that are at least `older_than` seconds old
+    /// (what writers killed mid-write left); how many.
+    fn remove_orphans(&self, py: Python<'_>, older_than: f64) -> PyRes<usize> {
+        let age = std::time::Duration::try_from_secs_f64(older_than).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err("older_than must be a finite number of seconds >= 0")
+        })?;
+        self.with(py, |a| a.remove_orphans(age))
+    }
+
     /// Reload what other handles committed since; whether anything changed.
     fn refresh(&self, py: Python<'_>) -> PyRes<bool> {
         py.allow_threads(|| {

@@ -198,3 +198,25 @@ def test_dask_writes_to_s3_from_worker_processes(servers, tmp_path):
     np.testing.assert_array_equal(cat.open(url)[...], want[:5])
     del b
 
+
+
+def test_remove_orphans_takes_only_unnamed_chunk_objects(servers):
+    """A chunk object no index names (what a writer killed between its
+    chunk and its index left) goes once old enough; the array's own stay."""
+    web, www, s3url = servers
+    url = "s3://arrays/orphans.b2nd"
+    want = np.arange(40 * 30, dtype=np.int32).reshape(40, 30)
+    a = cat.asarray(want, urlpath=url, chunks=(20, 15), blocks=(10, 5), contiguous=False, mode="w")
+    a[3:25, 2:20] = -7
+    want[3:25, 2:20] = -7
+    assert _request(s3url, "PUT", "/arrays/orphans.b2nd/0BADC0DE.chunk", b"left by a killed writer") == 200
+    assert a.remove_orphans(older_than=3600) == 0, "too young"
+    assert a.remove_orphans(older_than=0) == 1
+    assert _request(s3url, "HEAD", "/arrays/orphans.b2nd/0BADC0DE.chunk") == 404
+    assert a.remove_orphans(older_than=0) == 0
+    np.testing.assert_array_equal(cat.open(url)[...], want)
+    assert cat.open(url).verify() == []
+    with pytest.raises(ValueError):
+        a.remove_orphans(older_than=-1)
+    # Elsewhere there is nothing to remove.
+    assert cat.asarray(want, urlpath=str(www / "local.b2nd"), mode="w").remove_orphans(0) == 0
