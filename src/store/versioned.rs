@@ -281,44 +281,26 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
             .map_err(|e| put_err(&frame_name, e));
     }
     let index = images.remove(&frame_name).unwrap_or_default();
-    let (old_ids, mut offsets, sections) = index_offsets(&url, &index)?;
+    let (_, mut offsets, sections) = index_offsets(&url, &index)?;
     let (before, _, _) = index_offsets(&url, base_bytes)?;
-    let _ = old_ids;
     // The chunks c-blosc2 wrote, each to a fresh name.
-    let mut made: Vec<String> = Vec::new();
-    let undo = |made: &[String]| {
-        for name in made {
-            let _ = loc.remove(name, None);
-        }
-    };
-    let mut ids = FreshIds::new();
+    let mut chunks: Vec<(i64, Option<i64>)> = Vec::new();
+    let mut by_id = std::collections::HashMap::new();
     for name in &written {
         let Some(id) = name.rsplit('/').next().and_then(frame::chunk_id) else { continue };
-        if name == &frame_name || !offsets.contains(&id) {
+        if name == &frame_name || !offsets.contains(&id) || by_id.contains_key(&id) {
             continue;
         }
-        let bytes = images.get(name).map_or(&[][..], Vec::as_slice);
-        let new_id = loop {
-            let fresh = ids.next();
-            let fresh_name = location::join(&site.key, &frame::chunk_name(fresh));
-            match put_landed(loc, &fresh_name, bytes, Condition::IfAbsent) {
-                Ok(()) => {
-                    made.push(fresh_name);
-                    break fresh;
-                }
-                Err(PutError::Conflict) if ids.tries < 64 => continue,
-                Err(e) => {
-                    undo(&made);
-                    return Err(put_err(&fresh_name, e));
-                }
-            }
-        };
-        offsets.iter_mut().filter(|o| **o == id).for_each(|o| *o = new_id);
+        by_id.insert(id, images.get(name).map_or(&[][..], Vec::as_slice));
+        chunks.push((id, None));
     }
+    let bytes_of = |id: i64| Ok(std::borrow::Cow::Borrowed(by_id.get(&id).copied().unwrap_or_default()));
+    let (made, renamed) = put_chunks(site, &chunks, &bytes_of, &put_err)?;
+    offsets.iter_mut().for_each(|o| *o = renamed.get(o).copied().unwrap_or(*o));
     let new_index = match rebuild_index(&index, &sections, &offsets) {
         Ok(i) => i,
         Err(e) => {
-            undo(&made);
+            remove_objects(loc, &made);
             return Err(e);
         }
     };
@@ -328,7 +310,7 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
     match put_landed(loc, &frame_name, &new_index, Condition::IfGeneration(base)) {
         Ok(()) => {}
         Err(e) => {
-            undo(&made);
+            remove_objects(loc, &made);
             return Err(put_err(&frame_name, e));
         }
     }
@@ -338,6 +320,82 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
         let _ = loc.remove(&location::join(&site.key, &frame::chunk_name(id)), None);
     }
     Ok(())
+}
+
+/// Remove the objects `names` (what a write that failed made), as far as
+/// the storage lets: what stays is an orphan ([`Store::remove_orphans`]).
+fn remove_objects(loc: &dyn Location, names: &[String]) {
+    for name in names {
+        let _ = loc.remove(name, None);
+    }
+}
+
+/// Chunk objects put at once by [`put_chunks`], at most.
+const PUTTERS: usize = 16;
+
+/// Put each chunk `(id, name it by first)` of `chunks` (bytes from
+/// `bytes_of(id)`) as a new chunk object of the sparse frame at `site`:
+/// created only where nothing is (under a fresh id when its first name, or
+/// `None`, is taken), [`PUTTERS`] at a time. Returns the objects made and
+/// the ids chunks were put under where not their own. On a failure, the
+/// objects made are removed and the first failure returned (`put_err`
+/// spells a put's).
+fn put_chunks<'b>(
+    site: &Site,
+    chunks: &[(i64, Option<i64>)],
+    bytes_of: &(dyn Fn(i64) -> Result<std::borrow::Cow<'b, [u8]>> + Sync),
+    put_err: &(dyn Fn(&str, PutError) -> Error + Sync),
+) -> Result<(Vec<String>, std::collections::HashMap<i64, i64>)> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    let loc = &*site.location;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let ids = Mutex::new(FreshIds::new());
+    let fresh = || ids.lock().unwrap_or_else(PoisonError::into_inner).next();
+    let made = Mutex::new(Vec::new());
+    let renamed = Mutex::new(std::collections::HashMap::new());
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    let put_one = |id: i64, first: Option<i64>| -> Result<()> {
+        let bytes = bytes_of(id)?;
+        let mut name_id = first.unwrap_or_else(fresh);
+        for tries in 1.. {
+            let name = location::join(&site.key, &frame::chunk_name(name_id));
+            match put_landed(loc, &name, &bytes, Condition::IfAbsent) {
+                Ok(()) => {
+                    made.lock().unwrap_or_else(PoisonError::into_inner).push(name);
+                    break;
+                }
+                Err(PutError::Conflict) if tries < 64 => name_id = fresh(),
+                Err(e) => return Err(put_err(&name, e)),
+            }
+        }
+        if name_id != id {
+            renamed.lock().unwrap_or_else(PoisonError::into_inner).insert(id, name_id);
+        }
+        Ok(())
+    };
+    let work = || {
+        while !stop.load(Ordering::Relaxed) {
+            let Some(&(id, first)) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
+            if let Err(e) = put_one(id, first) {
+                stop.store(true, Ordering::Relaxed);
+                failed.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..chunks.len().min(PUTTERS) {
+            s.spawn(work);
+        }
+        work();
+    });
+    let made = made.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if let Some(e) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        remove_objects(loc, &made);
+        return Err(e);
+    }
+    Ok((made, renamed.into_inner().unwrap_or_else(PoisonError::into_inner)))
 }
 
 /// Put `bytes` at `name` if `cond` holds. A put that failed may yet have
@@ -540,46 +598,15 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
     }
     let index = read(&local.join(frame::SPARSE_INDEX))?;
     let (_, mut offsets, sections) = index_offsets(&url, &index)?;
-    let mut made: Vec<String> = Vec::new();
-    let undo = |made: &[String]| {
-        for name in made {
-            let _ = loc.remove(name, None);
-        }
-    };
-    let mut ids = FreshIds::new();
     let mut ours: Vec<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
     ours.sort_unstable();
     ours.dedup();
-    let mut renamed = std::collections::HashMap::new();
-    for id in ours {
-        let bytes = match read(&local.join(frame::chunk_name(id))) {
-            Ok(b) => b,
-            Err(e) => {
-                undo(&made);
-                return Err(e);
-            }
-        };
-        // Its own name if nothing is there; an array being replaced keeps
-        // its objects until the new index is in place.
-        let mut name_id = if present.generation.is_none() { id } else { ids.next() };
-        loop {
-            let name = location::join(&site.key, &frame::chunk_name(name_id));
-            match put_landed(loc, &name, &bytes, Condition::IfAbsent) {
-                Ok(()) => {
-                    made.push(name);
-                    break;
-                }
-                Err(PutError::Conflict) if ids.tries < 64 => name_id = ids.next(),
-                Err(e) => {
-                    undo(&made);
-                    return Err(put_err(&name, e));
-                }
-            }
-        }
-        if name_id != id {
-            renamed.insert(id, name_id);
-        }
-    }
+    // Their own names if nothing is there; an array being replaced keeps
+    // its objects until the new index is in place.
+    let fresh = present.generation.is_some();
+    let chunks: Vec<(i64, Option<i64>)> = ours.into_iter().map(|id| (id, (!fresh).then_some(id))).collect();
+    let bytes_of = |id: i64| read(&local.join(frame::chunk_name(id))).map(std::borrow::Cow::Owned);
+    let (made, renamed) = put_chunks(site, &chunks, &bytes_of, &put_err)?;
     let index = if renamed.is_empty() {
         index
     } else {
@@ -587,7 +614,7 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
         match rebuild_index(&index, &sections, &offsets) {
             Ok(i) => i,
             Err(e) => {
-                undo(&made);
+                remove_objects(loc, &made);
                 return Err(e);
             }
         }
@@ -595,7 +622,7 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
     match put_landed(loc, &frame_name, &index, cond) {
         Ok(()) => {}
         Err(e) => {
-            undo(&made);
+            remove_objects(loc, &made);
             return Err(put_err(&frame_name, e));
         }
     }
