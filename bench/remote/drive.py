@@ -23,7 +23,7 @@ LIB, ENDPOINT, STATS, OUT = sys.argv[1:5]
 SHAPE = (192, 192, 192)
 CHUNKS = (64, 64, 64)
 BLOCKS = (16, 16, 16)
-REPS = 3
+REPS = 7
 
 
 def source():
@@ -140,15 +140,15 @@ def main():
     def read_boxes():
         return [a[x:x + 8, y:y + 8, z:z + 8] for x, y, z in boxes]
 
-    measure("300 boxes of 8^3", read_boxes,
+    measure("300 boxes of 8^3", read_boxes, reps=3,
             check=lambda got: all(np.array_equal(g, data[x:x + 8, y:y + 8, z:z + 8]) for g, (x, y, z) in zip(got, boxes)) or (_ for _ in ()).throw(AssertionError("boxes")))
 
     def read_items():
         return [a[x:x + 1, y:y + 1, z:z + 1] for x, y, z in items]
 
-    measure("100 single items", read_items,
+    measure("100 single items", read_items, reps=3,
             check=lambda got: all(np.array_equal(g, data[x:x + 1, y:y + 1, z:z + 1]) for g, (x, y, z) in zip(got, items)) or (_ for _ in ()).throw(AssertionError("items")))
-    measure("full read", lambda: a[...], reps=2, check=eq(data))
+    measure("full read", lambda: a[...], reps=5, check=eq(data))
     with open(OUT, "w") as f:
         json.dump({"lib": LIB, "ops": results}, f)
 

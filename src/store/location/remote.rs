@@ -134,15 +134,12 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     check_name(key)?;
     let (store, writable): (Arc<dyn ObjectStore>, bool) = match scheme {
         "s3" => {
-            let s3 = s3_builder(&std::env::vars().collect(), authority)
-                .map_err(bad)?
-                .with_bucket_name(authority)
-                .with_retry(retry())
-                .build()
-                .map_err(|e| bad(e.to_string()))?;
-            (Arc::new(s3), true)
+            let vars = s3_settings(&std::env::vars().collect(), authority).map_err(bad)?;
+            let key = format!("s3://{authority}\n{vars:?}");
+            let s3 = client(key, || Ok(Arc::new(build_s3(&vars, authority).map_err(|e| bad(e.to_string()))?)))?;
+            (s3, true)
         }
-        "http" | "https" => {
+        "http" | "https" => client(format!("{scheme}://{authority}"), || {
             let options = object_store::ClientOptions::new()
                 .with_allow_http(true)
                 .with_connect_timeout(std::time::Duration::from_secs(5))
@@ -153,8 +150,9 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
                 .with_retry(retry())
                 .build()
                 .map_err(|e| bad(e.to_string()))?;
-            (Arc::new(http), false)
-        }
+            Ok(Arc::new(http))
+        })
+        .map(|http| (http, false))?,
         _ => return Err(bad(format!("no remote backend serves '{scheme}://'"))),
     };
     let base =
@@ -162,8 +160,9 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable }), key.to_owned()))
 }
 
-/// The S3 client's settings from the environment variables `env` and the AWS shared
-/// files ([`super::aws_files`]): the environment's `AWS_*` variables as
+/// The S3 client's settings (`AWS_*` names and values, sorted) from the
+/// environment variables `env` and the AWS shared files
+/// ([`super::aws_files`]): the environment's `AWS_*` variables as
 /// `object_store`'s `from_env` reads them, over the files' profile.
 ///
 /// # Errors
@@ -172,7 +171,7 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
 /// service ruled out (`AWS_EC2_METADATA_DISABLED=true`; without it the
 /// client asks that service, as on EC2). `AWS_SKIP_SIGNATURE=true` asks
 /// for unsigned requests (public buckets).
-fn s3_builder(env: &HashMap<String, String>, bucket: &str) -> Result<AmazonS3Builder, String> {
+fn s3_settings(env: &HashMap<String, String>, bucket: &str) -> Result<Vec<(String, String)>, String> {
     // The files' settings, then the environment's over them.
     let mut vars: Vec<(String, String)> =
         super::aws_files::settings(&|k| env.get(k).cloned()).into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -190,13 +189,42 @@ fn s3_builder(env: &HashMap<String, String>, bucket: &str) -> Result<AmazonS3Bui
              a profile in ~/.aws/credentials (AWS_PROFILE), or AWS_SKIP_SIGNATURE=true for a public bucket"
         ));
     }
-    let mut builder = AmazonS3Builder::new();
+    // (Sorted: the client cache's key.)
+    let mut settled: Vec<(String, String)> = Vec::with_capacity(vars.len());
     for (k, v) in vars {
+        settled.retain(|(had, _)| *had != k);
+        settled.push((k, v));
+    }
+    settled.sort();
+    Ok(settled)
+}
+
+/// An S3 client of `bucket` with `settings` ([`s3_settings`]).
+fn build_s3(settings: &[(String, String)], bucket: &str) -> object_store::Result<object_store::aws::AmazonS3> {
+    let mut builder = AmazonS3Builder::new();
+    for (k, v) in settings {
         if let Ok(key) = k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
             builder = builder.with_config(key, v);
         }
     }
-    Ok(builder)
+    builder.with_bucket_name(bucket).with_retry(retry()).build()
+}
+
+/// The client `key` names (its scheme, server or bucket and settings),
+/// made by `build` at its first use in this process: a client keeps its
+/// connections, and making one costs more than a request (its TLS roots
+/// are loaded). A forked child makes its own.
+fn client(key: String, build: impl FnOnce() -> io::Result<Arc<dyn ObjectStore>>) -> io::Result<Arc<dyn ObjectStore>> {
+    type Clients = std::sync::Mutex<HashMap<String, Arc<dyn ObjectStore>>>;
+    static CLIENTS: OnceLock<PerProcess<Clients>> = OnceLock::new();
+    let clients = CLIENTS.get_or_init(|| PerProcess::new(Clients::default())).get(Clients::default);
+    let mut clients = clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = clients.get(&key) {
+        return Ok(c.clone());
+    }
+    let c = build()?;
+    clients.insert(key, c.clone());
+    Ok(c)
 }
 
 impl Remote {
@@ -596,7 +624,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        let s3 = super::s3_builder(&env, "files").unwrap().with_bucket_name("files").build().unwrap();
+        let s3 = super::build_s3(&super::s3_settings(&env, "files").unwrap(), "files").unwrap();
         let remote = Remote { store: Arc::new(s3), root: "cfg".into(), base: "s3://files/cfg/".into(), writable: true };
         remote.put("x", b"from the shared files", Condition::Always).unwrap();
         assert_eq!(remote.open("x").unwrap().read_vec(0, 8).unwrap(), b"from the");
@@ -606,15 +634,15 @@ mod tests {
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_string_lossy().into_owned()))
                 .collect();
-        let e = super::s3_builder(&bare, "files").map(drop).unwrap_err();
+        let e = super::s3_settings(&bare, "files").map(drop).unwrap_err();
         assert!(e.contains("no AWS credentials") && e.contains("'files'"), "{e}");
         // Unsigned requests asked for, or the metadata service not ruled out: no error here.
         let mut public = bare.clone();
         public.insert("AWS_SKIP_SIGNATURE".into(), "true".into());
-        assert!(super::s3_builder(&public, "files").is_ok());
+        assert!(super::s3_settings(&public, "files").is_ok());
         let mut ec2 = bare;
         ec2.remove("AWS_EC2_METADATA_DISABLED");
-        assert!(super::s3_builder(&ec2, "files").is_ok());
+        assert!(super::s3_settings(&ec2, "files").is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
