@@ -1051,6 +1051,47 @@ mod tests {
         }
     }
 
+    /// A handle reads the version it opened, even through c-blosc2's own
+    /// reads of the offsets index (a checksummed array's chunks are read
+    /// that way): after another writer replaced a chunk, the handle's read
+    /// of it is the old values or an error, never the new chunk checked
+    /// against the old checksums (a false `Corrupt`), until it refreshes.
+    #[test]
+    fn a_handle_reads_its_own_version_after_another_writes() {
+        let ctx = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
+        let dir = temp_dir("pinned");
+        let url = dir.join("p.b2nd").to_string_lossy().into_owned();
+        let params = Params { itemsize: 4, shape: vec![96], dtype: None };
+        let storage = StorageParams {
+            chunkshape: vec![32],
+            blockshape: vec![8],
+            contiguous: false,
+            urlpath: Some(url.clone()),
+            metalayers: vec![],
+        };
+        Array::zeros(&ctx, &params, &storage).unwrap();
+        let name = bucket();
+        let b = memory::bucket(&name);
+        upload(&url, &b, "p");
+        let remote_url = format!("mem://{name}/p");
+        let mut reader = Array::open(&ctx, &remote_url).unwrap();
+        let mut writer = Array::open(&ctx, &remote_url).unwrap();
+        let sevens: Vec<u8> = std::iter::repeat(7u32.to_le_bytes()).take(32).flatten().collect();
+        writer.set_slice_buffer(&sevens, &[32], &[0], &[32]).unwrap();
+        let mut got = vec![0u8; 32 * 4];
+        match reader.get_slice_buffer(&[0], &[32], &mut got, &[32]) {
+            Ok(()) => assert_eq!(got, vec![0u8; 32 * 4], "the old values"),
+            Err(e) => assert_ne!(e.kind(), ErrorKind::Corrupt, "{e}"),
+        }
+        reader.get_slice_buffer(&[32], &[64], &mut got, &[32]).unwrap();
+        assert_eq!(got, vec![0u8; 32 * 4], "an unchanged chunk");
+        assert!(reader.refresh().unwrap());
+        reader.get_slice_buffer(&[0], &[32], &mut got, &[32]).unwrap();
+        assert_eq!(got, sevens);
+        assert!(reader.verify(&mut |_, _| {}).unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn missing_and_damaged_remote_objects_fail_cleanly() {
         let dir = temp_dir("damaged");
