@@ -79,17 +79,18 @@ struct Remote {
     contiguous: bool,
     /// The write under way, if any ([`Draft`]).
     draft: Option<Arc<Mutex<Draft>>>,
-    /// The version of the frame object the super-chunk was parsed from:
-    /// c-blosc2's later reads of it (the offsets index) read that version,
-    /// never a newer one that another writer published meanwhile.
-    pinned: Option<Arc<dyn Object>>,
+    /// The frame object's name and the version of it the super-chunk was
+    /// parsed from: c-blosc2's later reads of it (the offsets index) read
+    /// that version, never a newer one that another writer published
+    /// meanwhile.
+    pinned: Option<(String, Arc<dyn Object>)>,
 }
 
-/// Pin the frame object of the stand-in `params` names to `object`, the
-/// version its super-chunk was parsed from (see [`Remote`]).
-pub(super) fn pin_frame(params: *mut c_void, object: Arc<dyn Object>) {
+/// Pin the frame object `name` of the stand-in `params` names to `object`,
+/// the version its super-chunk was parsed from (see [`Remote`]).
+pub(super) fn pin_frame(params: *mut c_void, name: String, object: Arc<dyn Object>) {
     if let Some(r) = remotes().get_mut(&(params as usize)) {
-        r.pinned = Some(object);
+        r.pinned = Some((name, object));
     }
 }
 
@@ -288,8 +289,7 @@ fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<Stand
     let remotes = remotes();
     let r = remotes.get(&(params as usize))?;
     let draft = r.draft.clone();
-    let frame = if r.contiguous { r.key.clone() } else { location::join(&r.key, super::frame::SPARSE_INDEX) };
-    let pinned = r.pinned.clone().map(|o| (frame, o));
+    let pinned = r.pinned.clone();
     let found = stand_in_paths().and_then(|(file, dir)| {
         let name = if r.contiguous {
             (path == file).then(|| r.key.clone())

@@ -111,7 +111,7 @@ impl Store {
             SChunk::parse_site(&site)?
         };
         // c-blosc2 reads the offsets index again later: from this version.
-        super::blosc_io::pin_frame(sc.io_params(), object.clone());
+        super::blosc_io::pin_frame(sc.io_params(), frame::frame_object(&site), object.clone());
         let mut store = Self::adopt(sc, HeaderCheck::due())?;
         store.seen = seen.map(|content| frame::with_generation(content, object.generation()));
         store.site = Some(site);
