@@ -779,6 +779,32 @@ mod tests {
         }
     }
 
+    /// A sparse array of `n` u32 zeros in chunks of 32 (blocks of 8), made
+    /// in `temp_dir(what)` and uploaded to `key` in a new bucket: the
+    /// directory, the bucket and the array's `mem://` URL.
+    fn zeros_in_memory(
+        ctx: &Context,
+        what: &str,
+        n: i64,
+        key: &str,
+    ) -> (std::path::PathBuf, std::sync::Arc<memory::Memory>, String) {
+        let dir = temp_dir(what);
+        let url = dir.join(format!("{key}.b2nd")).to_string_lossy().into_owned();
+        let params = Params { itemsize: 4, shape: vec![n], dtype: None };
+        let storage = StorageParams {
+            chunkshape: vec![32],
+            blockshape: vec![8],
+            contiguous: false,
+            urlpath: Some(url.clone()),
+            metalayers: vec![],
+        };
+        Array::zeros(ctx, &params, &storage).unwrap();
+        let name = bucket();
+        let b = memory::bucket(&name);
+        upload(&url, &b, key);
+        (dir, b, format!("mem://{name}/{key}"))
+    }
+
     fn temp_dir(what: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("caterva-versioned-{}-{what}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -1003,21 +1029,7 @@ mod tests {
         const N: i64 = 96;
         for checksums in [false, true] {
             let ctx = Context::new(Config { checksums, ..Config::default() }).unwrap();
-            let dir = temp_dir(&format!("race-{checksums}"));
-            let url = dir.join("r.b2nd").to_string_lossy().into_owned();
-            let params = Params { itemsize: 4, shape: vec![N], dtype: None };
-            let storage = StorageParams {
-                chunkshape: vec![32],
-                blockshape: vec![8],
-                contiguous: false,
-                urlpath: Some(url.clone()),
-                metalayers: vec![],
-            };
-            Array::zeros(&ctx, &params, &storage).unwrap();
-            let name = bucket();
-            let b = memory::bucket(&name);
-            upload(&url, &b, "r");
-            let remote_url = format!("mem://{name}/r");
+            let (dir, b, remote_url) = zeros_in_memory(&ctx, &format!("race-{checksums}"), N, "r");
             const WRITERS: i64 = 4;
             std::thread::scope(|s| {
                 for t in 0..WRITERS {
@@ -1059,21 +1071,7 @@ mod tests {
     #[test]
     fn a_handle_reads_its_own_version_after_another_writes() {
         let ctx = Context::new(Config { checksums: true, ..Config::default() }).unwrap();
-        let dir = temp_dir("pinned");
-        let url = dir.join("p.b2nd").to_string_lossy().into_owned();
-        let params = Params { itemsize: 4, shape: vec![96], dtype: None };
-        let storage = StorageParams {
-            chunkshape: vec![32],
-            blockshape: vec![8],
-            contiguous: false,
-            urlpath: Some(url.clone()),
-            metalayers: vec![],
-        };
-        Array::zeros(&ctx, &params, &storage).unwrap();
-        let name = bucket();
-        let b = memory::bucket(&name);
-        upload(&url, &b, "p");
-        let remote_url = format!("mem://{name}/p");
+        let (dir, _, remote_url) = zeros_in_memory(&ctx, "pinned", 96, "p");
         let mut reader = Array::open(&ctx, &remote_url).unwrap();
         let mut writer = Array::open(&ctx, &remote_url).unwrap();
         let sevens: Vec<u8> = std::iter::repeat(7u32.to_le_bytes()).take(32).flatten().collect();
