@@ -44,6 +44,7 @@ mod paths;
 pub(crate) mod reader;
 mod shared;
 mod versioned;
+mod writers;
 
 #[cfg(test)]
 mod tests;

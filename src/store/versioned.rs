@@ -37,6 +37,7 @@ use super::blosc_io::{Draft, Serving};
 use super::frame_check::{Chunks, Kept};
 use super::journal::TxJournal;
 use super::location::{self, Condition, Generation, Location, Protocol, PutError, Site};
+use super::writers::Permit;
 use super::{frame, HeaderCheck, Store, Tx};
 use crate::error::{Error, Result};
 
@@ -200,6 +201,7 @@ impl Store {
             Error::storage(Some(&url), format!("'{url}': the version this handle read is not known; reopen it"))
         })?;
         self.ensure_checked()?;
+        let permit = super::writers::admit(&site)?;
         let frame_name = frame::frame_object(&site);
         let len = usize::try_from(base.len()).map_err(|_| Error::storage(Some(&url), "the frame is too large"))?;
         let base_bytes = base.read_vec(0, len).map_err(|e| read_error(&url, &e))?;
@@ -214,7 +216,7 @@ impl Store {
         // A failure while another writer replaced the version (a chunk
         // object it named has gone) is that writer's doing.
         let result = result.map_err(|e| if self.replaced_since_read() { conflict(&url) } else { e });
-        let result = result.and_then(|v| publish(&site, base.generation(), &base_bytes, draft).map(|()| v));
+        let result = result.and_then(|v| publish(&site, &permit, base.generation(), &base_bytes, draft).map(|()| v));
         // c-blosc2's view of the frame is the draft's, published or not.
         let reloaded = self.reload();
         self.seen = self.fingerprint();
@@ -263,7 +265,7 @@ fn conflict(url: &str) -> Error {
 ///
 /// # Errors
 /// [`Error::Conflict`] if the frame object changed; as the storage fails.
-fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> Result<()> {
+fn publish(site: &Site, permit: &Permit, base: &Generation, base_bytes: &[u8], draft: Draft) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let frame_name = frame::frame_object(site);
@@ -277,8 +279,9 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
     };
     if site.contiguous {
         let image = images.remove(&frame_name).unwrap_or_default();
-        return put_landed(loc, &frame_name, &image, Condition::IfGeneration(base))
-            .map_err(|e| put_err(&frame_name, e));
+        permit.before_publish()?;
+        put_landed(loc, &frame_name, &image, Condition::IfGeneration(base)).map_err(|e| put_err(&frame_name, e))?;
+        return permit.after_publish(site, &frame_name, &image);
     }
     let index = images.remove(&frame_name).unwrap_or_default();
     let (_, mut offsets, sections) = index_offsets(&url, &index)?;
@@ -294,8 +297,28 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
         by_id.insert(id, images.get(name).map_or(&[][..], Vec::as_slice));
         chunks.push((id, None));
     }
-    let bytes_of = |id: i64| Ok(std::borrow::Cow::Borrowed(by_id.get(&id).copied().unwrap_or_default()));
-    let (made, renamed) = put_chunks(site, &chunks, &bytes_of, &put_err)?;
+    // Chunk objects this version keeps under numbers past c-blosc2's bound
+    // (the frame's `cbytes` shrank: a chunk became zeros, or smaller):
+    // copied to fresh numbers, so that Blosc2 readers still open it.
+    let bound = cblosc2_bound(sections.cbytes);
+    let mut moved = std::collections::HashMap::new();
+    for &id in offsets.iter().filter(|&&o| o > bound && !by_id.contains_key(&o)) {
+        if let std::collections::hash_map::Entry::Vacant(v) = moved.entry(id) {
+            let name = location::join(&site.key, &frame::chunk_name(id));
+            let bytes =
+                loc.open(&name).and_then(|o| o.read_vec(0, o.len() as usize)).map_err(|e| read_error(&url, &e))?;
+            v.insert(bytes);
+            chunks.push((id, None));
+        }
+    }
+    let bytes_of = |id: i64| {
+        Ok(std::borrow::Cow::Borrowed(match by_id.get(&id) {
+            Some(b) => *b,
+            None => moved.get(&id).map_or(&[][..], Vec::as_slice),
+        }))
+    };
+    let ids = FreshIds::new(bound, before.iter().chain(&offsets).copied());
+    let (made, renamed) = put_chunks(site, &chunks, ids, &bytes_of, &put_err)?;
     offsets.iter_mut().for_each(|o| *o = renamed.get(o).copied().unwrap_or(*o));
     let new_index = match rebuild_index(&index, &sections, &offsets) {
         Ok(i) => i,
@@ -307,13 +330,14 @@ fn publish(site: &Site, base: &Generation, base_bytes: &[u8], draft: Draft) -> R
     // Where the tests kill a writer: its chunk objects made, its index not.
     #[cfg(feature = "testing")]
     super::hooks::hook("publish");
-    match put_landed(loc, &frame_name, &new_index, Condition::IfGeneration(base)) {
-        Ok(()) => {}
-        Err(e) => {
-            remove_objects(loc, &made);
-            return Err(put_err(&frame_name, e));
-        }
+    let put = permit.before_publish().and_then(|()| {
+        put_landed(loc, &frame_name, &new_index, Condition::IfGeneration(base)).map_err(|e| put_err(&frame_name, e))
+    });
+    if let Err(e) = put {
+        remove_objects(loc, &made);
+        return Err(e);
     }
+    permit.after_publish(site, &frame_name, &new_index)?;
     // What the old version named and the new one does not.
     let now: std::collections::HashSet<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
     for id in before.into_iter().filter(|&o| o >= 0 && !now.contains(&o)) {
@@ -343,6 +367,7 @@ const PUTTERS: usize = 16;
 fn put_chunks<'b>(
     site: &Site,
     chunks: &[(i64, Option<i64>)],
+    ids: FreshIds,
     bytes_of: &(dyn Fn(i64) -> Result<std::borrow::Cow<'b, [u8]>> + Sync),
     put_err: &(dyn Fn(&str, PutError) -> Error + Sync),
 ) -> Result<(Vec<String>, std::collections::HashMap<i64, i64>)> {
@@ -351,14 +376,29 @@ fn put_chunks<'b>(
     let loc = &*site.location;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let ids = Mutex::new(FreshIds::new());
-    let fresh = || ids.lock().unwrap_or_else(PoisonError::into_inner).next();
+    let bound = ids.bound;
+    let ids = Mutex::new(ids);
+    let fresh = || {
+        ids.lock().unwrap_or_else(PoisonError::into_inner).next().ok_or_else(|| {
+            Error::storage(
+                Some(&site.url()),
+                format!(
+                    "'{}': no chunk object number is free within the {} that Blosc2 readers accept",
+                    site.url(),
+                    bound + 1
+                ),
+            )
+        })
+    };
     let made = Mutex::new(Vec::new());
     let renamed = Mutex::new(std::collections::HashMap::new());
     let failed: Mutex<Option<Error>> = Mutex::new(None);
     let put_one = |id: i64, first: Option<i64>| -> Result<()> {
         let bytes = bytes_of(id)?;
-        let mut name_id = first.unwrap_or_else(fresh);
+        let mut name_id = match first {
+            Some(id) => id,
+            None => fresh()?,
+        };
         for tries in 1.. {
             let name = location::join(&site.key, &frame::chunk_name(name_id));
             match put_landed(loc, &name, &bytes, Condition::IfAbsent) {
@@ -366,7 +406,7 @@ fn put_chunks<'b>(
                     made.lock().unwrap_or_else(PoisonError::into_inner).push(name);
                     break;
                 }
-                Err(PutError::Conflict) if tries < 64 => name_id = fresh(),
+                Err(PutError::Conflict) if tries < 64 => name_id = fresh()?,
                 Err(e) => return Err(put_err(&name, e)),
             }
         }
@@ -557,6 +597,7 @@ fn build_and_publish(
     make: impl FnOnce(&super::Storage) -> Result<()>,
 ) -> Result<()> {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let permit = super::writers::admit(site)?;
     let mut present = Present::look(site)?;
     if expected.is_some() && present.generation != expected {
         return Err(conflict(&site.url()));
@@ -568,7 +609,7 @@ fn build_and_publish(
     let local = dir.join(if site.contiguous { "a.b2frame" } else { "a.b2nd" });
     let made =
         make(&super::Storage { contiguous: site.contiguous, urlpath: Some(local.to_string_lossy().into_owned()) })
-            .and_then(|()| upload(site, &local, &mut present));
+            .and_then(|()| upload(site, &permit, &local, &mut present));
     let _ = std::fs::remove_dir_all(&dir);
     made
 }
@@ -579,7 +620,7 @@ fn build_and_publish(
 /// nothing is there yet, fresh ones otherwise, never written over) and its
 /// index last. The frame object is replaced only if it is still what
 /// `present` saw; the chunk objects of the array it replaced go after.
-fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result<()> {
+fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut Present) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let frame_name = frame::frame_object(site);
@@ -594,7 +635,9 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
     };
     if site.contiguous {
         let bytes = read(local)?;
-        return put_landed(loc, &frame_name, &bytes, cond).map_err(|e| put_err(&frame_name, e));
+        permit.before_publish()?;
+        put_landed(loc, &frame_name, &bytes, cond).map_err(|e| put_err(&frame_name, e))?;
+        return permit.after_publish(site, &frame_name, &bytes);
     }
     let index = read(&local.join(frame::SPARSE_INDEX))?;
     let (_, mut offsets, sections) = index_offsets(&url, &index)?;
@@ -606,7 +649,9 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
     let fresh = present.generation.is_some();
     let chunks: Vec<(i64, Option<i64>)> = ours.into_iter().map(|id| (id, (!fresh).then_some(id))).collect();
     let bytes_of = |id: i64| read(&local.join(frame::chunk_name(id))).map(std::borrow::Cow::Owned);
-    let (made, renamed) = put_chunks(site, &chunks, &bytes_of, &put_err)?;
+    let taken = present.chunk_ids.iter().chain(&offsets).copied();
+    let ids = FreshIds::new(cblosc2_bound(sections.cbytes), taken);
+    let (made, renamed) = put_chunks(site, &chunks, ids, &bytes_of, &put_err)?;
     let index = if renamed.is_empty() {
         index
     } else {
@@ -619,13 +664,14 @@ fn upload(site: &Site, local: &std::path::Path, present: &mut Present) -> Result
             }
         }
     };
-    match put_landed(loc, &frame_name, &index, cond) {
-        Ok(()) => {}
-        Err(e) => {
-            remove_objects(loc, &made);
-            return Err(put_err(&frame_name, e));
-        }
+    let put = permit
+        .before_publish()
+        .and_then(|()| put_landed(loc, &frame_name, &index, cond).map_err(|e| put_err(&frame_name, e)));
+    if let Err(e) = put {
+        remove_objects(loc, &made);
+        return Err(e);
     }
+    permit.after_publish(site, &frame_name, &index)?;
     let now: std::collections::HashSet<i64> = offsets.iter().copied().collect();
     for id in present.chunk_ids.drain(..).filter(|id| !now.contains(id)) {
         let _ = loc.remove(&location::join(&site.key, &frame::chunk_name(id)), None);
@@ -645,6 +691,8 @@ fn remove(site: &Site) -> Result<()> {
     let loc = &*site.location;
     let present = Present::look(site)?;
     let Some(generation) = &present.generation else { return Ok(()) };
+    let permit = super::writers::admit(site)?;
+    permit.before_publish()?;
     let frame_name = frame::frame_object(site);
     match loc.remove(&frame_name, Some(generation)) {
         Ok(()) => {}
@@ -657,18 +705,42 @@ fn remove(site: &Site) -> Result<()> {
     Ok(())
 }
 
-/// Chunk object numbers for new chunk objects: random in 1..2^31 (names
-/// c-blosc2 spells with 8 hex digits and counts on past the largest), so
-/// that writers racing on one array rarely try the same, and a name a
-/// superseded chunk had is practically never reused (a reader of the old
-/// version finds it gone rather than holding other bytes).
+/// Chunk object numbers for new chunk objects of a sparse frame.
+///
+/// c-blosc2 3.x (python-blosc2 4.x) refuses to open a sparse frame whose
+/// index names a chunk object numbered above the header's `cbytes` less 32
+/// (`validate_offsets_chunk` in its `frame.c`: "Offset for chunk N is out
+/// of bounds"; it checks a sparse frame's numbers as it checks a
+/// contiguous frame's byte offsets); c-blosc2 2.x takes any number. Its
+/// own writers number chunk objects densely (the largest plus one), which
+/// that bound always admits. So new numbers are drawn at random in
+/// `0..=bound`, that bound ([`cblosc2_bound`]), never one the index or
+/// this write already names: writers racing on one array rarely try the
+/// same (a name taken by another is refused by the create-if-absent put
+/// and another drawn), and a name a superseded chunk had is seldom reused
+/// (a reader of the old version would find it holding other bytes, which
+/// a checksummed array catches). Numbers come from the bound's lower half
+/// first, and [`publish`] copies a kept chunk object whose number a
+/// shrinking `cbytes` left past the bound to a fresh one. The room is at least `cbytes` less 31
+/// names for the chunks' few, since every stored chunk takes more than 32
+/// bytes.
 struct FreshIds {
     state: u64,
-    tries: usize,
+    /// The largest number c-blosc2 accepts in this frame.
+    bound: i64,
+    /// Numbers named already (by the index, or drawn).
+    taken: std::collections::HashSet<i64>,
+}
+
+/// The largest chunk object number c-blosc2 3.x accepts in a sparse frame
+/// whose header says `cbytes` (see [`FreshIds`]).
+fn cblosc2_bound(cbytes: i64) -> i64 {
+    cbytes.saturating_sub(super::chunk_header::HEADER_LEN as i64)
 }
 
 impl FreshIds {
-    fn new() -> Self {
+    /// Numbers in `0..=bound` other than those of `taken`.
+    fn new(bound: i64, taken: impl IntoIterator<Item = i64>) -> Self {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let seed = format!(
@@ -677,18 +749,37 @@ impl FreshIds {
             std::thread::current().id(),
             N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
-        FreshIds { state: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()), tries: 0 }
+        let taken = taken.into_iter().filter(|&i| i >= 0).collect();
+        FreshIds { state: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()), bound, taken }
     }
 
-    fn next(&mut self) -> i64 {
-        self.tries += 1;
-        // splitmix64
+    /// splitmix64
+    fn random(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        ((z >> 33) as i64).max(1)
+        z ^ (z >> 31)
+    }
+
+    /// A number not taken yet (now taken); `None` when none is left.
+    fn next(&mut self) -> Option<i64> {
+        let room = u64::try_from(self.bound).ok()?.checked_add(1)?;
+        if self.taken.len() as u64 >= room {
+            return None;
+        }
+        // From the lower half first: a frame whose `cbytes` shrinks later
+        // then seldom leaves a number past its bound.
+        let low = room / 2 + 1;
+        for _ in 0..64 {
+            let id = (self.random() % low) as i64;
+            if self.taken.insert(id) {
+                return Some(id);
+            }
+        }
+        // Crowded: the first free number from a random start.
+        let start = self.random() % room;
+        (0..room).map(|k| ((start + k) % room) as i64).find(|&id| self.taken.insert(id))
     }
 }
 
@@ -969,6 +1060,32 @@ mod tests {
         (objects, offsets.into_iter().filter(|&o| o >= 0).collect())
     }
 
+    /// The sparse frame `key` in `b` names only chunk objects that c-blosc2
+    /// 3.x accepts (numbers up to its header's `cbytes` less 32).
+    fn assert_blosc2_names(b: &memory::Memory, key: &str) {
+        let index = b.open(&format!("{key}/chunks.b2frame")).unwrap();
+        let bytes = index.read_vec(0, index.len() as usize).unwrap();
+        let (_, offsets, s) = super::index_offsets(key, &bytes).unwrap();
+        for id in offsets.into_iter().filter(|&o| o >= 0) {
+            assert!(id <= s.cbytes - 32, "chunk object {id} is past c-blosc2's bound {}", s.cbytes - 32);
+        }
+    }
+
+    #[test]
+    fn fresh_chunk_numbers_stay_within_the_bound_and_avoid_taken_ones() {
+        let mut ids = super::FreshIds::new(9, [0, 3, 5, -7]);
+        let mut got: Vec<i64> = std::iter::from_fn(|| ids.next()).collect();
+        got.sort_unstable();
+        assert_eq!(got, [1, 2, 4, 6, 7, 8, 9]);
+        assert!(super::FreshIds::new(-1, []).next().is_none());
+        assert_eq!(super::FreshIds::new(0, []).next(), Some(0));
+        // Two writers drawing from a wide room rarely meet.
+        let (mut a, mut b) = (super::FreshIds::new(1 << 20, []), super::FreshIds::new(1 << 20, []));
+        let a: std::collections::HashSet<i64> = (0..50).map(|_| a.next().unwrap()).collect();
+        assert!((0..50).filter(|_| a.contains(&b.next().unwrap())).count() < 3);
+        assert_eq!(super::cblosc2_bound(1000), 968);
+    }
+
     #[test]
     fn writes_at_a_remote_location_match_the_same_writes_on_disk() {
         let dir = temp_dir("writes");
@@ -1001,6 +1118,9 @@ mod tests {
                     assert_eq!(seen(&fresh), seen(&disk), "write {i} reopened, contiguous {contiguous}");
                     assert_eq!(fresh.vlmeta_get("added").ok(), disk.vlmeta_get("added").ok());
                     assert!(fresh.verify(&mut |_, _| {}).unwrap().is_empty());
+                    if !contiguous {
+                        assert_blosc2_names(&b, "a");
+                    }
                 }
                 if let Some((objects, _)) = before {
                     // No chunk object was written over, and no object the

@@ -171,3 +171,26 @@ pub fn moto(bucket: &str) -> Server {
     assert_eq!(status, 200, "making the bucket '{bucket}'");
     server
 }
+
+/// s3rver (3.7.1, from npm; `.ci/setup` installs it in
+/// `target/interop/s3rver`), with the bucket `bucket` made: an S3 server
+/// that ignores `If-None-Match` and `If-Match`, for the tests of writes on
+/// servers without conditional writes (`store/writers.rs`). Any signature
+/// is taken.
+///
+/// # Panics
+/// If s3rver is missing or does not start.
+#[must_use]
+pub fn s3rver(bucket: &str) -> Server {
+    let dir = folder("s3rver");
+    let port = free_port();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = program("CATERVA_S3RVER", &[root.join("target/interop/s3rver/node_modules/.bin/s3rver")], "s3rver");
+    let mut cmd = Command::new(&bin);
+    cmd.arg("-d").arg(dir.join("data")).args(["-a", "127.0.0.1", "-p", &port.to_string(), "--silent"]);
+    cmd.arg("--allow-mismatched-signatures").arg("--no-vhost-buckets");
+    let server = start(cmd, port, dir, "s3rver (.ci/setup installs it in target/interop/s3rver)");
+    let status = server.request("PUT", &format!("/{bucket}"), b"");
+    assert_eq!(status, 200, "making the bucket '{bucket}'");
+    server
+}

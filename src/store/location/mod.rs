@@ -229,6 +229,14 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// How changes are made durable here.
     fn protocol(&self) -> Protocol;
 
+    /// The server and bucket (or file system) this location is on, as
+    /// users name it: what holds or fails the same write conditions for
+    /// every location on it (`store/writers.rs` checks them once per
+    /// process for each).
+    fn server(&self) -> String {
+        self.url("")
+    }
+
     /// Whether nothing can be written here (a web server).
     fn read_only(&self) -> bool {
         false

@@ -73,11 +73,24 @@ fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
 
 /// Run `fut` on the [`runtime`] and wait for it here.
 fn wait<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 'static) -> io::Result<T> {
+    use futures::FutureExt;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     runtime()?.spawn(async move {
-        let _ = tx.send(fut.await);
+        // A panic in the client is this call's error, not the runtime thread's end.
+        let _ = tx.send(std::panic::AssertUnwindSafe(fut).catch_unwind().await);
     });
-    rx.recv().map_err(|_| io::Error::other("the remote request was dropped"))
+    match rx.recv() {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(panic)) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Err(io::Error::other(format!("the remote client failed: {why}")))
+        }
+        Err(_) => Err(io::Error::other("the remote request was dropped")),
+    }
 }
 
 /// An `object_store` error as an I/O error of the kind callers test.
@@ -103,6 +116,8 @@ pub(crate) struct Remote {
     base: String,
     /// Whether objects can be written (not on web servers).
     writable: bool,
+    /// The server and bucket, as [`Location::server`] spells them.
+    server: String,
 }
 
 impl fmt::Debug for Remote {
@@ -132,12 +147,38 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
         check_name(root)?;
     }
     check_name(key)?;
-    let (store, writable): (Arc<dyn ObjectStore>, bool) = match scheme {
+    // S3 keys are at most 1,024 bytes; web servers refuse request lines
+    // of more than a few KiB (and the HTTP client cannot send 64 KiB).
+    let most = if scheme == "s3" { S3_KEY_MAX } else { URL_MAX };
+    let spelt = if scheme == "s3" { path.len() } else { url.len() };
+    if spelt > most {
+        let what = if scheme == "s3" { "its object key" } else { "it" };
+        return Err(bad(format!(
+            "{what} is {spelt} bytes long; at most {most} are taken (room kept for the names under an array)"
+        )));
+    }
+    if authority.chars().any(|c| c.is_control() || c.is_whitespace() || "\\\"<>^`{|}".contains(c)) {
+        return Err(bad(format!("'{authority}' is not a bucket or server name")));
+    }
+    let (store, writable, server): (Arc<dyn ObjectStore>, bool, String) = match scheme {
         "s3" => {
-            let vars = s3_settings(&std::env::vars().collect(), authority).map_err(bad)?;
+            let mut vars = s3_settings(&std::env::vars().collect(), authority).map_err(bad)?;
+            let endpoint = vars
+                .iter()
+                .find(|(k, v)| (k == "AWS_ENDPOINT_URL" || k == "AWS_ENDPOINT") && !v.is_empty())
+                .map(|(_, v)| v.clone());
+            if let Some(e) = &endpoint {
+                check_endpoint(e).map_err(bad)?;
+                // An endpoint given as plain HTTP is meant (as the AWS CLI takes it).
+                if e.starts_with("http://") && !vars.iter().any(|(k, _)| k == "AWS_ALLOW_HTTP") {
+                    vars.push(("AWS_ALLOW_HTTP".into(), "true".into()));
+                    vars.sort();
+                }
+            }
+            let server = format!("bucket '{authority}' at {}", endpoint.as_deref().unwrap_or("AWS S3"));
             let key = format!("s3://{authority}\n{vars:?}");
             let s3 = client(key, || Ok(Arc::new(build_s3(&vars, authority).map_err(|e| bad(e.to_string()))?)))?;
-            (s3, true)
+            (s3, true, server)
         }
         "http" | "https" => client(format!("{scheme}://{authority}"), || {
             let options = object_store::ClientOptions::new()
@@ -152,12 +193,34 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
                 .map_err(|e| bad(e.to_string()))?;
             Ok(Arc::new(http))
         })
-        .map(|http| (http, false))?,
+        .map(|http| (http, false, format!("{scheme}://{authority}")))?,
         _ => return Err(bad(format!("no remote backend serves '{scheme}://'"))),
     };
     let base =
         if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
-    Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable }), key.to_owned()))
+    Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable, server }), key.to_owned()))
+}
+
+/// The longest S3 object key of an array taken: S3's limit (1,024 bytes)
+/// less room for the names under a sparse array (`/00000000.chunk`) and
+/// its lease (`.caterva-lease`).
+const S3_KEY_MAX: usize = 1024 - 32;
+
+/// The longest `http(s)://` URL of an array taken (web servers commonly
+/// refuse request lines past 8 KiB).
+const URL_MAX: usize = 8 << 10;
+
+/// Refuse an S3 endpoint setting that is not an `http(s)://` URL of a
+/// host (the client would fail later, or panic, with no word of why).
+fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let why = match url::Url::parse(endpoint) {
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => "its scheme is not http or https".to_owned(),
+        Ok(u) if u.host_str().is_none_or(str::is_empty) => "it names no host".to_owned(),
+        Ok(u) if u.query().is_some() || u.fragment().is_some() => "it has a query or a fragment".to_owned(),
+        Ok(_) => return Ok(()),
+        Err(e) => e.to_string(),
+    };
+    Err(format!("the S3 endpoint '{endpoint}' (AWS_ENDPOINT_URL, or endpoint_url in ~/.aws/config) is not an http(s) URL: {why}"))
 }
 
 /// The S3 client's settings (`AWS_*` names and values, sorted) from the
@@ -267,6 +330,10 @@ impl Location for Remote {
 
     fn protocol(&self) -> Protocol {
         Protocol::Versioned
+    }
+
+    fn server(&self) -> String {
+        self.server.clone()
     }
 
     fn read_only(&self) -> bool {
@@ -595,7 +662,7 @@ mod tests {
             .build()
             .unwrap();
         let base = format!("s3://{bucket}/{root}/");
-        Remote { store: Arc::new(s3), root: root.to_owned(), base, writable: true }
+        Remote { store: Arc::new(s3), root: root.to_owned(), base, writable: true, server: endpoint.to_owned() }
     }
 
     /// Credentials and the endpoint from the AWS shared files reach a real
@@ -625,7 +692,13 @@ mod tests {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         let s3 = super::build_s3(&super::s3_settings(&env, "files").unwrap(), "files").unwrap();
-        let remote = Remote { store: Arc::new(s3), root: "cfg".into(), base: "s3://files/cfg/".into(), writable: true };
+        let remote = Remote {
+            store: Arc::new(s3),
+            root: "cfg".into(),
+            base: "s3://files/cfg/".into(),
+            writable: true,
+            server: "files".into(),
+        };
         remote.put("x", b"from the shared files", Condition::Always).unwrap();
         assert_eq!(remote.open("x").unwrap().read_vec(0, 8).unwrap(), b"from the");
         // No credentials anywhere.
