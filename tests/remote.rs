@@ -75,6 +75,69 @@ fn seen(a: &Array) -> [Vec<u8>; 5] {
     [a.to_vec().unwrap(), part, one, a.meta_get("m").unwrap(), a.vlmeta_get("note").unwrap()]
 }
 
+/// A sparse and a contiguous array written on S3 by 10 writes of random
+/// boxes (zeros among them: the frame's `cbytes` shrinks), downloaded with
+/// boto3 (any S3 client), open in python-blosc2 4.x with the values read
+/// here: the layout stays Blosc2's (chunk objects numbered within what
+/// c-blosc2 3.x accepts).
+fn blosc2_reads_arrays_written_on_s3(ctx: &Context, dir: &Path, port: u16) {
+    let (boto, blosc2) = (common::python("moto"), common::python("blosc2"));
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut rand = |n: i64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as i64
+    };
+    for contiguous in [false, true] {
+        let name = if contiguous { "written.b2frame" } else { "written.b2nd" };
+        let url = format!("s3://arrays/interop/{name}");
+        let local = dir.join(format!("made-{name}"));
+        make(ctx, &local.to_string_lossy(), contiguous);
+        Array::open(ctx, &local.to_string_lossy()).unwrap().save(&url).unwrap();
+        let mut a = Array::open(ctx, &url).unwrap();
+        for w in 0..10 {
+            let start: Vec<i64> = SHAPE.iter().map(|&n| rand(n)).collect();
+            let stop: Vec<i64> = start.iter().zip(SHAPE).map(|(&s, n)| s + 1 + rand(n - s)).collect();
+            let shape: Vec<i64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
+            let len = shape.iter().product::<i64>() as usize * 4;
+            let fill = if w % 3 == 0 { 0 } else { 1 + w as u8 };
+            a.set_slice_buffer(&vec![fill; len], &shape, &start, &stop).unwrap();
+        }
+        // A whole chunk of zeros too (stored as a special chunk: `cbytes` shrinks).
+        a.set_slice_buffer(&vec![0; 10 * 10 * 10 * 4], &[10, 10, 10], &[0, 0, 0], &[10, 10, 10]).unwrap();
+        let expected = dir.join(format!("{name}.expected"));
+        std::fs::write(&expected, a.to_vec().unwrap()).unwrap();
+        let got = dir.join(format!("downloaded-{name}"));
+        let download = format!(
+            "import boto3, os, sys\n\
+             s3 = boto3.client('s3', endpoint_url='http://127.0.0.1:{port}', aws_access_key_id='test', \
+             aws_secret_access_key='test', region_name='us-east-1')\n\
+             key, out = 'interop/{name}', sys.argv[1]\n\
+             objs = s3.list_objects_v2(Bucket='arrays', Prefix=key)['Contents']\n\
+             for o in objs:\n    \
+                 k = o['Key']\n    \
+                 if k == key:\n        s3.download_file('arrays', k, out); continue\n    \
+                 if not k.startswith(key + '/'): continue\n    \
+                 os.makedirs(out, exist_ok=True)\n    \
+                 s3.download_file('arrays', k, os.path.join(out, k[len(key) + 1:]))\n"
+        );
+        run(std::process::Command::new(&boto).arg("-c").arg(download).arg(&got), "downloading with boto3");
+        let check = format!(
+            "import blosc2, numpy as np, sys\n\
+             a = blosc2.open(sys.argv[1])\n\
+             want = np.fromfile(sys.argv[2], dtype='<u4').reshape({:?})\n\
+             assert a.shape == want.shape, a.shape\n\
+             assert (a[...] == want).all(), 'values differ'\n\
+             print('python-blosc2', blosc2.__version__, 'reads', sys.argv[1], 'equal')\n",
+            SHAPE
+        );
+        let out =
+            run(std::process::Command::new(&blosc2).arg("-c").arg(check).arg(&got).arg(&expected), "python-blosc2");
+        assert!(out.contains("equal"), "{out}");
+    }
+}
+
 #[test]
 fn arrays_on_web_servers_and_s3_read_as_on_disk() {
     let mut moto = servers::moto("arrays");
@@ -151,6 +214,7 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
             }
         }
     }
+    blosc2_reads_arrays_written_on_s3(&plain, &dir, moto.port);
     // Clear errors: nothing there, something that is not an array.
     for url in [format!("{}/arrays/none.b2nd", nginx.url()), "s3://arrays/arrays/none.b2nd".to_owned()] {
         let e = Array::open(&plain, &url).unwrap_err();

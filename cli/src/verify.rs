@@ -57,8 +57,10 @@ pub fn run(a: &Args) -> Outcome {
     let total = arr.info().nchunks;
     let problems = {
         let mut bar = Bar::new("verify", "chunks", total as u64, a.run.wanted());
+        // A chunk that could not be read says nothing of the array: the
+        // storage failed (exit 2, as for an array that does not open).
         arr.verify(&mut |done, _| bar.update(done as u64))
-            .map_err(|e| Failure::Failed(format!("cannot verify '{path}': {e}")))?
+            .map_err(|e| Failure::Open(format!("could not read '{path}' to verify it: {e}")))?
     };
     crate::out(&if a.json { json_report(path, total, &problems) } else { text_report(a, total, &problems) })?;
     let chunks = problems.iter().filter(|p| p.nchunk >= 0).count();

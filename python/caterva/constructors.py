@@ -151,10 +151,13 @@ def copy(array, **kwargs):
 
 def open(urlpath, mode="a", nthreads=None, durability="full"):
     """Open a persisted array: a frame file or a sparse-frame directory,
-    written by this package, python-caterva, python-blosc2 or C; or, read
-    only, one on an S3-compatible store (``s3://bucket/key``: endpoint,
-    region and credentials from the AWS environment variables) or a web
-    server (``http://``, ``https://``). `mode`
+    written by this package, python-caterva, python-blosc2 or C; or one on
+    an S3-compatible store (``s3://bucket/key``: endpoint, region and
+    credentials from the AWS environment variables and shared files; read
+    and written, by many writers at once where the server holds
+    conditional writes, else by one at a time with
+    ``CATERVA_S3_WRITERS=single``), or, read only, on a web server
+    (``http://``, ``https://``). `mode`
     'a' reads and writes, 'r' only reads (writes raise ValueError).
     `durability` ('full' or 'process') is this handle's (see
     NDArray.durability). Many

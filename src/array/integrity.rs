@@ -83,9 +83,13 @@ impl Array {
     /// there is a problem with `nchunk == -1`.
     ///
     /// # Errors
-    /// Every failure that belongs to a chunk or the table is reported in the
-    /// list, not here. [`crate::Error::Io`] if the context's threads cannot
-    /// be started (in a forked child, which starts its own on first use).
+    /// Every failure that belongs to a chunk or the table (damage) is
+    /// reported in the list, not here. Here: a chunk that could not be
+    /// read at all ([`crate::Error::Io`], or [`crate::Error::InvalidStorage`]:
+    /// the storage failed, a server went away or refused), which says
+    /// nothing of the array; verifying stops at the first batch that has
+    /// one. [`crate::Error::Io`] if the context's threads cannot be started
+    /// (in a forked child, which starts its own on first use).
     pub fn verify(&self, progress: &mut dyn FnMut(i64, i64)) -> Result<Vec<ChunkProblem>> {
         let total = self.store.nchunks();
         let ctx = self.context();
@@ -103,7 +107,11 @@ impl Array {
             let found = engine::run_tasks(ctx, &chunks, split, |w, &n| {
                 Ok(self.check_chunk(w, n, split.blosc).err().map(|error| ChunkProblem { nchunk: n, error }))
             })?;
-            problems.extend(found.into_iter().flatten());
+            let mut found: Vec<ChunkProblem> = found.into_iter().flatten().collect();
+            if let Some(at) = found.iter().position(|p| unreadable(&p.error)) {
+                return Err(found.swap_remove(at).error);
+            }
+            problems.extend(found);
             done = end;
             progress(done, total);
         }
@@ -118,6 +126,12 @@ impl Array {
         w.codecs.load(&mut w.bufs.scratch, &self.store, self.geometry(), n, None, nthreads)?;
         Ok(())
     }
+}
+
+/// Whether `e`, a chunk's failure, says the storage could not be read
+/// (rather than that what it read is damaged).
+fn unreadable(e: &crate::Error) -> bool {
+    matches!(e.kind(), crate::ErrorKind::Io | crate::ErrorKind::InvalidStorage)
 }
 
 #[cfg(test)]

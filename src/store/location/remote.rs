@@ -215,7 +215,7 @@ const URL_MAX: usize = 8 << 10;
 fn check_endpoint(endpoint: &str) -> Result<(), String> {
     let why = match url::Url::parse(endpoint) {
         Ok(u) if !matches!(u.scheme(), "http" | "https") => "its scheme is not http or https".to_owned(),
-        Ok(u) if u.host_str().is_none_or(str::is_empty) => "it names no host".to_owned(),
+        Ok(u) if u.host_str().map_or(true, str::is_empty) => "it names no host".to_owned(),
         Ok(u) if u.query().is_some() || u.fragment().is_some() => "it has a query or a fragment".to_owned(),
         Ok(_) => return Ok(()),
         Err(e) => e.to_string(),
@@ -639,6 +639,23 @@ mod tests {
     use super::{coalesce, Remote};
     use crate::store::location::{conformance, Condition, Location, PutError};
     use crate::testing::servers;
+
+    #[test]
+    fn malformed_endpoints_and_overlong_keys_are_refused_before_any_client() {
+        for bad in ["not-a-url", "ftp://host", "http://", "http://h:1/?q=1", "http://a b"] {
+            let e = super::check_endpoint(bad).unwrap_err();
+            assert!(e.contains("is not an http(s) URL") && e.contains(bad), "{e}");
+        }
+        super::check_endpoint("http://127.0.0.1:9000").unwrap();
+        super::check_endpoint("https://s3.eu-west-1.amazonaws.com/").unwrap();
+        let long = format!("s3://bucket/{}", "k".repeat(super::S3_KEY_MAX + 1));
+        let e = super::locate(&long).map(drop).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("at most"), "{e}");
+        let long = format!("http://host/{}", "u".repeat(100 << 10));
+        assert!(super::locate(&long).map(drop).unwrap_err().to_string().contains("at most"));
+        assert!(super::locate("s3://bu<cket/a.b2nd").is_err());
+    }
 
     #[test]
     fn near_ranges_coalesce_far_ones_do_not() {
