@@ -238,13 +238,16 @@ pub fn check_path(
     } else {
         loc.open(&key)
     };
+    // A server may fail a GET of a sparse frame's prefix in its own way
+    // (s3s-fs answers 500: a directory on its disk) while its index answers.
+    let index_there = matches!(&index_opened, Some(Ok(_)));
     let (mut frame, read_name) = match opened {
         Ok(object) => {
             let name = format!("frame file '{urlpath}'");
             (Frame { src: Src::Object(object, None), name, chunks_at: None, chunks }, key)
         }
         // (A web server may refuse a directory: 403.)
-        Err(e) if matches!(e.kind(), InvalidInput | NotFound | PermissionDenied) => {
+        Err(e) if index_there || matches!(e.kind(), InvalidInput | NotFound | PermissionDenied) => {
             let name = format!("sparse frame index '{}'", loc.url(&index));
             let index_opened = index_opened.map(|r| {
                 r.map(|(object, head)| {

@@ -26,9 +26,14 @@ pub enum Action {
     /// Answer `403 Forbidden` (S3's `AccessDenied`) without forwarding it:
     /// credentials the server refuses.
     Forbidden,
+    /// Answer `500 Internal Server Error` (S3's `InternalError`) without
+    /// forwarding it: what s3s-fs answers for a GET of a key that is a
+    /// directory on its disk (a sparse array's prefix).
+    ServerError,
 }
 
-/// Decides each request's [`Action`] from its number (from 1) and method.
+/// Decides each request's [`Action`] from its number (from 1) and its
+/// method and target (`GET /bucket/key?query`).
 pub type Plan = Box<dyn Fn(u64, &str) -> Action + Send + Sync>;
 
 /// The proxy; stopped (its port closed) when dropped or [`Proxy::stop`]ped.
@@ -137,8 +142,9 @@ fn serve(s: &State, mut client: TcpStream) {
         return;
     }
     let n = s.requests.fetch_add(1, Ordering::SeqCst) + 1;
-    let method = head.split(' ').next().unwrap_or("").to_owned();
-    let action = (s.plan.lock().unwrap_or_else(PoisonError::into_inner))(n, &method);
+    let line = head.lines().next().unwrap_or("");
+    let request = line.strip_suffix(" HTTP/1.1").unwrap_or(line).to_owned();
+    let action = (s.plan.lock().unwrap_or_else(PoisonError::into_inner))(n, &request);
     let delay = *s.delay.lock().unwrap_or_else(PoisonError::into_inner);
     if !delay.is_zero() {
         std::thread::sleep(delay);
@@ -158,6 +164,17 @@ fn serve(s: &State, mut client: TcpStream) {
                         <Message>Access Denied</Message></Error>";
             let answer = format!(
                 "HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = client.write_all(answer.as_bytes());
+            return;
+        }
+        Action::ServerError => {
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>InternalError</Code>\
+                        <Message>Is a directory</Message></Error>";
+            let answer = format!(
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\
                  Connection: close\r\n\r\n{body}",
                 body.len()
             );
