@@ -40,6 +40,8 @@ bash examples/demo.sh "$out/kept.b2frame" keep >/dev/null
 "$cli" copy --quiet --sparse "$out/kept.b2frame" s3://example/kept.b2nd
 "$cli" info s3://example/kept.b2nd
 "$cli" verify s3://example/kept.b2nd
+"$cli" ls --long s3://example/
+"$cli" orphans s3://example/kept.b2nd
 "$cli" slice s3://example/kept.b2nd '7,0:3,0:4'
 "$cli" copy --quiet --contiguous s3://example/kept.b2nd "$out/back.b2frame"
 cmp <("$cli" cat "$out/kept.b2frame") <("$cli" cat "$out/back.b2frame")

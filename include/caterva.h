@@ -1159,6 +1159,23 @@ int caterva_enable_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *
 int caterva_has_checksums(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bool *enabled);
 
 /**
+ * Remove what writers killed mid-write left of `array` on an object store
+ * (beyond the original API): the chunk objects of its sparse frame that
+ * its index does not name and that are at least `older_than_seconds` old
+ * (a writer names its new chunk objects moments after it makes them, so
+ * 3600 is safe). `*removed` is set to how many went. Elsewhere (local
+ * files, contiguous frames, memory) there is nothing to remove: 0.
+ * `CATERVA_ERR_INVALID_STORAGE` on a web server (nothing is written there).
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; `removed` NULL or writable.
+ */
+int caterva_remove_orphans(struct caterva_ctx_t *ctx,
+                           struct caterva_array_t *array,
+                           int64_t older_than_seconds,
+                           int64_t *removed);
+
+/**
  * The message of the calling thread's last failed caterva call, for example
  * `"caterva_open: invalid storage: '/x' does not exist"`: the function's
  * name, then the reason (the text `CATERVA_TRACE` prints on stderr, without

@@ -65,3 +65,17 @@ pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;
 pub use partition::{propose_cparams, propose_partitions, Access, PartitionHints, Partitions};
 pub use store::blosc::CParams;
+pub use store::listing::Listed;
+
+/// The arrays directly under `url`: a local directory, or a prefix on an
+/// object store (`s3://bucket/dir/`), sorted by name. Contiguous frames
+/// are told by their first bytes, sparse frames by their index; what is
+/// not an array, and hidden names (starting with `.`), are left out.
+///
+/// # Errors
+/// [`Error`] of kind [`ErrorKind::InvalidStorage`] for a URL no backend
+/// serves or a web server (which lists nothing); [`ErrorKind::Io`] as the
+/// storage fails.
+pub fn list(url: &str) -> Result<Vec<Listed>> {
+    store::listing::list(url)
+}

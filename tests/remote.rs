@@ -215,6 +215,13 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
         }
     }
     blosc2_reads_arrays_written_on_s3(&plain, &dir, moto.port);
+    // Listed under their prefix, by layout.
+    let listed = caterva::list("s3://arrays/interop/").unwrap();
+    let names: Vec<_> = listed.iter().map(|l| (l.name.as_str(), l.contiguous)).collect();
+    assert_eq!(names, [("written.b2frame", true), ("written.b2nd", false)]);
+    assert_eq!(listed[1].url, "s3://arrays/interop/written.b2nd");
+    assert_eq!(caterva::list("s3://arrays/interop").unwrap(), listed);
+    assert_eq!(caterva::list(&format!("{}/arrays", nginx.url())).unwrap_err().kind(), ErrorKind::InvalidStorage);
     // Clear errors: nothing there, something that is not an array.
     for url in [format!("{}/arrays/none.b2nd", nginx.url()), "s3://arrays/arrays/none.b2nd".to_owned()] {
         let e = Array::open(&plain, &url).unwrap_err();

@@ -11,6 +11,7 @@ mod concat;
 mod copy;
 mod info;
 mod items;
+mod ls;
 mod print;
 mod progress;
 mod verify;
@@ -147,6 +148,32 @@ enum Cmd {
         )
     )]
     Export(blz::ExportArgs),
+    /// List the arrays in a directory or under an object-store prefix
+    #[command(
+        help_template = COMMAND_HELP,
+        after_help = concat!(
+            "One line per array: its storage (contiguous or sparse), the bytes it takes and
+             its URL or path. Contiguous frames are told by their first bytes, sparse frames
+             by their index; what is not an array, and hidden names, are left out.
+
+",
+            exit_status!()
+        )
+    )]
+    Ls(ls::LsArgs),
+    /// Remove what writers killed mid-write left of an array on an object store
+    #[command(
+        help_template = COMMAND_HELP,
+        after_help = concat!(
+            "A writer on an object store puts new chunk objects, then the index that names
+             them; one killed in between leaves chunk objects no index names. This removes
+             those at least --older-than seconds old. Elsewhere nothing is left: 0.
+
+",
+            exit_status!()
+        )
+    )]
+    Orphans(ls::OrphansArgs),
 }
 
 /// Options of every command that reads an array through a thread pool and
@@ -220,6 +247,8 @@ fn main() -> ExitCode {
         Cmd::Concat(a) => ("concat", concat::run(a)),
         Cmd::Import(a) => ("import", blz::import(a)),
         Cmd::Export(a) => ("export", blz::export(a)),
+        Cmd::Ls(a) => ("ls", ls::ls(a)),
+        Cmd::Orphans(a) => ("orphans", ls::orphans(a)),
     };
     match outcome {
         Ok(()) | Err(Failure::Closed) => ExitCode::SUCCESS,

@@ -811,3 +811,26 @@ fn a_terminal_gets_at_most_100000_items_without_all() {
     assert_eq!((code, out), (0, want));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ls_lists_the_arrays_in_a_directory_and_orphans_finds_none_there() {
+    let dir = out_dir("ls");
+    write_ours(&dir);
+    std::fs::write(dir.join("notes.txt"), vec![b'x'; 300]).unwrap();
+    let out = ok(&["ls", dir.to_str().unwrap()]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), OURS.len(), "{out}");
+    for &(name, _, _, _, _, _, contiguous) in OURS {
+        let storage = if contiguous { "contiguous" } else { "sparse" };
+        assert!(lines.iter().any(|l| l.starts_with(storage) && l.contains(name)), "{name}: {out}");
+    }
+    assert!(!out.contains("notes.txt"), "{out}");
+    let long = ok(&["ls", "--long", "--json", dir.to_str().unwrap()]);
+    let rows: serde_json::Value = serde_json::from_str(&long).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), OURS.len());
+    assert!(rows[0]["shape"].is_array() && rows[0]["bytes"].as_u64().unwrap() > 0, "{long}");
+    // A local array keeps no orphans.
+    let first = rows[0]["url"].as_str().unwrap();
+    assert!(ok(&["orphans", "--older-than", "0", first]).contains("0 orphan"));
+    fails(&["ls", dir.join("missing").to_str().unwrap()], 2);
+}

@@ -103,3 +103,34 @@ pub unsafe extern "C" fn caterva_has_checksums(
         })
     }
 }
+
+/// Remove what writers killed mid-write left of `array` on an object store
+/// (beyond the original API): the chunk objects of its sparse frame that
+/// its index does not name and that are at least `older_than_seconds` old
+/// (a writer names its new chunk objects moments after it makes them, so
+/// 3600 is safe). `*removed` is set to how many went. Elsewhere (local
+/// files, contiguous frames, memory) there is nothing to remove: 0.
+/// `CATERVA_ERR_INVALID_STORAGE` on a web server (nothing is written there).
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or live handles; `removed` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_remove_orphans(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    older_than_seconds: i64,
+    removed: *mut i64,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe {
+        read_array("caterva_remove_orphans", ctx, array, |a| {
+            let out = super::out_ptr(removed, "removed")?;
+            let secs = u64::try_from(older_than_seconds).map_err(|_| {
+                crate::Error::InvalidArgument(format!("older_than_seconds is {older_than_seconds}, below 0"))
+            })?;
+            let n = a.array.remove_orphans(std::time::Duration::from_secs(secs))?;
+            *out = i64::try_from(n).unwrap_or(i64::MAX);
+            Ok(())
+        })
+    }
+}

@@ -37,6 +37,7 @@ pub(crate) mod hooks;
 mod identity;
 pub(crate) mod io;
 mod journal;
+pub(crate) mod listing;
 pub(crate) mod location;
 mod lock;
 mod offset;

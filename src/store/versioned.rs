@@ -171,6 +171,7 @@ impl Store {
     /// As [`sweep`].
     pub(crate) fn remove_orphans(&self, older_than: std::time::Duration) -> Result<usize> {
         match &self.site {
+            Some(site) if site.location.read_only() => Err(unchangeable(&site.url(), "remove orphans of")),
             Some(site) if self.is_versioned() && !site.contiguous && site.offset.is_none() => {
                 sweep(site, older_than).map(|r| r.len())
             }

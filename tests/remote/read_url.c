@@ -40,6 +40,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "a write at %s returned %d, not %d\n", argv[1], rc, want);
         return 7;
     }
+    /* Nothing a killed writer left: 0 removed on S3; refused on a web server. */
+    int64_t removed = -1;
+    rc = caterva_remove_orphans(ctx, arr, 0, &removed);
+    if (rc != want || (s3 && removed != 0)) {
+        fprintf(stderr, "caterva_remove_orphans at %s returned %d, %lld removed\n", argv[1], rc, (long long)removed);
+        return 9;
+    }
+    if (caterva_remove_orphans(ctx, arr, -1, &removed) != CATERVA_ERR_INVALID_ARGUMENT ||
+        caterva_remove_orphans(ctx, arr, 3600, NULL) != CATERVA_ERR_NULL_POINTER) {
+        fprintf(stderr, "caterva_remove_orphans took a negative age or a NULL count\n");
+        return 10;
+    }
     free(buf);
     caterva_free(ctx, &arr);
     char missing[4096];
