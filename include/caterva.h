@@ -1176,6 +1176,24 @@ int caterva_remove_orphans(struct caterva_ctx_t *ctx,
                            int64_t *removed);
 
 /**
+ * Use the storage options `options` (beyond the original API) for every
+ * URL under `url_prefix` (`s3://bucket/`, `s3://bucket/dir/a.b2nd`,
+ * `https://host/`) in this process, over the AWS environment, until set
+ * again; the longest prefix that matches a URL wins. `options` is
+ * `key=value` pairs separated by `;` (an empty string removes the
+ * prefix's options): `endpoint_url`, `region`, `key`, `secret`, `token`,
+ * `profile`, `anon` (`true`: unsigned requests, public buckets),
+ * `allow_http`, `virtual_hosted_style`, `retries`, `retry_timeout` and
+ * `timeout` (seconds), `writers` (`many` or `single`), or any `aws_*`
+ * setting of the S3 client. An unknown key or a value the option does
+ * not take is `CATERVA_ERR_INVALID_ARGUMENT`, and nothing is set.
+ *
+ * # Safety
+ * `url_prefix` and `options` must be NULL or NUL-terminated strings.
+ */
+int caterva_set_storage_options(const char *url_prefix, const char *options);
+
+/**
  * The message of the calling thread's last failed caterva call, for example
  * `"caterva_open: invalid storage: '/x' does not exist"`: the function's
  * name, then the reason (the text `CATERVA_TRACE` prints on stderr, without

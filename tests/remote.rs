@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use caterva::testing::servers;
-use caterva::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageParams};
+use caterva::{Array, Config, Context, ErrorKind, Metalayer, Params, StorageOptions, StorageParams};
 
 mod common;
 use common::{build_c_program, manifest_dir, run, scratch_dir};
@@ -222,6 +222,39 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
     assert_eq!(listed[1].url, "s3://arrays/interop/written.b2nd");
     assert_eq!(caterva::list("s3://arrays/interop").unwrap(), listed);
     assert_eq!(caterva::list(&format!("{}/arrays", nginx.url())).unwrap_err().kind(), ErrorKind::InvalidStorage);
+    // Storage options for a prefix, over the environment: an endpoint
+    // where nothing listens (no retries, a short limit) fails at once...
+    let interop = "s3://arrays/interop/";
+    let written = "s3://arrays/interop/written.b2nd";
+    let nowhere = StorageOptions::parse("endpoint_url=http://127.0.0.1:9; retries=0; timeout=2").unwrap();
+    caterva::set_storage_options(interop, nowhere).unwrap();
+    let t = Instant::now();
+    let e = Array::open(&plain, written).unwrap_err();
+    assert!(e.to_string().contains("127.0.0.1:9"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    // ...and the server's endpoint, unsigned (anonymous: no credentials
+    // needed, where the environment's are set aside), reads as before.
+    // (The bucket made public by a policy, as a public dataset's is.)
+    let policy = format!(
+        "import boto3, json\n\
+         s3 = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', aws_secret_access_key='test', \
+         region_name='us-east-1')\n\
+         s3.put_bucket_policy(Bucket='arrays', Policy=json.dumps({{'Version': '2012-10-17', 'Statement': [{{\
+         'Effect': 'Allow', 'Principal': '*', 'Action': ['s3:GetObject', 's3:ListBucket'], \
+         'Resource': ['arn:aws:s3:::arrays', 'arn:aws:s3:::arrays/*']}}]}}))\n",
+        moto.url()
+    );
+    run(std::process::Command::new(common::python("moto")).arg("-c").arg(policy), "a public bucket policy");
+    let anon = StorageOptions::new().set("endpoint_url", &moto.url()).unwrap().set("anon", "true").unwrap();
+    caterva::set_storage_options(interop, anon).unwrap();
+    let before = std::env::var("AWS_ACCESS_KEY_ID").unwrap();
+    std::env::remove_var("AWS_ACCESS_KEY_ID");
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    let e = Array::open(&plain, "s3://arrays/arrays/a0-frame.b2nd").unwrap_err();
+    assert!(e.to_string().contains("no AWS credentials"), "{e}");
+    assert_eq!(Array::open(&plain, written).unwrap().shape(), SHAPE);
+    std::env::set_var("AWS_ACCESS_KEY_ID", before);
+    caterva::set_storage_options(interop, StorageOptions::new()).unwrap();
     // Clear errors: nothing there, something that is not an array.
     for url in [format!("{}/arrays/none.b2nd", nginx.url()), "s3://arrays/arrays/none.b2nd".to_owned()] {
         let e = Array::open(&plain, &url).unwrap_err();

@@ -1,6 +1,6 @@
 //! Per-chunk checksums from C (beyond the original API; see `store/checksum.rs`).
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 
 use super::array_calls::{read_array, with_array};
 use super::{boundary, CtxBox, CATERVA_SUCCEED};
@@ -133,4 +133,30 @@ pub unsafe extern "C" fn caterva_remove_orphans(
             Ok(())
         })
     }
+}
+
+/// Use the storage options `options` (beyond the original API) for every
+/// URL under `url_prefix` (`s3://bucket/`, `s3://bucket/dir/a.b2nd`,
+/// `https://host/`) in this process, over the AWS environment, until set
+/// again; the longest prefix that matches a URL wins. `options` is
+/// `key=value` pairs separated by `;` (an empty string removes the
+/// prefix's options): `endpoint_url`, `region`, `key`, `secret`, `token`,
+/// `profile`, `anon` (`true`: unsigned requests, public buckets),
+/// `allow_http`, `virtual_hosted_style`, `retries`, `retry_timeout` and
+/// `timeout` (seconds), `writers` (`many` or `single`), or any `aws_*`
+/// setting of the S3 client. An unknown key or a value the option does
+/// not take is `CATERVA_ERR_INVALID_ARGUMENT`, and nothing is set.
+///
+/// # Safety
+/// `url_prefix` and `options` must be NULL or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_set_storage_options(url_prefix: *const c_char, options: *const c_char) -> c_int {
+    boundary("caterva_set_storage_options", || {
+        // SAFETY: caller's contract.
+        let prefix = unsafe { super::string(url_prefix, "url_prefix") }?;
+        // SAFETY: caller's contract.
+        let options = crate::StorageOptions::parse(unsafe { super::string(options, "options") }?)?;
+        crate::set_storage_options(prefix, options)?;
+        Ok(CATERVA_SUCCEED)
+    })
 }

@@ -77,7 +77,12 @@ pub(crate) struct Permit {
 /// [`Error::InvalidStorage`] when the server does not hold the conditions
 /// or another writer holds the lease; as the storage fails.
 pub(crate) fn admit(site: &Site) -> Result<Permit> {
-    match Writers::from_env()? {
+    let writers = match location::options::for_url(&site.url()).get("writers") {
+        Some("single") => Writers::Single,
+        Some(_) => Writers::Many,
+        None => Writers::from_env()?,
+    };
+    match writers {
         Writers::Many => {
             checked(site)?;
             Ok(Permit { lease: None })

@@ -17,6 +17,15 @@ int main(int argc, char **argv) {
     caterva_ctx_t *ctx = NULL;
     caterva_array_t *arr = NULL;
     if (caterva_ctx_new(&cfg, &ctx) != CATERVA_SUCCEED) return 3;
+    /* Storage options for this URL (here only the retries: the endpoint and
+     * keys come from the environment); bad ones are refused, nothing set. */
+    if (caterva_set_storage_options(argv[1], "retries=4; timeout=20") != CATERVA_SUCCEED ||
+        caterva_set_storage_options(argv[1], "colour=red") != CATERVA_ERR_INVALID_ARGUMENT ||
+        caterva_set_storage_options("/a/local/path", "retries=1") != CATERVA_ERR_INVALID_ARGUMENT ||
+        caterva_set_storage_options(argv[1], NULL) != CATERVA_ERR_NULL_POINTER) {
+        fprintf(stderr, "caterva_set_storage_options misbehaved\n");
+        return 11;
+    }
     int rc = caterva_open(ctx, argv[1], &arr);
     if (rc != CATERVA_SUCCEED) {
         fprintf(stderr, "caterva_open(%s): %d\n", argv[1], rc);

@@ -47,6 +47,7 @@ mod aws_files;
 pub(crate) mod local;
 #[cfg(test)]
 pub(crate) mod memory;
+pub(crate) mod options;
 #[cfg(feature = "remote")]
 pub(crate) mod remote;
 

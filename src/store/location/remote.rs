@@ -34,6 +34,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
+use super::options::{self, StorageOptions};
 use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
 use crate::fork::PerProcess;
 
@@ -56,6 +57,19 @@ fn retry() -> object_store::RetryConfig {
         retry_timeout: std::time::Duration::from_secs(30),
         ..object_store::RetryConfig::default()
     }
+}
+
+/// [`retry`], and a try's time limit (30 s), as the storage options
+/// `retries`, `retry_timeout` and `timeout` change them.
+fn retry_and_timeout(options: &StorageOptions) -> (object_store::RetryConfig, std::time::Duration) {
+    let mut r = retry();
+    if let Some(n) = options.get("retries").and_then(|v| v.parse().ok()) {
+        r.max_retries = n;
+    }
+    if let Some(t) = options.seconds("retry_timeout") {
+        r.retry_timeout = t;
+    }
+    (r, options.seconds("timeout").unwrap_or(std::time::Duration::from_secs(30)))
 }
 
 /// The runtime remote requests run on (two worker threads).
@@ -160,9 +174,18 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     if authority.chars().any(|c| c.is_control() || c.is_whitespace() || "\\\"<>^`{|}".contains(c)) {
         return Err(bad(format!("'{authority}' is not a bucket or server name")));
     }
+    let options = options::for_url(url);
     let (store, writable, server): (Arc<dyn ObjectStore>, bool, String) = match scheme {
         "s3" => {
-            let mut vars = s3_settings(&std::env::vars().collect(), authority).map_err(bad)?;
+            // The environment, with the storage options set for this URL over it.
+            let mut env: HashMap<String, String> = std::env::vars().collect();
+            if options.aws().any(|(k, _)| k == "AWS_ACCESS_KEY_ID") {
+                // A key pair is never mixed from two places.
+                env.remove("AWS_SECRET_ACCESS_KEY");
+                env.remove("AWS_SESSION_TOKEN");
+            }
+            env.extend(options.aws().map(|(k, v)| (k.to_owned(), v.to_owned())));
+            let mut vars = s3_settings(&env, authority).map_err(bad)?;
             let endpoint = vars
                 .iter()
                 .find(|(k, v)| (k == "AWS_ENDPOINT_URL" || k == "AWS_ENDPOINT") && !v.is_empty())
@@ -176,19 +199,21 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
                 }
             }
             let server = format!("bucket '{authority}' at {}", endpoint.as_deref().unwrap_or("AWS S3"));
-            let key = format!("s3://{authority}\n{vars:?}");
-            let s3 = client(key, || Ok(Arc::new(build_s3(&vars, authority).map_err(|e| bad(e.to_string()))?)))?;
+            let key = format!("s3://{authority}\n{vars:?}\n{options:?}");
+            let s3 =
+                client(key, || Ok(Arc::new(build_s3(&vars, authority, &options).map_err(|e| bad(e.to_string()))?)))?;
             (s3, true, server)
         }
-        "http" | "https" => client(format!("{scheme}://{authority}"), || {
-            let options = object_store::ClientOptions::new()
+        "http" | "https" => client(format!("{scheme}://{authority}\n{options:?}"), || {
+            let (retry, timeout) = retry_and_timeout(&options);
+            let client_options = object_store::ClientOptions::new()
                 .with_allow_http(true)
                 .with_connect_timeout(std::time::Duration::from_secs(5))
-                .with_timeout(std::time::Duration::from_secs(30));
+                .with_timeout(timeout);
             let http = object_store::http::HttpBuilder::new()
                 .with_url(format!("{scheme}://{authority}"))
-                .with_client_options(options)
-                .with_retry(retry())
+                .with_client_options(client_options)
+                .with_retry(retry)
                 .build()
                 .map_err(|e| bad(e.to_string()))?;
             Ok(Arc::new(http))
@@ -258,19 +283,37 @@ fn s3_settings(env: &HashMap<String, String>, bucket: &str) -> Result<Vec<(Strin
         settled.retain(|(had, _)| *had != k);
         settled.push((k, v));
     }
+    // Unsigned requests (a public bucket) carry no credentials at all.
+    if settled.iter().any(|(k, v)| k == "AWS_SKIP_SIGNATURE" && v.eq_ignore_ascii_case("true")) {
+        settled.retain(|(k, _)| {
+            !matches!(k.as_str(), "AWS_ACCESS_KEY_ID" | "AWS_SECRET_ACCESS_KEY" | "AWS_SESSION_TOKEN")
+        });
+    }
     settled.sort();
     Ok(settled)
 }
 
 /// An S3 client of `bucket` with `settings` ([`s3_settings`]).
-fn build_s3(settings: &[(String, String)], bucket: &str) -> object_store::Result<object_store::aws::AmazonS3> {
+fn build_s3(
+    settings: &[(String, String)],
+    bucket: &str,
+    options: &StorageOptions,
+) -> object_store::Result<object_store::aws::AmazonS3> {
     let mut builder = AmazonS3Builder::new();
     for (k, v) in settings {
         if let Ok(key) = k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
             builder = builder.with_config(key, v);
         }
     }
-    builder.with_bucket_name(bucket).with_retry(retry()).build()
+    let (retry, timeout) = retry_and_timeout(options);
+    let client = object_store::ClientOptions::new().with_timeout(timeout);
+    // (The client options' HTTP setting follows the settings' AWS_ALLOW_HTTP.)
+    let client = if settings.iter().any(|(k, v)| k == "AWS_ALLOW_HTTP" && v.eq_ignore_ascii_case("true")) {
+        client.with_allow_http(true)
+    } else {
+        client
+    };
+    builder.with_bucket_name(bucket).with_retry(retry).with_client_options(client).build()
 }
 
 /// The client `key` names (its scheme, server or bucket and settings),
@@ -708,7 +751,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        let s3 = super::build_s3(&super::s3_settings(&env, "files").unwrap(), "files").unwrap();
+        let s3 = super::build_s3(&super::s3_settings(&env, "files").unwrap(), "files", &Default::default()).unwrap();
         let remote = Remote {
             store: Arc::new(s3),
             root: "cfg".into(),
