@@ -153,5 +153,20 @@ fn faults_end_in_retried_successes_or_clear_errors() {
     assert_eq!(items(&Array::open(&ctx, url).unwrap()), now);
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     assert!(REFUSED.load(std::sync::atomic::Ordering::SeqCst) > 0, "the plan answered no GET of the prefix");
+    // Chunk objects that cannot be had (the server gone after the open):
+    // `verify` says it could not read the array (exit 2), in bounded
+    // time, rather than calling its chunks damaged (exit 1).
+    proxy.plan(|_, r| if r.ends_with(".chunk") { Action::Drop } else { Action::Pass });
+    let fresh = Array::open(&ctx, url).unwrap();
+    let t = Instant::now();
+    let e = fresh.verify(&mut |_, _| {}).unwrap_err();
+    assert!(matches!(e.kind(), caterva::ErrorKind::Io | caterva::ErrorKind::InvalidStorage), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+    let t = Instant::now();
+    let out = std::process::Command::new(common::profile_dir().join("caterva")).args(["verify", url]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("could not read") && !stderr.contains("damaged"), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
     proxy.plan(|_, _| Action::Pass);
 }

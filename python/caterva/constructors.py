@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _caterva
 from .ndarray import NDArray, dtype_str, np_dtype
-from .utils import check_durability, default_nthreads, native_kwargs
+from .utils import apply_storage_options, check_durability, default_nthreads, native_kwargs
 
 _MODES = ("w-", "w")
 
@@ -20,8 +20,10 @@ def _prepare(shape, itemsize, kwargs):
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES} for a new array, not {mode!r}")
     kwargs.pop("memframe", None)
+    storage_options = kwargs.pop("storage_options", None)
     kw = native_kwargs(shape, itemsize, kwargs)
     url = kw.get("urlpath")
+    apply_storage_options(url, storage_options)
     if url is not None and "://" in url:
         # A URL: what is there is known by opening it (nothing to stat).
         try:
@@ -149,7 +151,7 @@ def copy(array, **kwargs):
     return array.copy(**kwargs)
 
 
-def open(urlpath, mode="a", nthreads=None, durability="full"):
+def open(urlpath, mode="a", nthreads=None, durability="full", storage_options=None):
     """Open a persisted array: a frame file or a sparse-frame directory,
     written by this package, python-caterva, python-blosc2 or C; or one on
     an S3-compatible store (``s3://bucket/key``: endpoint, region and
@@ -163,11 +165,18 @@ def open(urlpath, mode="a", nthreads=None, durability="full"):
     NDArray.durability). Many
     handles, in many processes, may have one array open: each write takes
     the array's lock and first loads what others committed; a reader sees
-    others' writes after :meth:`NDArray.refresh`."""
+    others' writes after :meth:`NDArray.refresh`.
+
+    `storage_options` (a dict, for URLs) sets the object store's endpoint,
+    region, credentials, anonymous access, retries or writers for this URL,
+    over the AWS environment, as zarr and fsspec name them (see
+    :func:`caterva.set_storage_options`); they then hold for the URL in
+    this process."""
     if mode not in ("r", "a", "r+"):
         raise ValueError(f"mode must be 'r' or 'a', not {mode!r}")
     nthreads = default_nthreads() if nthreads is None else int(nthreads)
     kw = {"nthreads": nthreads, "durability": check_durability(durability)}
+    apply_storage_options(os.fspath(urlpath), storage_options)
     a = _caterva.open(os.fspath(urlpath), kw)
     return NDArray(a, _mode="r" if mode == "r" else "a")
 
@@ -181,7 +190,8 @@ def from_cframe(cframe, copy=True, **kwargs):
     return NDArray(a)
 
 
-def remove(urlpath):
+def remove(urlpath, storage_options=None):
     """Remove a persisted array (a frame file or a sparse-frame directory);
     a path that does not exist is not an error. Only arrays are removed."""
+    apply_storage_options(os.fspath(urlpath), storage_options)
     _caterva.remove(os.fspath(urlpath))

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _caterva
 from .metadata import Meta, VLMeta
-from .utils import Codec, Filter, check_durability
+from .utils import Codec, Filter, apply_storage_options, check_durability
 
 _NOT_WRITABLE = "the array was opened read-only (mode='r')"
 
@@ -613,8 +613,9 @@ class NDArray(Reductions):
         self._dtype = np_dtype(self._a.dtype, self._a.itemsize)
         return changed
 
-    def save(self, urlpath):
-        """Write a copy to `urlpath`."""
+    def save(self, urlpath, storage_options=None):
+        """Write a copy to `urlpath` (`storage_options` as for :func:`caterva.open`)."""
+        apply_storage_options(str(urlpath), storage_options)
         self._a.save(str(urlpath))
 
     def close(self):

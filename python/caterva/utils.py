@@ -152,3 +152,46 @@ def propose_partitions(shape, itemsize=None, dtype=None, access="balanced", nthr
     chunks, blocks = _caterva.propose_partitions(int(itemsize), [int(s) for s in shape], access=str(access),
                                                  nthreads=nthreads)
     return tuple(chunks), tuple(blocks)
+
+
+def apply_storage_options(url, storage_options):
+    """Use `storage_options` (a dict, as zarr and fsspec take them:
+    ``endpoint_url``, ``region``, ``key``, ``secret``, ``token``, ``profile``,
+    ``anon``, ``allow_http``, ``virtual_hosted_style``, ``retries``,
+    ``retry_timeout``, ``timeout``, ``writers``, any ``aws_*`` setting; s3fs's
+    ``client_kwargs`` with ``endpoint_url`` and ``region_name`` too) for every
+    URL under `url` in this process. None or ``{}`` changes nothing."""
+    if not storage_options:
+        return
+    if url is None or "://" not in str(url):
+        raise ValueError("storage_options are for URLs (s3://..., https://...), not local paths")
+    flat = dict(storage_options)
+    flat.update(flat.pop("client_kwargs", None) or {})
+    pairs = []
+    for k, v in flat.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        pairs.append((str(k), str(v)))
+    _caterva.set_storage_options(str(url), pairs)
+
+
+def set_storage_options(prefix, storage_options):
+    """Use `storage_options` (see :func:`caterva.open`) for every URL under
+    `prefix` (``s3://bucket/``, ``s3://bucket/dir/a.b2nd``) in this process,
+    until set again; ``{}`` removes them. The longest prefix set wins."""
+    if storage_options:
+        apply_storage_options(prefix, storage_options)
+    else:
+        _caterva.set_storage_options(str(prefix), [])
+
+
+def list_arrays(url, storage_options=None):
+    """The arrays directly under `url` (a directory, or a prefix on an object
+    store: ``s3://bucket/dir/``), sorted by name: a list of dicts with
+    ``url``, ``name``, ``contiguous`` and ``bytes``. What is not an array is
+    left out."""
+    url = os.fspath(url)
+    apply_storage_options(url, storage_options)
+    return [
+        {"url": u, "name": n, "contiguous": c, "bytes": b} for (u, n, c, b) in _caterva.list_arrays(url)
+    ]

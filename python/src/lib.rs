@@ -592,6 +592,27 @@ fn remove(py: Python<'_>, urlpath: String) -> PyRes<()> {
     py.allow_threads(move || Core::remove(&urlpath).map_err(to_py))
 }
 
+/// Use storage options (name, value pairs) for every URL under `prefix`
+/// in this process (empty: remove them).
+#[pyfunction]
+fn set_storage_options(prefix: &str, options: Vec<(String, String)>) -> PyRes<()> {
+    let mut o = caterva::StorageOptions::new();
+    for (k, v) in &options {
+        o = o.set(k, v).map_err(to_py)?;
+    }
+    caterva::set_storage_options(prefix, o).map_err(to_py)
+}
+
+/// The arrays directly under `url`: (url, name, contiguous, bytes) each.
+#[pyfunction]
+fn list_arrays(py: Python<'_>, url: String) -> PyRes<Vec<(String, String, bool, u64)>> {
+    py.allow_threads(move || {
+        caterva::list(&url)
+            .map(|l| l.into_iter().map(|a| (a.url, a.name, a.contiguous, a.bytes)).collect())
+            .map_err(to_py)
+    })
+}
+
 /// Check a NumPy dtype string against an item size.
 #[pyfunction]
 fn check_dtype(dtype: &str, itemsize: usize) -> PyRes<()> {
@@ -645,6 +666,8 @@ fn _caterva(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(from_cframe, m)?)?;
     m.add_function(wrap_pyfunction!(remove, m)?)?;
+    m.add_function(wrap_pyfunction!(set_storage_options, m)?)?;
+    m.add_function(wrap_pyfunction!(list_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(check_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(blosc2_version, m)?)?;
     m.add_function(wrap_pyfunction!(propose_partitions, m)?)?;

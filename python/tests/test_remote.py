@@ -220,3 +220,29 @@ def test_remove_orphans_takes_only_unnamed_chunk_objects(servers):
         a.remove_orphans(older_than=-1)
     # Elsewhere there is nothing to remove.
     assert cat.asarray(want, urlpath=str(www / "local.b2nd"), mode="w").remove_orphans(0) == 0
+
+
+def test_listing_and_storage_options(servers, tmp_path):
+    """list_arrays finds the arrays under a prefix; storage_options as zarr
+    and fsspec name them reach the client (an endpoint where nothing
+    listens fails fast; s3fs's client_kwargs are taken)."""
+    web, www, s3url = servers
+    want = np.arange(100, dtype=np.float32)
+    cat.asarray(want, urlpath="s3://arrays/listed/a.b2nd", contiguous=False, mode="w")
+    cat.asarray(want, urlpath="s3://arrays/listed/b.b2frame", contiguous=True, mode="w")
+    got = cat.list_arrays("s3://arrays/listed/")
+    assert [(g["name"], g["contiguous"]) for g in got] == [("a.b2nd", False), ("b.b2frame", True)]
+    assert all(g["bytes"] > 0 for g in got)
+    np.testing.assert_array_equal(cat.open(got[0]["url"])[...], want)
+    # An endpoint given per call, over the environment's.
+    url = "s3://arrays/listed/a.b2nd"
+    with pytest.raises(OSError, match="127.0.0.1:9"):
+        cat.open(url, storage_options={"endpoint_url": "http://127.0.0.1:9", "retries": 0, "timeout": 2})
+    a = cat.open(url, storage_options={"client_kwargs": {"endpoint_url": s3url, "region_name": "us-east-1"}})
+    np.testing.assert_array_equal(a[...], want)
+    with pytest.raises(ValueError, match="not a storage option"):
+        cat.open(url, storage_options={"colour": "red"})
+    with pytest.raises(ValueError, match="URLs"):
+        cat.open(str(tmp_path / "x.b2nd"), storage_options={"anon": True})
+    cat.set_storage_options(url, {})
+    np.testing.assert_array_equal(cat.open(url)[...], want)

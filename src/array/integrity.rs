@@ -104,8 +104,18 @@ impl Array {
             let end = (done + batch).min(total);
             let chunks: Vec<i64> = (done..end).collect();
             let split = engine::write_split(ctx, self.geometry(), chunks.len());
+            // After a chunk the storage could not give, the others of the
+            // batch are not asked for (each would wait out its retries).
+            let gave_up = std::sync::atomic::AtomicBool::new(false);
             let found = engine::run_tasks(ctx, &chunks, split, |w, &n| {
-                Ok(self.check_chunk(w, n, split.blosc).err().map(|error| ChunkProblem { nchunk: n, error }))
+                if gave_up.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                let problem = self.check_chunk(w, n, split.blosc).err().map(|error| ChunkProblem { nchunk: n, error });
+                if problem.as_ref().is_some_and(|p| unreadable(&p.error)) {
+                    gave_up.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(problem)
             })?;
             let mut found: Vec<ChunkProblem> = found.into_iter().flatten().collect();
             if let Some(at) = found.iter().position(|p| unreadable(&p.error)) {

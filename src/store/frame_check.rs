@@ -896,8 +896,12 @@ impl Frame<'_> {
         self.check_chunk_place(h, id, what)?;
         let key = location::join(prefix, &chunk_name(id));
         let name = format!("chunk file '{}'", loc.url(&key));
-        let file = open_object(loc.as_ref(), &key, &name)
-            .map_err(|e| Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())))?;
+        // A chunk file that is not there is damage; one the storage could
+        // not tell about (a server gone) is the storage's failure.
+        let file = open_object(loc.as_ref(), &key, &name).map_err(|e| match e {
+            Error::Io { kind, .. } if kind != std::io::ErrorKind::NotFound => e,
+            e => Error::InvalidFormat(format!("{}: {what} is missing ({})", self.name, e.message())),
+        })?;
         let len = file.len();
         if len < CHUNK_HEADER as u64 || len > i32::MAX as u64 {
             return Err(Error::InvalidFormat(format!("{name}: {len} bytes cannot be a chunk")));

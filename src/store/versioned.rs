@@ -742,16 +742,8 @@ fn cblosc2_bound(cbytes: i64) -> i64 {
 impl FreshIds {
     /// Numbers in `0..=bound` other than those of `taken`.
     fn new(bound: i64, taken: impl IntoIterator<Item = i64>) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let seed = format!(
-            "{now} {} {:?} {}",
-            std::process::id(),
-            std::thread::current().id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
         let taken = taken.into_iter().filter(|&i| i >= 0).collect();
-        FreshIds { state: xxhash_rust::xxh3::xxh3_64(seed.as_bytes()), bound, taken }
+        FreshIds { state: super::writers::fresh_token(), bound, taken }
     }
 
     /// splitmix64

@@ -274,8 +274,8 @@ fn race(put: impl Fn(usize) -> std::result::Result<Generation, PutError> + Sync)
     Ok(won)
 }
 
-/// A random 64-bit number (a lease's or a probe's token).
-fn fresh_token() -> u64 {
+/// A random 64-bit number (a lease's or a probe's token, a seed).
+pub(crate) fn fresh_token() -> u64 {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let seed = format!(
@@ -465,13 +465,7 @@ mod tests {
                 return self.inner.put(name, bytes, Condition::Always);
             }
             if self.apart {
-                let now = self.inner.stat(name)?.map(|e| e.generation);
-                let holds = match cond {
-                    Condition::Always => true,
-                    Condition::IfAbsent => now.is_none(),
-                    Condition::IfGeneration(g) => now.as_ref() == Some(g),
-                };
-                if !holds {
+                if !cond.holds(self.inner.stat(name)?.map(|e| e.generation).as_ref()) {
                     return Err(PutError::Conflict);
                 }
                 std::thread::sleep(Duration::from_millis(20));

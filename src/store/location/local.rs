@@ -285,13 +285,7 @@ impl Location for Local {
             f.sync_data()?;
             drop(f);
             let _lock = DirLock::take(&dir)?;
-            let now = current(&path)?;
-            let holds = match cond {
-                Condition::Always => true,
-                Condition::IfAbsent => now.is_none(),
-                Condition::IfGeneration(g) => now.as_ref() == Some(g),
-            };
-            if !holds {
+            if !cond.holds(current(&path)?.as_ref()) {
                 return Err(PutError::Conflict);
             }
             fsio::rename(&tmp, &path)?;

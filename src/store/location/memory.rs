@@ -223,13 +223,7 @@ impl Location for Memory {
     fn put(&self, name: &str, bytes: &[u8], cond: Condition<'_>) -> Result<Generation, PutError> {
         check_name(name)?;
         let mut objects = self.objects();
-        let now = objects.get(name).map(|o| &o.generation);
-        let holds = match cond {
-            Condition::Always => true,
-            Condition::IfAbsent => now.is_none(),
-            Condition::IfGeneration(g) => now == Some(g),
-        };
-        if !holds {
+        if !cond.holds(objects.get(name).map(|o| &o.generation)) {
             return Err(PutError::Conflict);
         }
         let generation = tag();

@@ -120,6 +120,17 @@ pub(crate) enum Condition<'g> {
     IfGeneration(&'g Generation),
 }
 
+impl Condition<'_> {
+    /// Whether it holds where the object's generation is `now` (`None`: nothing there).
+    pub(crate) fn holds(&self, now: Option<&Generation>) -> bool {
+        match self {
+            Condition::Always => true,
+            Condition::IfAbsent => now.is_none(),
+            Condition::IfGeneration(g) => now == Some(*g),
+        }
+    }
+}
+
 /// Why a conditional change did not happen.
 #[derive(Debug)]
 pub(crate) enum PutError {
