@@ -194,3 +194,46 @@ pub fn s3rver(bucket: &str) -> Server {
     assert_eq!(status, 200, "making the bucket '{bucket}'");
     server
 }
+
+/// Azurite's Blob service (3.35, from npm; `.ci/setup` installs it in
+/// `target/interop/azurite`), its well-known development account, with the
+/// container `container` made (by the Azure SDK for Python in `.ci/setup`'s
+/// `azure` venv). Point the Azure client at it with
+/// `AZURE_STORAGE_USE_EMULATOR=true` and `AZURITE_BLOB_STORAGE_URL` = [`Server::url`].
+///
+/// # Panics
+/// If Azurite or the SDK is missing, or it does not start.
+#[must_use]
+pub fn azurite(container: &str) -> Server {
+    let dir = folder("azurite");
+    let port = free_port();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = program(
+        "CATERVA_AZURITE",
+        &[root.join("target/interop/azurite/node_modules/.bin/azurite-blob")],
+        "azurite-blob",
+    );
+    let mut cmd = Command::new(&bin);
+    cmd.args([
+        "--blobHost",
+        "127.0.0.1",
+        "--blobPort",
+        &port.to_string(),
+        "--silent",
+        "--skipApiVersionCheck",
+        "--loose",
+    ]);
+    cmd.arg("--location").arg(dir.join("data"));
+    let server = start(cmd, port, dir, "Azurite (.ci/setup installs it in target/interop/azurite)");
+    let python = program("CATERVA_CLOUD_PYTHON", &[root.join("target/interop/azure/bin/python")], "python3");
+    let make = format!(
+        "from azure.storage.blob import BlobServiceClient\n\
+         BlobServiceClient.from_connection_string('DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;\
+         AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;\
+         BlobEndpoint={}/devstoreaccount1;').create_container('{container}')\n",
+        server.url()
+    );
+    let out = Command::new(&python).arg("-c").arg(make).output().expect("running the Azure SDK");
+    assert!(out.status.success(), "making the container '{container}': {}", String::from_utf8_lossy(&out.stderr));
+    server
+}

@@ -383,7 +383,7 @@ pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
             return Ok((bucket, key));
         }
         #[cfg(feature = "remote")]
-        if matches!(scheme, "s3" | "http" | "https") {
+        if matches!(scheme, "s3" | "http" | "https" | "az" | "azure" | "gs" | "gcs") {
             let (remote, key) =
                 remote::locate(urlpath).map_err(|e| Error::storage(Some(urlpath), format!("'{urlpath}': {e}")))?;
             return Ok((remote, key));

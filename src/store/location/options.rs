@@ -29,6 +29,12 @@
 //! | `timeout` | seconds a try may take (30) | |
 //! | `writers` | `many` or `single` | `CATERVA_S3_WRITERS` |
 //! | `aws_*` | any other setting of the S3 client | `AWS_*` |
+//! | `account_name`, `account_key`, `sas_token`, `use_emulator`, `azure_*` | Azure Blob Storage (`az://`) | `AZURE_*` |
+//! | `service_account`, `service_account_key`, `google_*` | Google Cloud Storage (`gs://`) | `GOOGLE_*` |
+//!
+//! On `az://` and `gs://` URLs, `endpoint_url` and `anon` mean the
+//! client's endpoint (`azure_storage_endpoint`, `google_base_url`) and
+//! unsigned requests.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -62,6 +68,13 @@ fn canonical(name: &str) -> Option<&'static str> {
         "retry_timeout" => "retry_timeout",
         "timeout" => "timeout",
         "writers" => "writers",
+        // Azure (adlfs's names) and Google Cloud Storage (gcsfs's).
+        "account_name" => "azure_storage_account_name",
+        "account_key" => "azure_storage_account_key",
+        "sas_token" => "azure_storage_sas_token",
+        "use_emulator" => "azure_storage_use_emulator",
+        "service_account" | "service_account_path" => "google_service_account",
+        "service_account_key" => "google_service_account_key",
         _ => return None,
     })
 }
@@ -84,17 +97,29 @@ impl StorageOptions {
             Some(k) => k.to_owned(),
             // Other settings of the S3 client, by their variable's name.
             None if lower.starts_with("aws_") && lower.len() > 4 => lower.to_ascii_uppercase(),
+            // Settings of the Azure and GCS clients, by their names there.
+            None if (lower.starts_with("azure_") && lower.len() > 6)
+                || (lower.starts_with("google_") && lower.len() > 7) =>
+            {
+                lower.clone()
+            }
             None => {
                 return Err(Error::InvalidArgument(format!(
                     "'{name}' is not a storage option (endpoint_url, region, key, secret, token, profile, anon, \
-                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, writers, aws_*)"
+                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, writers, account_name, \
+                     account_key, sas_token, service_account, aws_*, azure_*, google_*)"
                 )))
             }
         };
         let value = value.trim();
         let bad = |what: &str| Err(Error::InvalidArgument(format!("storage option {name}='{value}': {what}")));
         match key.as_str() {
-            "AWS_SKIP_SIGNATURE" | "AWS_ALLOW_HTTP" | "AWS_VIRTUAL_HOSTED_STYLE_REQUEST" => {
+            "AWS_SKIP_SIGNATURE"
+            | "AWS_ALLOW_HTTP"
+            | "AWS_VIRTUAL_HOSTED_STYLE_REQUEST"
+            | "azure_storage_use_emulator"
+            | "azure_skip_signature"
+            | "google_skip_signature" => {
                 let v = match value.to_ascii_lowercase().as_str() {
                     "true" | "1" | "yes" | "on" => "true",
                     "false" | "0" | "no" | "off" => "false",
@@ -138,6 +163,13 @@ impl StorageOptions {
     /// The `AWS_*` settings among these options.
     pub(crate) fn aws(&self) -> impl Iterator<Item = (&str, &str)> {
         self.values.iter().filter(|(k, _)| k.starts_with("AWS_")).map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The settings among these options whose names start with `prefix`
+    /// (`azure_`, `google_`).
+    pub(crate) fn starting(&self, prefix: &str) -> impl Iterator<Item = (&str, &str)> {
+        let prefix = prefix.to_owned();
+        self.values.iter().filter(move |(k, _)| k.starts_with(&prefix)).map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// A number of seconds set as `name`.

@@ -161,12 +161,14 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
         check_name(root)?;
     }
     check_name(key)?;
-    // S3 keys are at most 1,024 bytes; web servers refuse request lines
-    // of more than a few KiB (and the HTTP client cannot send 64 KiB).
-    let most = if scheme == "s3" { S3_KEY_MAX } else { URL_MAX };
-    let spelt = if scheme == "s3" { path.len() } else { url.len() };
+    // Object keys (S3, Azure, GCS) are at most 1,024 bytes; web servers
+    // refuse request lines of more than a few KiB (and the HTTP client
+    // cannot send 64 KiB).
+    let keyed = !matches!(scheme, "http" | "https");
+    let most = if keyed { S3_KEY_MAX } else { URL_MAX };
+    let spelt = if keyed { path.len() } else { url.len() };
     if spelt > most {
-        let what = if scheme == "s3" { "its object key" } else { "it" };
+        let what = if keyed { "its object key" } else { "it" };
         return Err(bad(format!(
             "{what} is {spelt} bytes long; at most {most} are taken (room kept for the names under an array)"
         )));
@@ -219,6 +221,11 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
             Ok(Arc::new(http))
         })
         .map(|http| (http, false, format!("{scheme}://{authority}")))?,
+        "az" | "azure" | "gs" | "gcs" => {
+            let azure = matches!(scheme, "az" | "azure");
+            let (store, server) = cloud(azure, authority, &options).map_err(bad)?;
+            (store, true, server)
+        }
         _ => return Err(bad(format!("no remote backend serves '{scheme}://'"))),
     };
     let base =
@@ -246,6 +253,68 @@ fn check_endpoint(endpoint: &str) -> Result<(), String> {
         Err(e) => e.to_string(),
     };
     Err(format!("the S3 endpoint '{endpoint}' (AWS_ENDPOINT_URL, or endpoint_url in ~/.aws/config) is not an http(s) URL: {why}"))
+}
+
+/// A client of Azure Blob Storage's container (`azure`) or Google Cloud
+/// Storage's bucket `name`: the environment's settings as `object_store`'s
+/// `from_env` reads them (`AZURE_*`, `GOOGLE_*`), the storage options'
+/// over them (`endpoint_url` and `anon` spelt for each), made once per
+/// process and settings; and the server's name.
+fn cloud(azure: bool, name: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, String), String> {
+    let prefix = if azure { "azure_" } else { "google_" };
+    let mut settings: Vec<(String, String)> =
+        options.starting(prefix).map(|(k, v)| (k.to_owned(), v.to_owned())).collect();
+    let (endpoint_key, unsigned_key) = if azure {
+        ("azure_storage_endpoint", "azure_skip_signature")
+    } else {
+        ("google_base_url", "google_skip_signature")
+    };
+    if let Some(e) = options.get("AWS_ENDPOINT_URL") {
+        check_endpoint(e)?;
+        settings.push((endpoint_key.to_owned(), e.to_owned()));
+    }
+    if let Some(v) = options.get("AWS_SKIP_SIGNATURE") {
+        settings.push((unsigned_key.to_owned(), v.to_owned()));
+    }
+    let env: Vec<(String, String)> =
+        std::env::vars().filter(|(k, _)| k.starts_with(if azure { "AZURE_" } else { "GOOGLE_" })).collect();
+    let key = format!("{}://{name}\n{env:?}\n{settings:?}\n{options:?}", if azure { "az" } else { "gs" });
+    let (retry, timeout) = retry_and_timeout(options);
+    let client_options = object_store::ClientOptions::new().with_timeout(timeout).with_allow_http(true);
+    let store = client(key, || {
+        let built: object_store::Result<Arc<dyn ObjectStore>> = if azure {
+            let mut b = object_store::azure::MicrosoftAzureBuilder::from_env();
+            for (k, v) in &settings {
+                let k = k
+                    .parse()
+                    .map_err(|e: object_store::Error| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                b = b.with_config(k, v);
+            }
+            b.with_container_name(name)
+                .with_retry(retry)
+                .with_client_options(client_options)
+                .build()
+                .map(|s| Arc::new(s) as _)
+        } else {
+            let mut b = object_store::gcp::GoogleCloudStorageBuilder::from_env();
+            for (k, v) in &settings {
+                let k = k
+                    .parse()
+                    .map_err(|e: object_store::Error| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                b = b.with_config(k, v);
+            }
+            b.with_bucket_name(name)
+                .with_retry(retry)
+                .with_client_options(client_options)
+                .build()
+                .map(|s| Arc::new(s) as _)
+        };
+        built.map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+    })
+    .map_err(|e| e.to_string())?;
+    let what = if azure { "Azure container" } else { "GCS bucket" };
+    let at = settings.iter().find(|(k, _)| k == endpoint_key).map_or_else(String::new, |(_, v)| format!(" at {v}"));
+    Ok((store, format!("{what} '{name}'{at}")))
 }
 
 /// The S3 client's settings (`AWS_*` names and values, sorted) from the
