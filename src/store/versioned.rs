@@ -598,21 +598,33 @@ fn build_and_publish(
     make: impl FnOnce(&super::Storage) -> Result<()>,
 ) -> Result<()> {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let permit = super::writers::admit(site)?;
-    let mut present = Present::look(site)?;
-    if expected.is_some() && present.generation != expected {
-        return Err(conflict(&site.url()));
-    }
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("caterva-rs-publish-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("making", Some(&dir), &e))?;
     let local = dir.join(if site.contiguous { "a.b2frame" } else { "a.b2nd" });
-    let made =
-        make(&super::Storage { contiguous: site.contiguous, urlpath: Some(local.to_string_lossy().into_owned()) })
-            .and_then(|()| upload(site, &permit, &local, &mut present));
+    // The server's check (or the lease) and a look at what is there, in
+    // the requests' time, while the array is built here.
+    let (admitted, made) = std::thread::scope(|s| {
+        let admitted = s.spawn(|| {
+            let permit = super::writers::admit(site)?;
+            Present::look(site).map(|present| (permit, present))
+        });
+        let made =
+            make(&super::Storage { contiguous: site.contiguous, urlpath: Some(local.to_string_lossy().into_owned()) });
+        let admitted = admitted
+            .join()
+            .unwrap_or_else(|_| Err(Error::storage(Some(&site.url()), "the look at what is there failed")));
+        (admitted, made)
+    });
+    let published = admitted.and_then(|(permit, mut present)| {
+        if expected.is_some() && present.generation != expected {
+            return Err(conflict(&site.url()));
+        }
+        made.and_then(|()| upload(site, &permit, &local, &mut present))
+    });
     let _ = std::fs::remove_dir_all(&dir);
-    made
+    published
 }
 
 /// Publish the array at the local path `local` (of `site`'s layout) at

@@ -168,9 +168,11 @@ fn checked(site: &Site) -> Result<()> {
 }
 
 /// Writers racing in each round of [`probe`].
-const RACERS: usize = 8;
-/// Rounds of racing writers in [`probe`].
-const ROUNDS: usize = 3;
+const RACERS: usize = 6;
+/// Rounds of racing writers in [`probe`] (a server that checks conditions
+/// apart from storing them lets several racers win in most rounds: two
+/// winners in 20 of 20 rounds were reported of s3s-fs).
+const ROUNDS: usize = 2;
 
 /// Check that `loc` holds what the publish protocol relies on, with
 /// objects of its own under `prefix` (removed after): create-if-absent
