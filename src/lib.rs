@@ -65,30 +65,5 @@ pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;
 pub use partition::{propose_cparams, propose_partitions, Access, PartitionHints, Partitions};
 pub use store::blosc::CParams;
-pub use store::listing::Listed;
-pub use store::location::options::StorageOptions;
-
-/// Use `options` (endpoint, region, credentials, anonymous reads, retries,
-/// writers: see [`StorageOptions`]) for every URL under `prefix`
-/// (`s3://bucket/`, `s3://bucket/dir/a.b2nd`, `https://host/`) in this
-/// process, over the environment, until set again; the longest prefix
-/// that matches a URL wins. Empty options remove those of `prefix`.
-///
-/// # Errors
-/// [`Error`] of kind [`ErrorKind::InvalidArgument`] for a prefix that is not a URL.
-pub fn set_storage_options(prefix: &str, options: StorageOptions) -> Result<()> {
-    store::location::options::set(prefix, options)
-}
-
-/// The arrays directly under `url`: a local directory, or a prefix on an
-/// object store (`s3://bucket/dir/`), sorted by name. Contiguous frames
-/// are told by their first bytes, sparse frames by their index; what is
-/// not an array, and hidden names (starting with `.`), are left out.
-///
-/// # Errors
-/// [`Error`] of kind [`ErrorKind::InvalidStorage`] for a URL no backend
-/// serves or a web server (which lists nothing); [`ErrorKind::Io`] as the
-/// storage fails.
-pub fn list(url: &str) -> Result<Vec<Listed>> {
-    store::listing::list(url)
-}
+pub use store::listing::{list, Listed};
+pub use store::location::options::{set as set_storage_options, StorageOptions};

@@ -23,15 +23,16 @@ pub struct Listed {
 /// Objects and prefixes looked at once, at most.
 const LOOKERS: usize = 16;
 
-/// The arrays directly under `url` (a directory or prefix; a trailing `/`
-/// may be left out), sorted by name. What is hidden (names starting with
-/// `.`: this library's lease and probe objects) and what is not an array
-/// is left out.
+/// The arrays directly under `url`: a local directory, or a prefix on an
+/// object store (`s3://bucket/dir/`; a trailing `/` may be left out),
+/// sorted by name. Contiguous frames are told by their first bytes, sparse
+/// frames by their index; what is not an array, and hidden names (starting
+/// with `.`: this library's lease and probe objects), are left out.
 ///
 /// # Errors
 /// [`Error::InvalidStorage`] for a URL of a scheme no backend serves, or a
 /// web server (which lists nothing); [`Error::Io`] as the storage fails.
-pub(crate) fn list(url: &str) -> Result<Vec<Listed>> {
+pub fn list(url: &str) -> Result<Vec<Listed>> {
     // The location and prefix of a name under `url`.
     let (loc, key) = location::locate(&format!("{}/_", url.trim_end_matches('/')))?;
     let prefix = key.rsplit_once('/').map_or("", |(p, _)| p);

@@ -187,8 +187,11 @@ impl StorageOptions {
 /// The options set for URL prefixes in this process.
 static SET: Mutex<Vec<(String, StorageOptions)>> = Mutex::new(Vec::new());
 
-/// Use `options` for every URL under `prefix` in this process (replacing
-/// what was set for that prefix; empty options remove it).
+/// Use `options` (endpoint, region, credentials, anonymous reads, retries,
+/// writers: see [`StorageOptions`]) for every URL under `prefix`
+/// (`s3://bucket/`, `s3://bucket/dir/a.b2nd`, `https://host/`) in this
+/// process, over the environment, until set again; the longest prefix
+/// that matches a URL wins. Empty options remove those of `prefix`.
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] for a prefix that is not a URL (`scheme://...`).
