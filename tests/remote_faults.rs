@@ -170,3 +170,62 @@ fn faults_end_in_retried_successes_or_clear_errors() {
     assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
     proxy.plan(|_, _| Action::Pass);
 }
+
+/// A server that takes every request and never answers: each operation
+/// ends in an error naming the deadline, after one deadline per request it
+/// makes in sequence (here 2 s, set as a storage option; 30 s by default,
+/// as the README says), and the array reads again once the server answers.
+#[test]
+fn a_server_that_never_answers_is_reported_after_the_deadline() {
+    let moto = servers::moto("silent");
+    let proxy = Proxy::start(moto.port);
+    let endpoint = proxy.url();
+    let options = caterva::StorageOptions::new()
+        .set("endpoint_url", &endpoint)
+        .and_then(|o| o.set("key", "test"))
+        .and_then(|o| o.set("secret", "test"))
+        .and_then(|o| o.set("region", "us-east-1"))
+        .and_then(|o| o.set("deadline", "2"))
+        .unwrap();
+    caterva::set_storage_options("s3://silent/", options).unwrap();
+    let ctx = Context::new(Config::default()).unwrap();
+    let params = Params { itemsize: 4, shape: vec![SIDE, SIDE], dtype: None };
+    let mut arrays = Vec::new();
+    for (name, contiguous) in [("frame.b2nd", true), ("dir.b2nd", false)] {
+        let url = format!("s3://silent/{name}");
+        let storage = StorageParams {
+            chunkshape: vec![16, 16],
+            blockshape: vec![8, 8],
+            contiguous,
+            urlpath: Some(url.clone()),
+            metalayers: vec![],
+        };
+        let mut a = Array::zeros(&ctx, &params, &storage).unwrap();
+        write(&mut a, (0, SIDE), (3, 9), 5).unwrap();
+        drop(a);
+        arrays.push((url.clone(), Array::open(&ctx, &url).unwrap()));
+    }
+    proxy.plan(|_, _| Action::Silent);
+    let deadline = Duration::from_secs(2);
+    for (url, a) in &mut arrays {
+        let check = |what: &str, t: Instant, e: caterva::Error, requests: u32| {
+            let took = t.elapsed();
+            println!("{url}: {what}: {took:?}: {e}");
+            assert!(e.to_string().contains("no answer within 2 s"), "{url}: {what}: {e}");
+            assert!(took >= deadline, "{url}: {what}: {took:?}");
+            // (The README's figures: 60 s for an open or a read, 90 s for a write.)
+            assert!(took < deadline * requests + Duration::from_millis(1500), "{url}: {what}: {took:?}, {requests}");
+        };
+        let t = Instant::now();
+        check("open", t, Array::open(&ctx, url).unwrap_err(), 2);
+        let t = Instant::now();
+        check("read", t, a.to_vec().unwrap_err(), 2);
+        let t = Instant::now();
+        check("write", t, write(a, (0, 1), (0, SIDE), 7).unwrap_err(), 3);
+    }
+    proxy.plan(|_, _| Action::Pass);
+    for (url, _) in &arrays {
+        let got = items(&Array::open(&ctx, url).unwrap());
+        assert!(got.iter().enumerate().all(|(i, &v)| v == if (3..9).contains(&(i as i64 % SIDE)) { 5 } else { 0 }));
+    }
+}

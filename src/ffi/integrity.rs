@@ -142,8 +142,8 @@ pub unsafe extern "C" fn caterva_remove_orphans(
 /// `key=value` pairs separated by `;` (an empty string removes the
 /// prefix's options): `endpoint_url`, `region`, `key`, `secret`, `token`,
 /// `profile`, `anon` (`true`: unsigned requests, public buckets),
-/// `allow_http`, `virtual_hosted_style`, `retries`, `retry_timeout` and
-/// `timeout` (seconds), `writers` (`many` or `single`), or any `aws_*`
+/// `allow_http`, `virtual_hosted_style`, `retries`, `retry_timeout`,
+/// `timeout` and `deadline` (seconds), `writers` (`many` or `single`), or any `aws_*`
 /// setting of the S3 client. An unknown key or a value the option does
 /// not take is `CATERVA_ERR_INVALID_ARGUMENT`, and nothing is set.
 ///

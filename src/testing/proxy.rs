@@ -30,6 +30,9 @@ pub enum Action {
     /// forwarding it: what s3s-fs answers for a GET of a key that is a
     /// directory on its disk (a sparse array's prefix).
     ServerError,
+    /// Take the request and never answer it (the connection held open
+    /// until the client gives up): a server that hangs.
+    Silent,
 }
 
 /// Decides each request's [`Action`] from its number (from 1) and its
@@ -179,6 +182,12 @@ fn serve(s: &State, mut client: TcpStream) {
                 body.len()
             );
             let _ = client.write_all(answer.as_bytes());
+            return;
+        }
+        Action::Silent => {
+            // Until the client closes (or the read timeout above).
+            let mut sink = [0u8; 512];
+            while matches!(client.read(&mut sink), Ok(n) if n > 0) {}
             return;
         }
         Action::Pass | Action::LoseAnswer => {}

@@ -27,6 +27,7 @@
 //! | `retries` | retries of a failed request (5) | |
 //! | `retry_timeout` | seconds after the first try a retry may start (30) | |
 //! | `timeout` | seconds a try may take (30) | |
+//! | `deadline` | seconds a request may take, its tries and retries together (30) | |
 //! | `writers` | `many` or `single` | `CATERVA_S3_WRITERS` |
 //! | `aws_*` | any other setting of the S3 client | `AWS_*` |
 //! | `account_name`, `account_key`, `sas_token`, `use_emulator`, `azure_*` | Azure Blob Storage (`az://`) | `AZURE_*` |
@@ -67,6 +68,7 @@ fn canonical(name: &str) -> Option<&'static str> {
         "retries" | "max_retries" => "retries",
         "retry_timeout" => "retry_timeout",
         "timeout" => "timeout",
+        "deadline" => "deadline",
         "writers" => "writers",
         // Azure (adlfs's names) and Google Cloud Storage (gcsfs's).
         "account_name" => "azure_storage_account_name",
@@ -106,7 +108,7 @@ impl StorageOptions {
             None => {
                 return Err(Error::InvalidArgument(format!(
                     "'{name}' is not a storage option (endpoint_url, region, key, secret, token, profile, anon, \
-                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, writers, account_name, \
+                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, deadline, writers, account_name, \
                      account_key, sas_token, service_account, aws_*, azure_*, google_*)"
                 )))
             }
@@ -129,7 +131,9 @@ impl StorageOptions {
                 return Ok(self);
             }
             "retries" if value.parse::<u16>().is_err() => return bad("not a count of retries (0 to 65535)"),
-            "retry_timeout" | "timeout" if !value.parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0) => {
+            "retry_timeout" | "timeout" | "deadline"
+                if !value.parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0) =>
+            {
                 return bad("not a positive number of seconds")
             }
             "writers" if !matches!(value, "many" | "single") => return bad("'many' or 'single'"),

@@ -59,6 +59,40 @@ fn retry() -> object_store::RetryConfig {
     }
 }
 
+/// The most one request may take, its tries and retries together (the
+/// storage option `deadline` changes it): a server that accepts a
+/// connection and never answers is reported after it, whatever the retry
+/// settings. An operation that makes requests one after another (an open:
+/// the frame's first bytes, then its index) takes at most this per request.
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The deadline of one request, as the storage option `deadline` sets it.
+fn deadline(options: &StorageOptions) -> std::time::Duration {
+    options.seconds("deadline").unwrap_or(DEADLINE)
+}
+
+/// `request` given [`deadline`] at most: past it, an error naming it (an
+/// I/O error of kind `TimedOut` through [`io_error`]).
+async fn within<T>(
+    deadline: std::time::Duration,
+    request: impl std::future::Future<Output = object_store::Result<T>>,
+) -> object_store::Result<T> {
+    match tokio::time::timeout(deadline, request).await {
+        Ok(r) => r,
+        Err(_) => Err(object_store::Error::Generic {
+            store: DEADLINE_PASSED,
+            source: format!(
+                "no answer within {} s, the deadline of one request with its retries (storage option 'deadline')",
+                deadline.as_secs_f64()
+            )
+            .into(),
+        }),
+    }
+}
+
+/// The `store` of [`within`]'s error.
+const DEADLINE_PASSED: &str = "deadline";
+
 /// [`retry`], and a try's time limit (30 s), as the storage options
 /// `retries`, `retry_timeout` and `timeout` change them.
 fn retry_and_timeout(options: &StorageOptions) -> (object_store::RetryConfig, std::time::Duration) {
@@ -72,10 +106,14 @@ fn retry_and_timeout(options: &StorageOptions) -> (object_store::RetryConfig, st
     (r, options.seconds("timeout").unwrap_or(std::time::Duration::from_secs(30)))
 }
 
+/// The name of the runtime's threads.
+const THREAD_NAME: &str = "caterva-remote";
+
 /// The runtime remote requests run on (two worker threads).
 fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
     fn build() -> io::Result<tokio::runtime::Runtime> {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name("caterva-remote").enable_all().build()
+        quiet_panics();
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).thread_name(THREAD_NAME).enable_all().build()
     }
     static RT: OnceLock<PerProcess<tokio::runtime::Runtime>> = OnceLock::new();
     if let Some(rt) = RT.get() {
@@ -83,6 +121,22 @@ fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
     }
     let made = build()?;
     RT.get_or_init(|| PerProcess::new(made)).try_get(build)
+}
+
+/// A panic on the runtime's threads (in the client: object_store panicked on
+/// URLs of 64 KiB) is the waiting call's error ([`wait`]), never text on the
+/// host program's stderr: the process's panic hook, kept for every other
+/// thread, is not called for them. Set once, before the runtime starts.
+fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let host = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() != Some(THREAD_NAME) {
+                host(info);
+            }
+        }));
+    });
 }
 
 /// Run `fut` on the [`runtime`] and wait for it here.
@@ -111,6 +165,9 @@ fn wait<T: Send + 'static>(fut: impl std::future::Future<Output = T> + Send + 's
 fn io_error(e: object_store::Error) -> io::Error {
     use object_store::Error as E;
     let kind = match &e {
+        E::Generic { store: DEADLINE_PASSED, source } => {
+            return io::Error::new(io::ErrorKind::TimedOut, source.to_string())
+        }
         E::NotFound { .. } => io::ErrorKind::NotFound,
         E::Precondition { .. } | E::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
         E::PermissionDenied { .. } | E::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
@@ -132,6 +189,8 @@ pub(crate) struct Remote {
     writable: bool,
     /// The server and bucket, as [`Location::server`] spells them.
     server: String,
+    /// The [`deadline`] of each request.
+    deadline: std::time::Duration,
 }
 
 impl fmt::Debug for Remote {
@@ -230,7 +289,10 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     };
     let base =
         if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
-    Ok((Arc::new(Remote { store, root: root.to_owned(), base, writable, server }), key.to_owned()))
+    Ok((
+        Arc::new(Remote { store, root: root.to_owned(), base, writable, server, deadline: deadline(&options) }),
+        key.to_owned(),
+    ))
 }
 
 /// The longest S3 object key of an array taken: S3's limit (1,024 bytes)
@@ -456,9 +518,17 @@ impl Location for Remote {
         let path = self.path(name)?;
         let store = self.store.clone();
         let p = path.clone();
-        let meta = wait(async move { store.head(&p).await })?.map_err(io_error)?;
+        let d = self.deadline;
+        let meta = wait(async move { within(d, store.head(&p)).await })?.map_err(io_error)?;
         let generation = generation_of(&meta);
-        let object = RemoteObject { store: self.store.clone(), path, len: meta.size, etag: meta.e_tag, generation };
+        let object = RemoteObject {
+            store: self.store.clone(),
+            deadline: self.deadline,
+            path,
+            len: meta.size,
+            etag: meta.e_tag,
+            generation,
+        };
         Ok(Arc::new(object))
     }
 
@@ -469,10 +539,14 @@ impl Location for Remote {
         let path = self.path(name)?;
         let (store, p) = (self.store.clone(), path.clone());
         let options = GetOptions { range: Some(GetRange::Bounded(0..n as u64)), ..GetOptions::default() };
+        let d = self.deadline;
         let got = wait(async move {
-            let got = store.get_opts(&p, options).await?;
-            let meta = got.meta.clone();
-            Ok::<_, object_store::Error>((meta, got.bytes().await?))
+            within(d, async {
+                let got = store.get_opts(&p, options).await?;
+                let meta = got.meta.clone();
+                Ok((meta, got.bytes().await?))
+            })
+            .await
         })?;
         let (meta, bytes) = match got {
             Ok(got) => got,
@@ -486,7 +560,14 @@ impl Location for Remote {
             },
         };
         let generation = generation_of(&meta);
-        let object = RemoteObject { store: self.store.clone(), path, len: meta.size, etag: meta.e_tag, generation };
+        let object = RemoteObject {
+            store: self.store.clone(),
+            deadline: self.deadline,
+            path,
+            len: meta.size,
+            etag: meta.e_tag,
+            generation,
+        };
         Ok((Arc::new(object), bytes.to_vec()))
     }
 
@@ -495,6 +576,7 @@ impl Location for Remote {
         let path = self.path(name)?;
         let object = RemoteObject {
             store: self.store.clone(),
+            deadline: self.deadline,
             path,
             len: u64::MAX,
             etag: None,
@@ -507,7 +589,8 @@ impl Location for Remote {
         let path = self.path(name)?;
         let store = self.store.clone();
         let p = path.clone();
-        match wait(async move { store.head(&p).await })? {
+        let d = self.deadline;
+        match wait(async move { within(d, store.head(&p)).await })? {
             Ok(meta) => {
                 let generation = generation_of(&meta);
                 let modified = Some(meta.last_modified.into());
@@ -548,7 +631,9 @@ impl Location for Remote {
             Some(self.path(prefix.trim_end_matches('/'))?)
         };
         let store = self.store.clone();
-        let listed = wait(async move { store.list_with_delimiter(under.as_ref()).await })?.map_err(io_error)?;
+        let d = self.deadline;
+        let listed =
+            wait(async move { within(d, store.list_with_delimiter(under.as_ref())).await })?.map_err(io_error)?;
         let mut out: Vec<Entry> = listed
             .common_prefixes
             .iter()
@@ -591,7 +676,8 @@ impl Location for Remote {
         let store = self.store.clone();
         let payload = PutPayload::from(bytes.to_vec());
         let opts = PutOptions { mode, ..PutOptions::default() };
-        match wait(async move { store.put_opts(&path, payload, opts).await })? {
+        let d = self.deadline;
+        match wait(async move { within(d, store.put_opts(&path, payload, opts)).await })? {
             Ok(r) => Ok(match r.e_tag {
                 Some(t) => Generation::Tag(t),
                 // (A store that gives no tag: the next stat tells.)
@@ -616,7 +702,8 @@ impl Location for Remote {
             }
         }
         let store = self.store.clone();
-        match wait(async move { store.delete(&path).await })? {
+        let d = self.deadline;
+        match wait(async move { within(d, store.delete(&path)).await })? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(PutError::Io(io_error(e))),
         }
@@ -626,6 +713,8 @@ impl Location for Remote {
 /// One version of a remote object.
 struct RemoteObject {
     store: Arc<dyn ObjectStore>,
+    /// The [`deadline`] of each request.
+    deadline: std::time::Duration,
     path: ObjectPath,
     len: u64,
     etag: Option<String>,
@@ -675,9 +764,13 @@ impl Object for RemoteObject {
         let (store, path) = (self.store.clone(), self.path.clone());
         let span = at..at.saturating_add(buf.len() as u64);
         let options = GetOptions { range: Some(GetRange::Bounded(span)), ..GetOptions::default() };
+        let d = self.deadline;
         let bytes = wait(async move {
-            let got = store.get_opts(&path, options).await?;
-            got.bytes().await
+            within(d, async {
+                let got = store.get_opts(&path, options).await?;
+                got.bytes().await
+            })
+            .await
         })?
         .map_err(io_error)?;
         let n = bytes.len().min(buf.len());
@@ -701,7 +794,7 @@ impl Object for RemoteObject {
         }
         spans.sort_by_key(|s| s.start);
         let requests = coalesce(&spans);
-        let (store, path, etag) = (self.store.clone(), self.path.clone(), self.etag.clone());
+        let (store, path, etag, d) = (self.store.clone(), self.path.clone(), self.etag.clone(), self.deadline);
         let fetched = wait(async move {
             futures::stream::iter(requests.into_iter().map(|span| {
                 let (store, path) = (store.clone(), path.clone());
@@ -710,10 +803,11 @@ impl Object for RemoteObject {
                     if_match: etag.clone(),
                     ..GetOptions::default()
                 };
-                async move {
+                // Each request its own deadline, from when it is sent.
+                within(d, async move {
                     let got = store.get_opts(&path, options).await?;
-                    Ok::<_, object_store::Error>((span, got.bytes().await?))
-                }
+                    Ok((span, got.bytes().await?))
+                })
             }))
             .buffer_unordered(IN_FLIGHT)
             .try_collect::<Vec<_>>()
@@ -751,6 +845,28 @@ mod tests {
     use super::{coalesce, Remote};
     use crate::store::location::{conformance, Condition, Location, PutError};
     use crate::testing::servers;
+
+    /// A panic in the client is the waiting call's error, and nothing of it
+    /// reaches stderr: checked in a child process (this test again, with
+    /// `CATERVA_PANIC_CHILD` set), whose stderr the parent reads.
+    #[test]
+    fn a_panic_on_the_runtime_is_an_error_and_prints_nothing() {
+        if std::env::var_os("CATERVA_PANIC_CHILD").is_some() {
+            let e = super::wait(async { panic!("the client fell over") }).unwrap_err();
+            println!("error: {e}");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "store::location::remote::tests::a_panic_on_the_runtime_is_an_error_and_prints_nothing"])
+            .arg("--nocapture")
+            .env("CATERVA_PANIC_CHILD", "1")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{stdout}{stderr}");
+        assert!(stdout.contains("error: the remote client failed: the client fell over"), "{stdout}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("fell over"), "{stderr}");
+    }
 
     #[test]
     fn malformed_endpoints_and_overlong_keys_are_refused_before_any_client() {
@@ -791,7 +907,14 @@ mod tests {
             .build()
             .unwrap();
         let base = format!("s3://{bucket}/{root}/");
-        Remote { store: Arc::new(s3), root: root.to_owned(), base, writable: true, server: endpoint.to_owned() }
+        Remote {
+            store: Arc::new(s3),
+            root: root.to_owned(),
+            base,
+            writable: true,
+            server: endpoint.to_owned(),
+            deadline: super::DEADLINE,
+        }
     }
 
     /// Credentials and the endpoint from the AWS shared files reach a real
@@ -827,6 +950,7 @@ mod tests {
             base: "s3://files/cfg/".into(),
             writable: true,
             server: "files".into(),
+            deadline: super::DEADLINE,
         };
         remote.put("x", b"from the shared files", Condition::Always).unwrap();
         assert_eq!(remote.open("x").unwrap().read_vec(0, 8).unwrap(), b"from the");
