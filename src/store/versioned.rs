@@ -350,9 +350,19 @@ fn publish(site: &Site, permit: &Permit, base: &Generation, base_bytes: &[u8], d
 /// Remove the objects `names` (what a write that failed made), as far as
 /// the storage lets: what stays is an orphan ([`Store::remove_orphans`]).
 fn remove_objects(loc: &dyn Location, names: &[String]) {
-    for name in names {
-        let _ = loc.remove(name, None);
-    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        while let Some(name) = names.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            let _ = loc.remove(name, None);
+        }
+    };
+    // A request each: [`PUTTERS`] at a time.
+    std::thread::scope(|s| {
+        for _ in 1..names.len().min(PUTTERS) {
+            s.spawn(work);
+        }
+        work();
+    });
 }
 
 /// Chunk objects put at once by [`put_chunks`], at most.
@@ -605,26 +615,151 @@ fn build_and_publish(
     let local = dir.join(if site.contiguous { "a.b2frame" } else { "a.b2nd" });
     // The server's check (or the lease) and a look at what is there, in
     // the requests' time, while the array is built here.
+    // Where nothing is there yet, a sparse array's chunk objects are put
+    // as its chunk files appear (see [`Early`]).
+    let built = std::sync::atomic::AtomicBool::new(false);
     let (admitted, made) = std::thread::scope(|s| {
         let admitted = s.spawn(|| {
-            let permit = super::writers::admit(site)?;
-            Present::look(site).map(|present| (permit, present))
+            // (The look is a read: it need not wait for the check.)
+            let (permit, present) = std::thread::scope(|s| {
+                let look = s.spawn(|| Present::look(site));
+                let permit = super::writers::admit(site);
+                let present = look
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::storage(Some(&site.url()), "the look at what is there failed")));
+                (permit, present)
+            });
+            let (permit, present) = (permit?, present?);
+            let early = if !site.contiguous && present.generation.is_none() && expected.is_none() {
+                Early::put(site, &local, &built)
+            } else {
+                Early::default()
+            };
+            Ok((permit, present, early))
         });
         let made =
             make(&super::Storage { contiguous: site.contiguous, urlpath: Some(local.to_string_lossy().into_owned()) });
+        built.store(true, std::sync::atomic::Ordering::Release);
         let admitted = admitted
             .join()
             .unwrap_or_else(|_| Err(Error::storage(Some(&site.url()), "the look at what is there failed")));
         (admitted, made)
     });
-    let published = admitted.and_then(|(permit, mut present)| {
-        if expected.is_some() && present.generation != expected {
-            return Err(conflict(&site.url()));
+    let published = admitted.and_then(|(permit, mut present, early)| {
+        let done = if expected.is_some() && present.generation != expected {
+            Err(conflict(&site.url()))
+        } else {
+            made.and_then(|()| upload(site, &permit, &local, &mut present, &early))
+        };
+        if done.is_err() {
+            // (upload removed those it kept; these may be left.)
+            remove_objects(&*site.location, &early.names());
         }
-        made.and_then(|()| upload(site, &permit, &local, &mut present))
+        done
     });
     let _ = std::fs::remove_dir_all(&dir);
     published
+}
+
+/// The chunk objects of a new sparse array put while it is still being
+/// built here, so that the requests overlap the compression: each chunk
+/// file of the local build, as it appears, is put under its own name where
+/// nothing is (create-if-absent; a name taken is left to [`upload`], which
+/// draws another). A chunk file may still be written, or written again,
+/// after it was put: [`upload`] compares each with what was put (its
+/// length and XXH3) and puts it again where they differ, and removes the
+/// objects of chunk files the finished array does not name. Nothing is put
+/// before the server was admitted ([`super::writers::admit`]) and seen to
+/// hold no array there.
+#[derive(Default)]
+struct Early {
+    /// Chunk number -> (object name, length and XXH3 of the bytes put).
+    put: std::collections::HashMap<i64, (String, (usize, u64))>,
+}
+
+impl Early {
+    /// Put the chunk files under `local` (a sparse frame's directory) as
+    /// they appear, [`PUTTERS`] at a time, until `built` is set. A failed
+    /// put is left to [`upload`].
+    fn put(site: &Site, local: &std::path::Path, built: &std::sync::atomic::AtomicBool) -> Early {
+        use std::sync::atomic::Ordering;
+        use std::sync::{Mutex, PoisonError};
+        struct Queue {
+            seen: std::collections::HashSet<i64>,
+            todo: std::collections::VecDeque<(i64, std::path::PathBuf)>,
+            /// When the directory was last listed, and how long that took.
+            listed: Option<(std::time::Instant, std::time::Duration)>,
+        }
+        let queue = Mutex::new(Queue { seen: Default::default(), todo: Default::default(), listed: None });
+        let put = Mutex::new(std::collections::HashMap::new());
+        let loc = &*site.location;
+        // The array is built beside `local` (a directory whose name begins
+        // with its own) and renamed to it once complete.
+        let (parent, stem) = (local.parent().unwrap_or(local), local.file_name().unwrap_or_default().to_owned());
+        let building = || -> Vec<std::path::PathBuf> {
+            std::fs::read_dir(parent)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.file_name().as_encoded_bytes().starts_with(stem.as_encoded_bytes()))
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let next = |q: &mut Queue| -> Option<(i64, std::path::PathBuf)> {
+            if q.todo.is_empty() {
+                // Listed again after 2 ms, or ten times the last listing's
+                // time (a directory of thousands of chunk files).
+                let due = match q.listed {
+                    None => true,
+                    Some((at, took)) => at.elapsed() >= (took * 10).max(MS2),
+                };
+                if due {
+                    let start = std::time::Instant::now();
+                    for dir in building() {
+                        let Ok(d) = std::fs::read_dir(&dir) else { continue };
+                        for e in d.flatten() {
+                            let Some(id) = frame::chunk_id(&e.file_name().to_string_lossy()) else { continue };
+                            if q.seen.insert(id) {
+                                q.todo.push_back((id, e.path()));
+                            }
+                        }
+                    }
+                    q.listed = Some((start, start.elapsed()));
+                }
+            }
+            q.todo.pop_front()
+        };
+        const MS2: std::time::Duration = std::time::Duration::from_millis(2);
+        let work = || loop {
+            let id = next(&mut queue.lock().unwrap_or_else(PoisonError::into_inner));
+            let Some((id, path)) = id else {
+                if built.load(Ordering::Acquire) {
+                    return;
+                }
+                std::thread::sleep(MS2);
+                continue;
+            };
+            let Ok(bytes) = std::fs::read(&path) else { continue };
+            let name = location::join(&site.key, &frame::chunk_name(id));
+            if put_landed(loc, &name, &bytes, Condition::IfAbsent).is_ok() {
+                let mark = (bytes.len(), xxhash_rust::xxh3::xxh3_64(&bytes));
+                put.lock().unwrap_or_else(PoisonError::into_inner).insert(id, (name, mark));
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..PUTTERS {
+                s.spawn(work);
+            }
+            work();
+        });
+        Early { put: put.into_inner().unwrap_or_else(PoisonError::into_inner) }
+    }
+
+    /// The objects put.
+    fn names(&self) -> Vec<String> {
+        self.put.values().map(|(name, _)| name.clone()).collect()
+    }
 }
 
 /// Publish the array at the local path `local` (of `site`'s layout) at
@@ -633,7 +768,7 @@ fn build_and_publish(
 /// nothing is there yet, fresh ones otherwise, never written over) and its
 /// index last. The frame object is replaced only if it is still what
 /// `present` saw; the chunk objects of the array it replaced go after.
-fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut Present) -> Result<()> {
+fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut Present, early: &Early) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let frame_name = frame::frame_object(site);
@@ -660,11 +795,34 @@ fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut P
     // Their own names if nothing is there; an array being replaced keeps
     // its objects until the new index is in place.
     let fresh = present.generation.is_some();
+    let bytes_of = |id: i64| read(&local.join(frame::chunk_name(id))).map(std::borrow::Cow::<[u8]>::Owned);
+    // Those put while the array was built ([`Early`]): kept if their file
+    // is what was put, put again if not; those the array does not name go.
+    let mut kept = Vec::new();
+    let settled = (|| -> Result<Vec<i64>> {
+        let mut left = Vec::new();
+        for id in ours {
+            let Some((name, mark)) = early.put.get(&id) else {
+                left.push(id);
+                continue;
+            };
+            let bytes = bytes_of(id)?;
+            if (bytes.len(), xxhash_rust::xxh3::xxh3_64(&bytes)) != *mark {
+                loc.put(name, &bytes, Condition::Always).map_err(|e| put_err(name, e))?;
+            }
+            kept.push(name.clone());
+        }
+        Ok(left)
+    })();
+    let named: std::collections::HashSet<&String> = kept.iter().collect();
+    let unnamed: Vec<String> = early.names().into_iter().filter(|n| !named.contains(n)).collect();
+    remove_objects(loc, &unnamed);
+    let ours = settled?;
     let chunks: Vec<(i64, Option<i64>)> = ours.into_iter().map(|id| (id, (!fresh).then_some(id))).collect();
-    let bytes_of = |id: i64| read(&local.join(frame::chunk_name(id))).map(std::borrow::Cow::Owned);
     let taken = present.chunk_ids.iter().chain(&offsets).copied();
     let ids = FreshIds::new(cblosc2_bound(sections.cbytes), taken);
-    let (made, renamed) = put_chunks(site, &chunks, ids, &bytes_of, &put_err)?;
+    let (mut made, renamed) = put_chunks(site, &chunks, ids, &bytes_of, &put_err)?;
+    made.extend(kept);
     let index = if renamed.is_empty() {
         index
     } else {

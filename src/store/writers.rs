@@ -188,9 +188,11 @@ pub(crate) fn probe(loc: &dyn Location, prefix: &str) -> std::io::Result<std::re
     let name = |what: &str| location::join(prefix, &format!(".caterva-probe-{tag}-{what}"));
     let mut made = Vec::new();
     let verdict = probe_in(loc, &name, &mut made);
-    for n in made {
-        let _ = loc.remove(&n, None);
-    }
+    std::thread::scope(|s| {
+        for n in &made {
+            s.spawn(move || loc.remove(n, None));
+        }
+    });
     verdict
 }
 
@@ -219,9 +221,16 @@ fn probe_in(
     }
     let mut current = current;
     for round in 0..ROUNDS {
-        // Racing on one tag.
-        let wins =
-            race(|i| loc.put(&one, format!("round {round} writer {i}").as_bytes(), Condition::IfGeneration(&current)));
+        // Racing on one tag, and (at the same time) on one new name.
+        let new = name(&format!("new-{round}"));
+        made.push(new.clone());
+        let (wins, created) = std::thread::scope(|s| {
+            let created = s.spawn(|| race(|i| loc.put(&new, format!("writer {i}").as_bytes(), Condition::IfAbsent)));
+            let wins = race(|i| {
+                loc.put(&one, format!("round {round} writer {i}").as_bytes(), Condition::IfGeneration(&current))
+            });
+            (wins, created.join().unwrap_or_else(|_| Err(std::io::Error::other("a racing writer failed"))))
+        });
         match wins {
             Ok(mut won) if won.len() == 1 => current = won.remove(0),
             Ok(won) if won.len() > 1 => {
@@ -233,10 +242,7 @@ fn probe_in(
             Ok(_) => return Err(std::io::Error::other("no writer racing on one entity tag won")),
             Err(e) => return Err(e),
         }
-        // Racing on one new name.
-        let new = name(&format!("new-{round}"));
-        made.push(new.clone());
-        match race(|i| loc.put(&new, format!("writer {i}").as_bytes(), Condition::IfAbsent))?.len() {
+        match created?.len() {
             1 => {}
             0 => return Err(std::io::Error::other("no writer racing to create one object won")),
             n => {
