@@ -481,6 +481,19 @@ impl Remote {
         }
     }
 
+    /// The version `meta` describes of the object at `path`.
+    fn version(&self, path: ObjectPath, meta: object_store::ObjectMeta) -> RemoteObject {
+        let generation = generation_of(&meta);
+        RemoteObject {
+            store: self.store.clone(),
+            deadline: self.deadline,
+            path,
+            len: meta.size,
+            etag: meta.e_tag,
+            generation,
+        }
+    }
+
     fn read_only(&self) -> PutError {
         PutError::Io(io::Error::new(
             io::ErrorKind::PermissionDenied,
@@ -520,15 +533,7 @@ impl Location for Remote {
         let p = path.clone();
         let d = self.deadline;
         let meta = wait(async move { within(d, store.head(&p)).await })?.map_err(io_error)?;
-        let generation = generation_of(&meta);
-        let object = RemoteObject {
-            store: self.store.clone(),
-            deadline: self.deadline,
-            path,
-            len: meta.size,
-            etag: meta.e_tag,
-            generation,
-        };
+        let object = self.version(path, meta);
         Ok(Arc::new(object))
     }
 
@@ -559,15 +564,7 @@ impl Location for Remote {
                 _ => return Err(io_error(e)),
             },
         };
-        let generation = generation_of(&meta);
-        let object = RemoteObject {
-            store: self.store.clone(),
-            deadline: self.deadline,
-            path,
-            len: meta.size,
-            etag: meta.e_tag,
-            generation,
-        };
+        let object = self.version(path, meta);
         Ok((Arc::new(object), bytes.to_vec()))
     }
 
