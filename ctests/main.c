@@ -12,7 +12,7 @@
 #define SUITES(X) X(abi) X(header) X(zeros) X(full) X(roundtrip) X(get_slice_buffer) X(set_slice_buffer) X(persistency) X(save) X(metalayers) X(serialize) X(cframe) X(bad_input) X(dtype) X(checksums) \
     X(resize) X(insert) X(delete) X(squeeze) X(get_slice) X(copy) X(orthogonal) X(reshape_mixed) X(reshape_bad_input) \
     X(hardening) X(threads) X(last_error) X(paths) X(fork) X(bounded) \
-    X(extras) X(blz) X(partition) X(readonly) X(durability) X(reduce)
+    X(extras) X(blz) X(partition) X(readonly) X(durability) X(reduce) X(stale)
 
 static double now_s(void) {
     struct timespec ts;

@@ -161,6 +161,14 @@
 #define CATERVA_ERR_INVALID_INDEX 5
 
 /**
+ * Another handle or process changed the array since this handle opened,
+ * wrote or refreshed it, and what the handle knows of it is out of date:
+ * nothing was read or written. Call `caterva_refresh` and try again (not
+ * in the original, which had no such check; never a sign of damage).
+ */
+#define CATERVA_ERR_CHANGED 6
+
+/**
  * No checksum.
  */
 #define CATERVA_BLZ_CHECKSUM_NONE 0
@@ -1077,6 +1085,30 @@ int caterva_append_array(struct caterva_ctx_t *ctx,
 int caterva_set_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int level);
 
 /**
+ * Bring `array` up to date with what other handles (in this process or
+ * others) wrote since it was opened, last wrote or was refreshed: under
+ * the array's lock, roll back a write whose process died and reload the
+ * frame if its layout changed (its shape, and the fields of `*array`, then
+ * follow). This is what a call answered with `CATERVA_ERR_CHANGED` needs
+ * before it is made again. Writes through a stale handle do it themselves
+ * (their items go into the array as it is then); reads do not, since the
+ * shape the caller sized its buffer for may have changed. `reloaded` (may
+ * be NULL) receives whether the frame was reloaded. An array in memory has
+ * nothing to refresh.
+ *
+ * Needs exclusive access to the array: no other call on it may run meanwhile.
+ *
+ * Errors: `CATERVA_ERR_INVALID_STORAGE` if another handle keeps the array
+ * locked for more than 30 s or the array has gone; as `caterva_open` if
+ * what is on disk is not a sound array.
+ *
+ * # Safety
+ * `ctx` and `array` must be NULL or live handles; `reloaded` NULL or
+ * writable; nobody else may use `array` during the call.
+ */
+int caterva_refresh(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bool *reloaded);
+
+/**
  * Choose what the writes of the arrays created or opened with `ctx` from
  * now on survive (`CATERVA_DURABILITY_FULL`, the default, or
  * `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
@@ -1762,6 +1794,8 @@ static inline char *caterva_print_error(int rc) {
             return (char *) "Invalid storage";
         case CATERVA_ERR_NULL_POINTER:
             return (char *) "Pointer is null";
+        case CATERVA_ERR_CHANGED:
+            return (char *) "Changed by another handle; refresh it";
         default:
             return print_error(rc);
     }

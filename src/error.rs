@@ -73,6 +73,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Another handle (of this process or another) changed the array since
+    /// this one opened, wrote or refreshed it, in a way that leaves what
+    /// this handle knows of it (where its chunks lie) out of date: nothing
+    /// was read or written. Refresh the handle ([`crate::Array::refresh`])
+    /// and try again. Never a sign of damage.
+    Changed {
+        /// The array's path.
+        path: String,
+    },
 }
 
 /// The class of an [`Error`], without its data.
@@ -97,6 +106,8 @@ pub enum ErrorKind {
     Io,
     /// [`Error::Corrupt`].
     Corrupt,
+    /// [`Error::Changed`].
+    Changed,
 }
 
 impl Error {
@@ -144,6 +155,7 @@ impl Error {
             Error::Blosc { .. } => ErrorKind::Blosc,
             Error::Io { .. } => ErrorKind::Io,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Changed { .. } => ErrorKind::Changed,
         }
     }
 
@@ -171,6 +183,11 @@ impl fmt::Display for Reason<'_> {
             Error::Blosc { op, code: None } => write!(f, "{op} failed"),
             Error::Io { op, message, .. } => write!(f, "{op}: {message}"),
             Error::NotFound { path } => write!(f, "'{path}' does not exist"),
+            Error::Changed { path } => write!(
+                f,
+                "'{path}' was changed by another handle or process since this handle opened, wrote or \
+                 refreshed it; refresh the handle and try again"
+            ),
         }
     }
 }
@@ -187,6 +204,7 @@ impl fmt::Display for Error {
             ErrorKind::Io => "i/o error",
             ErrorKind::InvalidIndex => "invalid index",
             ErrorKind::Corrupt => "corrupt data",
+            ErrorKind::Changed => "changed",
         };
         write!(f, "{kind}: {}", Reason(self))
     }

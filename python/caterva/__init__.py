@@ -10,7 +10,7 @@ array, and Dask (``caterva.dask.to_caterva``)."""
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from . import _caterva
-from ._caterva import CatervaError
+from ._caterva import CatervaError, ChangedError
 from . import dask
 from .constructors import asarray, copy, empty, from_buffer, from_cframe, full, open, remove, zeros
 from .ndarray import NDArray
@@ -25,7 +25,7 @@ except PackageNotFoundError:  # pragma: no cover - running from the source tree
 blosc2_version = _caterva.blosc2_version()
 
 __all__ = [
-    "CatervaError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
+    "CatervaError", "ChangedError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
     "from_cframe", "full", "open", "remove", "zeros", "to_caterva", "blosc2_version", "__version__",
     "propose_partitions", "list_arrays", "set_storage_options",
 ]

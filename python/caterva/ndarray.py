@@ -337,22 +337,23 @@ class NDArray(Reductions):
         if all(s[0] != "list" for s in sel):
             start = [s[1] for s in sel]
             stop = [s[1] + 1 if s[0] == "int" else s[2] for s in sel]
-            self._retrying(lambda: self._a.get_slice(start, stop, flat))
+            self._a.get_slice(start, stop, flat)
         else:
             lists = [[s[1]] if s[0] == "int" else (list(range(s[1], s[2])) if s[0] == "range" else s[1].tolist()) for s in sel]
-            self._retrying(lambda: self._a.get_orthogonal(lists, flat))
+            self._a.get_orthogonal(lists, flat)
         return buf
 
-    def _retrying(self, read, attempts=5):
-        """`read()`; for a persisted array, a read that fails is retried
-        after :meth:`refresh`: it may have met another process's write in
-        progress (reads take no lock; a chunk rewritten meanwhile fails its
-        checksum), and refreshing waits for that write to commit."""
+    def _fresh(self, read, attempts=5):
+        """`read()`, which selects from the array as this handle sees it.
+        If another handle (another process) changed the array since this one
+        last looked (:class:`caterva.ChangedError`: nothing was read), the
+        handle is refreshed and `read` made again, selecting from the array
+        as it is then. Damage is never retried."""
         for attempt in range(attempts):
             try:
                 return read()
-            except (_caterva.CatervaError, OSError):
-                if not self._persisted or self._a.closed or attempt == attempts - 1:
+            except _caterva.ChangedError:
+                if self._a.closed or attempt == attempts - 1:
                     raise
                 self.refresh()
 
@@ -362,6 +363,9 @@ class NDArray(Reductions):
         array, and a boolean mask of the array's shape. Several index
         arrays are refused (NumPy pairs them, python-caterva did not): use
         :attr:`vindex` or :attr:`oindex`."""
+        return self._fresh(lambda: self._getitem(key))
+
+    def _getitem(self, key):
         mask = _full_mask(key, self.shape)
         if mask is not None:
             return self.vindex[np.nonzero(mask)]
@@ -445,7 +449,7 @@ class NDArray(Reductions):
     def __array__(self, dtype=None, copy=None):
         if copy is False:
             raise ValueError("a caterva array is compressed: NumPy cannot view it without a copy (copy=False)")
-        a = self._read([("range", 0, n) for n in self.shape])
+        a = self._fresh(lambda: self._read([("range", 0, n) for n in self.shape]))
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def _item(self, to):
@@ -608,7 +612,10 @@ class NDArray(Reductions):
 
     def refresh(self):
         """See what other handles (other processes) committed since this one
-        opened the array or last wrote; True if it changed."""
+        opened the array or last wrote; True if it changed. A read through a
+        handle that another one changed raises :class:`caterva.ChangedError`
+        (nothing read): refresh, then read again. Writes refresh by
+        themselves."""
         changed = self._a.refresh()
         self._dtype = np_dtype(self._a.dtype, self._a.itemsize)
         return changed
@@ -664,7 +671,7 @@ class _OIndex:
         self.arr = arr
 
     def __getitem__(self, key):
-        return self.arr._get(*_selection(key, self.arr.shape, orthogonal=True))
+        return self.arr._fresh(lambda: self.arr._get(*_selection(key, self.arr.shape, orthogonal=True)))
 
     def __setitem__(self, key, value):
         self.arr._check_writable()
@@ -729,6 +736,9 @@ class _VIndex:
         return None
 
     def __getitem__(self, key):
+        return self.arr._fresh(lambda: self._getitem(key))
+
+    def _getitem(self, key):
         arr = self.arr
         flat, shape = self._points(key)
         npoints = len(flat[0]) if flat else 1

@@ -18,7 +18,8 @@
 //! - Errors are Python exceptions carrying the library's message:
 //!   `ValueError` (bad arguments, indexes), `FileNotFoundError`/`OSError`
 //!   (storage, I/O), `caterva.CatervaError` (a `RuntimeError`: bad format,
-//!   corruption, c-blosc2 failures).
+//!   corruption, c-blosc2 failures), `caterva.ChangedError` (a
+//!   `CatervaError`: another handle changed the array; `refresh()`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -31,6 +32,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 create_exception!(_caterva, CatervaError, PyRuntimeError, "A caterva failure: bad format, corruption, or c-blosc2.");
+create_exception!(
+    _caterva,
+    ChangedError,
+    CatervaError,
+    "Another handle or process changed the array since this one opened, wrote or refreshed it: \
+     nothing was read or written; call refresh() and try again. Never a sign of damage."
+);
 
 /// The library's error as a Python exception, with its message, by its
 /// kind (and an I/O error's own kind): never by its text.
@@ -42,6 +50,7 @@ fn to_py(e: caterva::Error) -> PyErr {
         ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
         ErrorKind::Io if missing => PyFileNotFoundError::new_err(msg),
         ErrorKind::InvalidStorage | ErrorKind::Io => PyOSError::new_err(msg),
+        ErrorKind::Changed => ChangedError::new_err(msg),
         _ => CatervaError::new_err(msg),
     }
 }
@@ -672,6 +681,7 @@ fn _caterva(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blosc2_version, m)?)?;
     m.add_function(wrap_pyfunction!(propose_partitions, m)?)?;
     m.add("CatervaError", m.py().get_type::<CatervaError>())?;
+    m.add("ChangedError", m.py().get_type::<ChangedError>())?;
     m.add("MAX_ITEMSIZE", caterva::MAX_ITEMSIZE)?;
     Ok(())
 }

@@ -685,3 +685,34 @@ def test_wide_items_and_long_record_dtypes(tmp_path, kind):
         assert a[:].tobytes() == want.tobytes() and a[5:12:3, ::2].tobytes() == want[5:12:3, ::2].tobytes()
         a.resize((15, 4))
         assert a[13:].tobytes() == bytes(2 * 4 * dt.itemsize)
+
+
+def test_a_stale_handle_is_told_to_refresh_and_its_writes_apply_to_the_array_as_it_is(tmp_path):
+    path = str(tmp_path / "stale.b2nd")
+    a = cat.zeros((8, 4), dtype=np.int32, chunks=(4, 4), blocks=(2, 2), urlpath=path, mode="w")
+    b = cat.open(path, mode="a")
+    for i in range(40):
+        b.append(np.full((1, 4), i, dtype=np.int32))
+    b[0] = 7
+    # The core refuses a read through the stale handle (nothing read)...
+    flat = np.empty(8 * 4, dtype=np.int32).view(np.uint8)
+    with pytest.raises(cat.ChangedError, match="refresh"):
+        a._a.get_slice([0, 0], [8, 4], flat)
+    assert issubclass(cat.ChangedError, cat.CatervaError)
+    # ...and NDArray refreshes it and selects from the array as it is now.
+    assert a[:].shape == (48, 4) and a[0, 0] == 7
+    assert b.refresh() is False
+    b[47] = 5
+    assert a.oindex[[47], [0]][0, 0] == 5 and a.vindex[[47], [1]][0] == 5
+    # A write through a stale handle goes into the array as it is now.
+    b.append(np.full((1, 4), 6, dtype=np.int32))
+    b.resize((48, 4))
+    a[1] = 9
+    assert a.shape == (48, 4)
+    a.append(np.full((1, 4), 99, dtype=np.int32))
+    assert b.refresh()
+    want = np.zeros((49, 4), dtype=np.int32)
+    want[0], want[1], want[8:48] = 7, 9, np.arange(40)[:, None]
+    want[47], want[48] = 5, 99
+    np.testing.assert_array_equal(b[:], want)
+    np.testing.assert_array_equal(a[:], want)

@@ -66,7 +66,7 @@ impl Array {
                 content.len()
             );
         }
-        self.store.write(|tx| tx.meta_update(name, content))
+        self.optimistically(|a| a.store.write(|tx| tx.meta_update(name, content)))
     }
 
     /// Whether a variable-length metalayer exists.
@@ -94,7 +94,7 @@ impl Array {
     pub fn vlmeta_add(&mut self, name: &str, content: &[u8]) -> Result<()> {
         check_user_vlmeta(name)?;
         let cp = self.ctx.config().cparams;
-        self.store.write(|tx| tx.vlmeta_put(name, content, false, &cp))
+        self.optimistically(|a| a.store.write(|tx| tx.vlmeta_put(name, content, false, &cp)))
     }
 
     /// Replace a variable-length metalayer (any length).
@@ -104,7 +104,7 @@ impl Array {
     pub fn vlmeta_update(&mut self, name: &str, content: &[u8]) -> Result<()> {
         check_user_vlmeta(name)?;
         let cp = self.ctx.config().cparams;
-        self.store.write(|tx| tx.vlmeta_put(name, content, true, &cp))
+        self.optimistically(|a| a.store.write(|tx| tx.vlmeta_put(name, content, true, &cp)))
     }
 
     /// The text `caterva_print_meta` prints: the geometry recorded in the

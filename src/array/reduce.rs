@@ -814,6 +814,8 @@ impl Job<'_> {
         if parts.is_empty() {
             return Ok(out);
         }
+        // Every chunk from one state of the array.
+        let _section = a.store.read_section()?;
         let n = geom.ndim();
         // A chunk's partial result: its kept axes.
         let chunkshape = geom.chunkshape();

@@ -31,6 +31,11 @@ impl Array {
     /// negative length, a start outside the axis, a shrink past the end, or
     /// a growing axis created with a zero chunk length. The array is unchanged.
     pub fn resize(&mut self, new_shape: &[i64], start: Option<&[i64]>) -> Result<()> {
+        self.optimistically(|a| a.resize_here(new_shape, start))
+    }
+
+    /// [`Array::resize`] on this handle's view of the array.
+    fn resize_here(&mut self, new_shape: &[i64], start: Option<&[i64]>) -> Result<()> {
         let ndim = self.ndim();
         if new_shape.len() != ndim || start.is_some_and(|s| s.len() != ndim) {
             invalid!("new shape and start need {ndim} entries");
@@ -72,6 +77,11 @@ impl Array {
     /// `0..=shape[axis]`, or the buffer is not a whole number of slabs. The
     /// array is unchanged.
     pub fn insert(&mut self, buffer: &[u8], axis: i64, at: i64) -> Result<()> {
+        self.optimistically(|a| a.insert_here(buffer, axis, at))
+    }
+
+    /// [`Array::insert`] on this handle's view of the array.
+    fn insert_here(&mut self, buffer: &[u8], axis: i64, at: i64) -> Result<()> {
         let a = self.check_axis(axis)?;
         let shape = self.shape().to_vec();
         if at < 0 || at > shape[a] {
@@ -117,9 +127,11 @@ impl Array {
     /// # Errors
     /// As [`Array::insert`].
     pub fn append(&mut self, buffer: &[u8], axis: i64) -> Result<()> {
-        let a = self.check_axis(axis)?;
-        let end = self.shape()[a];
-        self.insert(buffer, axis, end)
+        // At the end of the array as it is when the append is made.
+        self.optimistically(|arr| {
+            let end = arr.shape()[arr.check_axis(axis)?];
+            arr.insert_here(buffer, axis, end)
+        })
     }
 
     /// Remove the items `start..start + len` of `axis`.
@@ -128,6 +140,11 @@ impl Array {
     /// [`Error::InvalidArgument`] if `axis` is not an axis, `start` or `len`
     /// is negative, or the range goes past the end. The array is unchanged.
     pub fn delete(&mut self, axis: i64, start: i64, len: i64) -> Result<()> {
+        self.optimistically(|a| a.delete_here(axis, start, len))
+    }
+
+    /// [`Array::delete`] on this handle's view of the array.
+    fn delete_here(&mut self, axis: i64, start: i64, len: i64) -> Result<()> {
         let a = self.check_axis(axis)?;
         let shape = self.shape().to_vec();
         if start < 0 || len < 0 || start.checked_add(len).map_or(true, |end| end > shape[a]) {

@@ -107,10 +107,17 @@ impl Array {
     /// being replaced (a chunk the handle's version named has gone), the
     /// handle is brought up to date and `write` runs again, after a random
     /// pause that doubles each time, for up to two minutes. Elsewhere
-    /// `write` runs once.
+    /// `write` runs once, or, refused because another handle changed the
+    /// array since this one last saw it ([`Error::Changed`]), once more
+    /// under the array's lock after bringing the handle up to date.
     pub(crate) fn optimistically<T>(&mut self, mut write: impl FnMut(&mut Array) -> Result<T>) -> Result<T> {
         if !self.store.is_versioned() {
-            return write(self);
+            return match write(self) {
+                // Stale: brought up to date under the lock and made again
+                // there, so that nobody changes it in between.
+                Err(Error::Changed { .. }) => self.exclusive(write).map(|(v, _)| v),
+                r => r,
+            };
         }
         let start = Instant::now();
         let mut pause = Duration::from_millis(2);

@@ -167,6 +167,8 @@ pub(crate) fn read_region(
 ) -> Result<()> {
     check_user_buffer(geom, region, dst_shape, dst.len())?;
     let parts = plan(geom, region)?;
+    // Every chunk (and each block of one) from one state of the array.
+    let _section = sc.read_section()?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     debug_assert_distinct(parts.iter().map(|p| p.nchunk));
     if parts.len() < 2 || !sc.reads_remotely() {

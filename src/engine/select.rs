@@ -181,6 +181,7 @@ pub(crate) fn read_selection(
     if sel.shape().contains(&0) {
         return Ok(());
     }
+    let _section = sc.read_section()?;
     let user = UserBuf::new_mut(dst, geom, dst_shape);
     let jobs = sel.jobs();
     debug_assert_distinct(jobs.iter().map(|j| sel.chunk_of(geom, j)));
@@ -220,6 +221,7 @@ pub(crate) fn build_selection(
     if sel.shape().contains(&0) {
         return Ok(Vec::new());
     }
+    let _section = sc.read_section()?;
     let user = UserBuf::new(src, geom, src_shape);
     let jobs = sel.jobs();
     let split = write_split(ctx, geom, jobs.len());

@@ -51,6 +51,10 @@ pub(crate) fn build_chunks(
     // Chunks patched block by block ([`patch_blocks`]) compress one block
     // at a time: Blosc's threads have nothing to share there.
     let patched = sc.is_some() && parts.iter().any(|p| !p.covers_chunk);
+    let _section = match sc {
+        Some(s) if patched => Some(s.read_section()?),
+        _ => None,
+    };
     let split = if patched {
         Split { lanes: ctx.nthreads().min(parts.len()).max(1), blosc: 1 }
     } else {

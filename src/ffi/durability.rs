@@ -44,6 +44,45 @@ pub unsafe extern "C" fn caterva_set_durability(
     }
 }
 
+/// Bring `array` up to date with what other handles (in this process or
+/// others) wrote since it was opened, last wrote or was refreshed: under
+/// the array's lock, roll back a write whose process died and reload the
+/// frame if its layout changed (its shape, and the fields of `*array`, then
+/// follow). This is what a call answered with `CATERVA_ERR_CHANGED` needs
+/// before it is made again. Writes through a stale handle do it themselves
+/// (their items go into the array as it is then); reads do not, since the
+/// shape the caller sized its buffer for may have changed. `reloaded` (may
+/// be NULL) receives whether the frame was reloaded. An array in memory has
+/// nothing to refresh.
+///
+/// Needs exclusive access to the array: no other call on it may run meanwhile.
+///
+/// Errors: `CATERVA_ERR_INVALID_STORAGE` if another handle keeps the array
+/// locked for more than 30 s or the array has gone; as `caterva_open` if
+/// what is on disk is not a sound array.
+///
+/// # Safety
+/// `ctx` and `array` must be NULL or live handles; `reloaded` NULL or
+/// writable; nobody else may use `array` during the call.
+#[no_mangle]
+pub unsafe extern "C" fn caterva_refresh(
+    ctx: *mut caterva_ctx_t,
+    array: *mut caterva_array_t,
+    reloaded: *mut bool,
+) -> c_int {
+    // SAFETY: forwarded caller's contract.
+    unsafe {
+        with_array("caterva_refresh", ctx, array, |a| {
+            let changed = a.array.refresh()?;
+            if !reloaded.is_null() {
+                // SAFETY: writable by the caller's contract.
+                *reloaded = changed;
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Choose what the writes of the arrays created or opened with `ctx` from
 /// now on survive (`CATERVA_DURABILITY_FULL`, the default, or
 /// `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new

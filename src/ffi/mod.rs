@@ -88,6 +88,11 @@ pub const CATERVA_ERR_INVALID_STORAGE: c_int = 4;
 pub const CATERVA_ERR_NULL_POINTER: c_int = 5;
 /// An index is invalid (same value as `CATERVA_ERR_NULL_POINTER`, as in the original).
 pub const CATERVA_ERR_INVALID_INDEX: c_int = 5;
+/// Another handle or process changed the array since this handle opened,
+/// wrote or refreshed it, and what the handle knows of it is out of date:
+/// nothing was read or written. Call `caterva_refresh` and try again (not
+/// in the original, which had no such check; never a sign of damage).
+pub const CATERVA_ERR_CHANGED: c_int = 6;
 
 /// Whether `CATERVA_TRACE` is set (read on every error, so it can be toggled at run time).
 fn tracing() -> bool {
@@ -218,7 +223,7 @@ pub(crate) fn malloc_cstr(s: &str) -> Result<*mut c_char> {
 }
 
 /// The caterva 0.5 code (`CATERVA_ERR_*`) of an error: the one place where
-/// the core's errors meet the C ABI's five codes.
+/// the core's errors meet the C ABI's codes (caterva 0.5's five and `CATERVA_ERR_CHANGED`).
 pub(crate) fn code(e: &Error) -> c_int {
     use crate::error::ErrorKind as K;
     match e.kind() {
@@ -226,6 +231,7 @@ pub(crate) fn code(e: &Error) -> c_int {
         K::InvalidStorage | K::NotFound => CATERVA_ERR_INVALID_STORAGE,
         K::NullPointer => CATERVA_ERR_NULL_POINTER,
         K::InvalidIndex => CATERVA_ERR_INVALID_INDEX,
+        K::Changed => CATERVA_ERR_CHANGED,
         // Blosc, Io, Corrupt, and any class added later.
         _ => CATERVA_ERR_BLOSC_FAILED,
     }

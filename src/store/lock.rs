@@ -43,16 +43,36 @@ pub(super) const LOCK_SUFFIX: &str = ".caterva-lock";
 pub(super) const WAIT: Duration = Duration::from_secs(30);
 
 use super::identity::{self, Id};
+use super::readers;
 
 /// The locks this process holds: by which thread ([`this_thread`]), how
 /// many times. A `BTreeMap`, not a `HashMap`: its nodes are reached through
 /// pointers to their starts, so a leak checker run at exit (valgrind) finds
 /// the table "still reachable", where a hash table's pointer into the middle
 /// of its allocation makes it "possibly lost".
-static HELD: Mutex<BTreeMap<Id, (u64, usize)>> = Mutex::new(BTreeMap::new());
+static HELD: Mutex<BTreeMap<Id, Holder>> = Mutex::new(BTreeMap::new());
 
-fn held<R>(f: impl FnOnce(&mut BTreeMap<Id, (u64, usize)>) -> R) -> R {
+/// Who holds a lock of [`HELD`], how many times, and the modification time
+/// its writes must leave the data file past ([`Lock::settle`]).
+struct Holder {
+    thread: u64,
+    depth: usize,
+    floor: Option<(i64, i64)>,
+}
+
+fn held<R>(f: impl FnOnce(&mut BTreeMap<Id, Holder>) -> R) -> R {
     f(&mut HELD.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Whether the calling thread holds the lock of the array at `urlpath`
+/// (its reads need no read section: nobody else writes meanwhile).
+pub(crate) fn held_here(urlpath: &str) -> bool {
+    if held(|m| m.is_empty()) {
+        return false;
+    }
+    let Ok(id) = identity::at(&sidecar(urlpath, LOCK_SUFFIX)) else { return false };
+    let me = this_thread();
+    held(|m| m.get(&id).is_some_and(|h| h.thread == me))
 }
 
 /// A number for the calling thread, never reused in the process. Not
@@ -72,20 +92,44 @@ fn this_thread() -> u64 {
 pub(crate) struct Lock {
     path: PathBuf,
     id: Id,
+    /// The array's urlpath.
+    url: String,
     /// The locked description, in the outermost holder only.
     file: Option<File>,
+    /// The array's data file, locked exclusively against readers
+    /// ([`readers::exclude`]), in the outermost holder only.
+    data: Option<File>,
+}
+
+impl Lock {
+    /// Mark the array as changed by the holder: its data file's
+    /// modification time is left later than any a reader may have
+    /// recorded before the lock was taken ([`readers::settle`]), so that
+    /// every reader sees that something changed. Call it after each write,
+    /// while the lock is held.
+    pub(crate) fn settle(&self) {
+        let Some(floor) = held(|m| m.get(&self.id).and_then(|h| h.floor)) else { return };
+        if let Some(now) = readers::settle(&self.url, floor) {
+            held(|m| {
+                if let Some(h) = m.get_mut(&self.id) {
+                    h.floor = Some(now);
+                }
+            });
+        }
+    }
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
         let Some(file) = self.file.take() else {
             held(|m| {
-                if let Some((_, n)) = m.get_mut(&self.id) {
-                    *n = n.saturating_sub(1);
+                if let Some(h) = m.get_mut(&self.id) {
+                    h.depth = h.depth.saturating_sub(1);
                 }
             });
             return;
         };
+        drop(self.data.take());
         // Nobody else holds it: take the name away before letting go, so no
         // lock file outlives its holder (a waiter on it starts again).
         if identity::is_at(&self.path, self.id) {
@@ -143,15 +187,16 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
         let id = identity::of(&md);
         let me = this_thread();
         let mine = held(|m| match m.get_mut(&id) {
-            Some((t, n)) if *t == me && wait == Wait::Patiently => {
-                *n += 1;
+            Some(h) if h.thread == me && wait == Wait::Patiently => {
+                h.depth += 1;
                 Some(true)
             }
             Some(_) => Some(false),
             None => None,
         });
+        let url = urlpath.to_owned();
         match mine {
-            Some(true) => return Ok(Got::Held(Lock { path, id, file: None })),
+            Some(true) => return Ok(Got::Held(Lock { path, id, url, file: None, data: None })),
             Some(false) if wait == Wait::Never => return Ok(Got::Busy),
             _ => {}
         }
@@ -159,8 +204,21 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
             // The holder before us may have removed (and someone re-created)
             // the file: then start again, within the same deadline.
             if identity::is_at(&path, id) {
-                held(|m| m.insert(id, (me, 1)));
-                return Ok(Got::Held(Lock { path, id, file: Some(file) }));
+                held(|m| m.insert(id, Holder { thread: me, depth: 1, floor: None }));
+                let mut lock = Lock { path, id, url, file: Some(file), data: None };
+                // Then the reads in flight finish (if this fails, dropping the lock lets go).
+                let Some(excluded) = readers::exclude(urlpath, wait == Wait::Patiently)? else {
+                    return Ok(Got::Busy);
+                };
+                if let Some((data, mtime)) = excluded {
+                    lock.data = Some(data);
+                    held(|m| {
+                        if let Some(h) = m.get_mut(&id) {
+                            h.floor = Some(mtime);
+                        }
+                    });
+                }
+                return Ok(Got::Held(lock));
             }
         }
         drop(file);

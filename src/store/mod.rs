@@ -43,6 +43,7 @@ mod lock;
 mod offset;
 mod paths;
 pub(crate) mod reader;
+mod readers;
 mod shared;
 mod versioned;
 mod writers;
@@ -114,6 +115,9 @@ pub(crate) struct Store {
     /// [`Durability::Process`]) since its last synced write: the next
     /// synced write syncs all of a sparse frame's files, not only its own.
     unsynced: bool,
+    /// For a store in local files: its read sections' lock and what it
+    /// last knew of its data file ([`readers`]).
+    gate: Option<readers::Gate>,
 }
 
 /// How an operation changes a store ([`Store::check_changeable`]).
@@ -323,7 +327,9 @@ impl Store {
     fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
         let st = sc.storage();
         // c-blosc2 made or opened the frame at this path: it has a site.
-        let site = st.urlpath.and_then(|url| Site::new(&url, st.contiguous, None).ok());
+        let site = st.urlpath.as_deref().and_then(|url| Site::new(url, st.contiguous, None).ok());
+        let local = site.as_ref().is_some_and(|s| s.location.protocol() == Protocol::Journaled);
+        let gate = st.urlpath.as_deref().filter(|_| local).map(readers::Gate::new);
         Store {
             sc,
             sums,
@@ -335,6 +341,7 @@ impl Store {
             durability: Durability::Full,
             unsynced: false,
             kept: None,
+            gate,
         }
     }
 
@@ -430,6 +437,7 @@ impl Store {
     /// # Errors
     /// [`Error::Corrupt`] if it fails its checksum; as [`SChunk::chunk`].
     pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
+        let _section = self.read_section()?;
         // c-blosc2 makes a special chunk from the index alone, which opening checked.
         let special = self.placement.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
         if !special {
@@ -450,6 +458,7 @@ impl Store {
     /// `buf` holds the bytes the reader reads (the caller keeps it between
     /// calls, so reads allocate nothing); the chunk may borrow it.
     pub(crate) fn chunk_for<'a>(&'a self, n: i64, want: &Want<'_>, buf: &'a mut Vec<u8>) -> Result<Chunk<'a>> {
+        let _section = self.read_section()?;
         let placement = self.placement.get_or_init(|| self.place());
         match placement {
             Some(p) => match reader::read_chunk(p, n, want, buf)? {
@@ -620,7 +629,8 @@ impl Store {
             self.sc = self.sc.copy_to(&mem, 1)?;
         }
         let url = self.sc.storage().urlpath;
-        let _lock = url.as_deref().map(lock::wait_for).transpose()?;
+        let lock = url.as_deref().map(lock::wait_for).transpose()?.flatten();
+        let owning = self.owning();
         if let Some(u) = url.as_deref() {
             self.check_current(u)?;
         }
@@ -631,9 +641,18 @@ impl Store {
             c.clear();
         }
         if url.is_some() {
+            // Every reader's stamp of the data file now differs (readers.rs).
+            if let Some(l) = &lock {
+                l.settle();
+            }
             self.seen = self.fingerprint();
             self.placement = std::sync::OnceLock::new();
+            if let Some(g) = &mut self.gate {
+                g.forget();
+            }
         }
+        drop(owning);
+        drop(lock);
         result
     }
 
@@ -671,10 +690,7 @@ impl Store {
     /// last did (or opened it): what this handle knows of it is out of date.
     fn check_current(&self, url: &str) -> Result<()> {
         match (self.seen, self.fingerprint()) {
-            (Some(seen), Some(now)) if seen != now => Err(Error::storage(
-                Some(url),
-                format!("'{url}' was changed by another handle since this one last wrote or opened it; reopen it"),
-            )),
+            (Some(seen), Some(now)) if seen != now => Err(Error::Changed { path: url.to_owned() }),
             _ => Ok(()),
         }
     }
@@ -709,19 +725,26 @@ impl Store {
     /// Reopen a persistent store from disk (after a rollback).
     fn reload(&mut self) -> Result<()> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
-        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
         let site = self.site.clone();
-        *self = match &site {
+        let fresh = match &site {
             Some(s) if s.location.protocol() == Protocol::Versioned && s.offset.is_none() => {
                 Self::open_versioned(&url)?
             }
             Some(s) => Self::adopt(SChunk::open_site(s, Chunks::Later)?, HeaderCheck::due())?,
             None => Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?,
         };
+        let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
+        // The same gate: operations that own the lock still do (readers.rs).
+        let gate = self.gate.take();
+        *self = fresh;
         self.site = site;
         self.cache = cache;
         self.durability = durability;
         self.unsynced = unsynced;
+        if let Some(mut g) = gate {
+            g.forget();
+            self.gate = Some(g);
+        }
         Ok(())
     }
 }

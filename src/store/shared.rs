@@ -10,13 +10,14 @@
 //! lets go. A read-modify-write of a part of a chunk done there is atomic
 //! with respect to every other handle that writes the same way.
 
+use super::readers::Owning;
 use super::{journal, lock, Store};
 use crate::error::{Error, Result};
 
 /// The array's lock, held by [`Store::lock_fresh`]'s caller until dropped
 /// (`None` inside: a store in memory, or a place where no lock file can be
 /// made, which nobody can write either).
-pub(crate) struct Held(#[allow(dead_code)] Option<lock::Lock>);
+pub(crate) struct Held(#[allow(dead_code)] Owning, #[allow(dead_code)] Option<lock::Lock>);
 
 impl Store {
     /// Take the array's lock (waiting for another handle's write, see
@@ -33,13 +34,13 @@ impl Store {
     /// handle then keeps its old view, and its next write is refused).
     pub(crate) fn lock_fresh(&mut self) -> Result<(Held, bool)> {
         let Some(url) = self.storage().urlpath else {
-            return Ok((Held(None), false));
+            return Ok((Held(Owning::none(), None), false));
         };
         if self.is_versioned() {
             // No lock there: one version is read at a time.
-            return Ok((Held(None), self.refresh_versioned()?));
+            return Ok((Held(Owning::none(), None), self.refresh_versioned()?));
         }
-        let held = Held(lock::wait_for(&url)?);
+        let held = Held(self.owning(), lock::wait_for(&url)?);
         journal::recover(&url)?;
         if std::fs::symlink_metadata(&url).is_err() {
             return Err(Error::not_found(&url));
@@ -57,6 +58,9 @@ impl Store {
         self.reload()?;
         self.seen = self.fingerprint();
         self.placement = std::sync::OnceLock::new();
+        if let Some(g) = &mut self.gate {
+            g.forget();
+        }
         Ok((held, true))
     }
 }

@@ -1170,8 +1170,11 @@ mod tests {
                 let made = Array::from_buffer(&ctx, &params, &storage, &items()).unwrap();
                 assert_eq!(made.to_vec().unwrap(), items());
                 assert_eq!(Array::open(&ctx, &format!("mem://{name}/new")).unwrap().to_vec().unwrap(), items());
-                // A reshape that rewrites the layout, as on disk.
-                let mut on_disk = Array::open(&ctx, &url).unwrap();
+                // A reshape that rewrites the layout, as on disk (on a copy:
+                // `disk` stays the 3-d original, read below).
+                let copy = format!("{url}-copy");
+                disk.save(&copy).unwrap();
+                let mut on_disk = Array::open(&ctx, &copy).unwrap();
                 remote.expand_dims(0).unwrap();
                 on_disk.expand_dims(0).unwrap();
                 assert_eq!(remote.shape(), on_disk.shape());
