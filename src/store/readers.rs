@@ -189,6 +189,9 @@ pub(super) fn settle(urlpath: &str, floor: (i64, i64)) -> Option<(i64, i64)> {
 /// what it last knew of the data file.
 pub(super) struct Gate {
     url: String,
+    /// The array's lock file, and the start of the names beside it.
+    lock_path: PathBuf,
+    beside: PathBuf,
     /// Per process: a child forked while a parent's thread was in a read
     /// section starts with none open (and the parent's mutex, which that
     /// thread may hold for ever in the child, is left alone).
@@ -221,15 +224,22 @@ impl Drop for Owning {
 struct State {
     /// Read sections open on this handle (in any of its threads).
     depth: usize,
-    /// The data file, kept open between sections; locked while `depth > 0`.
-    file: Option<(File, PathBuf)>,
+    /// The data file (its path and identity), kept open between sections;
+    /// locked while `depth > 0`.
+    file: Option<(File, PathBuf, (u64, u64))>,
     /// The data file's state when the handle's view was last found to hold.
     stamp: Option<Stamp>,
 }
 
 impl Gate {
     pub(super) fn new(url: &str) -> Gate {
-        Gate { url: url.to_owned(), state: PerProcess::new(Mutex::default()), owners: Arc::default() }
+        Gate {
+            url: url.to_owned(),
+            lock_path: sidecar(url, LOCK_SUFFIX),
+            beside: sidecar(url, ""),
+            state: PerProcess::new(Mutex::default()),
+            owners: Arc::default(),
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -252,31 +262,40 @@ impl Drop for Section<'_> {
         let mut st = gate.state();
         st.depth -= 1;
         if st.depth == 0 {
-            if let Some((f, _)) = &st.file {
+            if let Some((f, _, _)) = &st.file {
                 unlock(f);
             }
         }
     }
 }
 
-/// Whether the array's lock (its file at `lock_path`) is held by a live
-/// handle now; not if there is no lock file, or one whose holder died.
-fn writer_busy(lock_path: &Path) -> bool {
+/// The array's lock as a reader finds it.
+#[derive(PartialEq, Eq)]
+enum Writer {
+    /// No lock file: nobody writes.
+    None,
+    /// A live handle holds the lock.
+    Busy,
+    /// A lock file nobody holds: its holder died (maybe mid-write).
+    Dead,
+}
+
+/// How the array's lock (its file at `lock_path`) is held now.
+fn writer(lock_path: &Path) -> Writer {
     use std::os::unix::fs::OpenOptionsExt;
     if std::fs::symlink_metadata(lock_path).is_err() {
-        return false;
+        return Writer::None;
     }
     let Ok(f) = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(lock_path)
     else {
-        return false;
+        return Writer::None;
     };
     match try_flock(&f, libc::LOCK_SH) {
-        Ok(true) => false,
-        Ok(false) => true,
-        Err(_) => false,
+        Ok(false) => Writer::Busy,
+        Ok(true) | Err(_) => Writer::Dead,
     }
 }
 
@@ -319,28 +338,29 @@ impl Store {
             return Ok(Section(None));
         }
         let url = gate.url.as_str();
-        let lock_path = sidecar(url, LOCK_SUFFIX);
-        let beside = sidecar(url, "");
+        let (lock_path, beside) = (&gate.lock_path, &gate.beside);
         let start = Instant::now();
         let got = poll(|| {
-            // Writers go first, but not for ever: past PATIENCE a reader
-            // takes its turn as soon as the data file is free (between two
-            // writers), and the next writer waits for it.
-            if start.elapsed() < PATIENCE && writer_busy(&lock_path) {
-                return Ok(None);
-            }
-            if lock::present(&beside) && super::journal::may_need_recovery(&beside) {
-                // A writer died mid-write: roll it back as an open would.
-                let _lock = lock::wait_for(url)?;
-                super::journal::recover(url)?;
-                return Ok(None);
+            match writer(lock_path) {
+                // Writers go first, but not for ever: past PATIENCE a reader
+                // takes its turn as soon as the data file is free (between
+                // two writers), and the next writer waits for it.
+                Writer::Busy if start.elapsed() < PATIENCE => return Ok(None),
+                Writer::Dead if super::journal::may_need_recovery(beside) => {
+                    // A writer died mid-write: roll it back as an open would.
+                    let _lock = lock::wait_for(url)?;
+                    super::journal::recover(url)?;
+                    return Ok(None);
+                }
+                _ => {}
             }
             if st.file.is_none() {
                 let Some(path) = data_path(url) else { return Err(Error::not_found(url)) };
                 let f = File::open(&path).map_err(|e| Error::io("opening", Some(&path), &e))?;
-                st.file = Some((f, path));
+                let md = f.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?;
+                st.file = Some((f, path, (md.dev(), md.ino())));
             }
-            let (f, path) = st.file.as_ref().expect("opened above");
+            let (f, path, locked) = st.file.as_ref().expect("opened above");
             if !try_flock(f, libc::LOCK_SH).map_err(|e| Error::io("locking", Some(path), &e))? {
                 return Ok(None);
             }
@@ -355,8 +375,7 @@ impl Store {
                     });
                 }
             };
-            let locked = f.metadata().map(|m| (m.dev(), m.ino())).ok();
-            if locked != Some((now.dev, now.ino)) {
+            if *locked != (now.dev, now.ino) {
                 // Replaced since it was opened: lock what the path names now.
                 unlock(f);
                 st.file = None;
@@ -376,7 +395,7 @@ impl Store {
         };
         if st.stamp != Some(now) {
             if self.seen.is_none() || self.fingerprint() != self.seen {
-                if let Some((f, _)) = &st.file {
+                if let Some((f, _, _)) = &st.file {
                     unlock(f);
                 }
                 return Err(Error::Changed { path: url.to_owned() });
