@@ -683,9 +683,12 @@ fn appending_to_an_array_file_makes_it_one_frame_of_many() {
         .unwrap();
     let off = b.save_append(&url).unwrap();
     let len = std::fs::metadata(&url).unwrap().len();
-    // The first array's handle no longer writes (that would overwrite the frame after it).
+    // The first array's handle no longer writes (that would overwrite the
+    // frame after it): out of date, it is refreshed first, and the file is
+    // no longer one array's frame (refused as a plain open refuses it).
     let e = a.set_slice_buffer(&[0u8; 8], &[1], &[0], &[1]).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
+    assert_eq!(e.kind(), ErrorKind::InvalidFormat, "{e}");
+    assert_eq!(Array::open(&c, &url).unwrap_err().kind(), ErrorKind::InvalidFormat);
     assert_eq!(std::fs::metadata(&url).unwrap().len(), len);
     // A plain open refuses the file (the frame is not all of it); at offset 0 it opens.
     assert!(Array::open(&c, &url).is_err());
