@@ -5,7 +5,7 @@
 # the Python libraries it lacks, builds the C drivers, generates the datasets
 # once (target/compare/data) and writes the results.
 #   bash bench/compare/run.sh                  # the full run: bench/compare/results.md
-#   bash bench/compare/run.sh --quick          # the CI smoke run: target/compare/results-quick.md
+#   bash bench/compare/run.sh --quick          # the full CI's smoke run: target/compare/results-quick.md
 #   bash bench/compare/run.sh --threads 16 --cold --only caterva-frame,zarr
 #   bash bench/compare/run.sh --sweep          # codecs x filters, C columns, climate: bench/compare/results-sweep.md
 #   bash bench/compare/run.sh --defaults       # every library untuned: bench/compare/results-defaults.md
