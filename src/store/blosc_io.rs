@@ -468,6 +468,7 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
     }
     match o.open(path) {
         Ok(file) => {
+            super::io::record!(path, super::io::faults::Change::created(path, &file, mode.first() == Some(&b'w')));
             let stream = Stream {
                 object: std::cell::OnceCell::new(),
                 file: Some(file),
@@ -593,12 +594,16 @@ unsafe extern "C" fn cb_truncate(s: *mut c_void, size: i64) -> c_int {
     // SAFETY: an open stream of ours.
     let s = unsafe { stream(s) };
     let Ok(len) = u64::try_from(size) else { return -1 };
-    let r = gate(Op::Truncate, &s.path).and_then(|()| match (&s.file, &s.draft) {
-        (_, Some(d)) => with_image(d, |img| img.resize(usize::try_from(len).unwrap_or(usize::MAX), 0))
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)),
-        (Some(f), None) => f.set_len(len),
-        (None, None) => Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
-    });
+    let r = match (&s.file, &s.draft) {
+        (_, Some(d)) => gate(Op::Truncate, &s.path).and_then(|()| {
+            with_image(d, |img| img.resize(usize::try_from(len).unwrap_or(usize::MAX), 0))
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        }),
+        (Some(f), None) => super::io::set_len(f, &s.path, len),
+        (None, None) => {
+            gate(Op::Truncate, &s.path).and_then(|()| Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied)))
+        }
+    };
     match r {
         Ok(()) => 0,
         Err(e) => {

@@ -18,6 +18,10 @@
 //!   creations, syncs, renames, removals) and makes the n-th fail, or
 //!   write half of its bytes and then fail with every later change
 //!   (a power cut mid-write). Outside tests the hook compiles to nothing.
+//! - **Tests can replay a power loss.** A recorder ([`faults::record`])
+//!   keeps every change that succeeded, with its bytes and the inode it went
+//!   to, so that a model of the file system can build the disks a power cut
+//!   may leave (`tests/faults.rs`). Outside tests, nothing either.
 //!
 //! c-blosc2 creates a sparse frame's directory (`mkdir`) and deletes its
 //! chunk files (`remove`) itself, outside the I/O callbacks; those two are
@@ -69,6 +73,19 @@ fn step(op: Op, path: &Path) -> Step {
 fn injected(op: Op, path: &Path) -> std::io::Error {
     std::io::Error::other(format!("injected fault: {op:?} of {}", path.display()))
 }
+
+/// Tell the power-loss recorders ([`faults::record`]) of a change that was
+/// made: `$change` (a [`faults::Change`]) is built only while one records.
+/// Outside tests, nothing.
+macro_rules! record {
+    ($path:expr, $change:expr) => {
+        #[cfg(any(test, feature = "testing"))]
+        if $crate::store::io::faults::recording() {
+            $crate::store::io::faults::note($path, $change);
+        }
+    };
+}
+pub(super) use record;
 
 /// Ask the fault plans about `op` on `path`: `Err` if it must fail.
 pub(super) fn gate(op: Op, path: &Path) -> std::io::Result<()> {
@@ -147,6 +164,9 @@ impl OpenOptions {
             .truncate(self.truncate)
             .append(self.append)
             .open(path)?;
+        if self.create || self.truncate {
+            record!(path, faults::Change::created(path, &file, self.truncate));
+        }
         Ok(File { file, path: path.to_owned() })
     }
 }
@@ -163,14 +183,15 @@ impl File {
     }
 
     pub(crate) fn set_len(&self, len: u64) -> std::io::Result<()> {
-        gate(Op::Truncate, &self.path)?;
-        self.file.set_len(len)
+        set_len(&self.file, &self.path, len)
     }
 
     /// Make the file's data (and length) durable.
     pub(crate) fn sync_data(&self) -> std::io::Result<()> {
         gate(Op::Sync, &self.path)?;
-        self.file.sync_data()
+        self.file.sync_data()?;
+        record!(&self.path, faults::Change::SyncFile { path: self.path.clone(), ino: faults::ino(&self.file) });
+        Ok(())
     }
 
     /// Write all of `bytes` at `at`.
@@ -186,17 +207,41 @@ impl File {
     }
 }
 
+/// Cut or extend `file` (at `path`) to `len` bytes, as the fault plans allow.
+pub(super) fn set_len(file: &std::fs::File, path: &Path, len: u64) -> std::io::Result<()> {
+    gate(Op::Truncate, path)?;
+    file.set_len(len)?;
+    record!(path, faults::Change::Truncate { path: path.to_owned(), ino: faults::ino(file), len });
+    Ok(())
+}
+
 /// Write `bytes` at `at` (at the end for `None`), as the fault plans allow.
 pub(super) fn write_all_at(file: &std::fs::File, path: &Path, at: Option<u64>, bytes: &[u8]) -> std::io::Result<()> {
     let put = |bytes: &[u8]| -> std::io::Result<()> {
         use std::os::unix::fs::FileExt;
+        // Where an append lands, for the power-loss recorders.
+        #[cfg(any(test, feature = "testing"))]
+        let end = match at {
+            None if faults::recording() => file.metadata()?.len(),
+            _ => 0,
+        };
         match at {
-            Some(at) => file.write_all_at(bytes, at),
+            Some(at) => file.write_all_at(bytes, at)?,
             None => {
                 let mut f = file;
-                f.write_all(bytes)
+                f.write_all(bytes)?;
             }
         }
+        record!(
+            path,
+            faults::Change::Write {
+                path: path.to_owned(),
+                ino: faults::ino(file),
+                at: at.unwrap_or(end),
+                bytes: bytes.to_vec()
+            }
+        );
+        Ok(())
     };
     match step(Op::Write, path) {
         Step::Go => put(bytes),
@@ -252,24 +297,32 @@ pub(crate) fn read_upto(file: &std::fs::File, at: u64, buf: &mut [u8]) -> std::i
 
 pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
     gate(Op::Rename, to)?;
-    std::fs::rename(from, to)
+    std::fs::rename(from, to)?;
+    record!(to, faults::Change::Rename { from: from.to_owned(), to: to.to_owned() });
+    Ok(())
 }
 
 pub(crate) fn remove_file(path: &Path) -> std::io::Result<()> {
     gate(Op::Remove, path)?;
-    std::fs::remove_file(path)
+    std::fs::remove_file(path)?;
+    record!(path, faults::Change::Remove(path.to_owned()));
+    Ok(())
 }
 
 pub(crate) fn remove_dir(path: &Path) -> std::io::Result<()> {
     gate(Op::Remove, path)?;
-    std::fs::remove_dir(path)
+    std::fs::remove_dir(path)?;
+    record!(path, faults::Change::Remove(path.to_owned()));
+    Ok(())
 }
 
 /// Make the entries of `dir` (created, renamed, removed files) durable.
 pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     gate(Op::Sync, dir)?;
-    std::fs::File::open(dir)?.sync_all()
+    std::fs::File::open(dir)?.sync_all()?;
+    record!(dir, faults::Change::SyncDir(dir.to_owned()));
+    Ok(())
 }
 
 /// Fault plans for the tests: make the n-th changing operation under a
@@ -305,6 +358,174 @@ pub mod faults {
 
     static ARMED: AtomicUsize = AtomicUsize::new(0);
     static PLANS: Mutex<Vec<Arc<Mutex<Plan>>>> = Mutex::new(Vec::new());
+
+    /// A change made to the file system, as a power-loss model needs it:
+    /// what was asked of the kernel, in order, once it succeeded.
+    /// (c-blosc2's `mkdir` of a new sparse frame and its own removals of
+    /// chunk files bypass the I/O layer and are not seen.)
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum Change {
+        /// A file opened with creation; emptied too if `truncate`.
+        Create {
+            /// The file.
+            path: PathBuf,
+            /// Its inode number.
+            ino: u64,
+            /// It was emptied if it was there.
+            truncate: bool,
+        },
+        /// Bytes written.
+        Write {
+            /// The file, by the name it was opened with.
+            path: PathBuf,
+            /// Its inode number.
+            ino: u64,
+            /// Where (an append's position resolved).
+            at: u64,
+            /// What.
+            bytes: Vec<u8>,
+        },
+        /// A file cut or extended.
+        Truncate {
+            /// The file, by the name it was opened with.
+            path: PathBuf,
+            /// Its inode number.
+            ino: u64,
+            /// Its new length.
+            len: u64,
+        },
+        /// `fdatasync` of a file: its data and length are durable.
+        SyncFile {
+            /// The file, by the name it was opened with.
+            path: PathBuf,
+            /// Its inode number.
+            ino: u64,
+        },
+        /// `fsync` of a directory: its entries are durable.
+        SyncDir(PathBuf),
+        /// A file or directory renamed (over what was at `to`).
+        Rename {
+            /// The old name.
+            from: PathBuf,
+            /// The new name.
+            to: PathBuf,
+        },
+        /// A file or empty directory removed.
+        Remove(PathBuf),
+    }
+
+    impl Change {
+        pub(crate) fn created(path: &Path, file: &std::fs::File, truncate: bool) -> Change {
+            Change::Create { path: path.to_owned(), ino: ino(file), truncate }
+        }
+    }
+
+    /// The inode number of an open file (0 if it cannot be had).
+    pub(crate) fn ino(file: &std::fs::File) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().map_or(0, |m| m.ino())
+    }
+
+    #[derive(Debug)]
+    struct Rec {
+        under: PathBuf,
+        changes: Vec<Change>,
+        /// Where each file created is hard-linked as `<ino>`, so that its
+        /// inode outlives renames and removals.
+        keep: Option<PathBuf>,
+    }
+
+    static RECORDING: AtomicUsize = AtomicUsize::new(0);
+    static RECORDERS: Mutex<Vec<Arc<Mutex<Rec>>>> = Mutex::new(Vec::new());
+
+    /// A recorder of the changes under a directory; dropping it stops it.
+    #[derive(Debug)]
+    pub struct Recording(Arc<Mutex<Rec>>);
+
+    /// Record every change made through the I/O layer to paths under
+    /// `under` (as spelt, no resolving), in the order they were made.
+    ///
+    /// With `keep`, every file created is also hard-linked into that
+    /// directory (on the same file system) as `<inode number>` when it is
+    /// created: a model of the disk can then put a crash state together from
+    /// the very inodes the write used (journals name the inode of the file
+    /// they belong to).
+    #[must_use]
+    pub fn record(under: &Path, keep: Option<&Path>) -> Recording {
+        let rec =
+            Arc::new(Mutex::new(Rec { under: under.to_owned(), changes: Vec::new(), keep: keep.map(Path::to_owned) }));
+        RECORDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(rec.clone());
+        RECORDING.fetch_add(1, Ordering::SeqCst);
+        Recording(rec)
+    }
+
+    impl Recording {
+        /// The changes recorded so far.
+        #[must_use]
+        pub fn changes(&self) -> Vec<Change> {
+            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).changes.clone()
+        }
+    }
+
+    impl Drop for Recording {
+        fn drop(&mut self) {
+            RECORDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|r| !Arc::ptr_eq(r, &self.0));
+            RECORDING.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    static RESTARTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+    /// While the guard lives, arrays under `under` are recovered as after
+    /// a restart of the system (their journals' boot is not this one), as
+    /// the disk states a power-loss model puts together there must be.
+    #[must_use]
+    pub fn pretend_restarted(under: &Path) -> Restarted {
+        RESTARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(under.to_owned());
+        Restarted(under.to_owned())
+    }
+
+    /// See [`pretend_restarted`].
+    #[derive(Debug)]
+    pub struct Restarted(PathBuf);
+
+    impl Drop for Restarted {
+        fn drop(&mut self) {
+            let mut r = RESTARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(i) = r.iter().position(|p| *p == self.0) {
+                r.remove(i);
+            }
+        }
+    }
+
+    pub(crate) fn restarted(path: &Path) -> bool {
+        RESTARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|u| path.starts_with(u))
+    }
+
+    /// Whether a recorder is on (the I/O layer builds changes only then).
+    pub(crate) fn recording() -> bool {
+        RECORDING.load(Ordering::Relaxed) != 0
+    }
+
+    pub(crate) fn note(path: &Path, change: Change) {
+        let recs = RECORDERS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for rec in recs.iter() {
+            let mut r = rec.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let involved = match &change {
+                Change::Rename { from, .. } => path.starts_with(&r.under) || from.starts_with(&r.under),
+                _ => path.starts_with(&r.under),
+            };
+            if involved {
+                if let (Change::Create { path, ino, .. }, Some(keep)) = (&change, &r.keep) {
+                    let link = keep.join(ino.to_string());
+                    if !link.exists() {
+                        std::fs::hard_link(path, &link).expect("a hard link to a file created");
+                    }
+                }
+                r.changes.push(change.clone());
+            }
+        }
+    }
 
     /// An armed plan; dropping it disarms it.
     #[derive(Debug)]

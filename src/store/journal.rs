@@ -880,7 +880,7 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
     // Without a restart since, the kernel kept every write of the killed
     // process, in order, with the times it made them.
     let boot = records.iter().find(|r| r.tag == BOOT).map(|r| r.payload);
-    if !boot.is_some_and(|b| !b.is_empty() && b == boot_id().as_bytes()) {
+    if !boot.is_some_and(|b| !b.is_empty() && b == boot_id().as_bytes()) || restarted_since(&id_path) {
         return Ok(None);
     }
     let (then, now) = (state.key, mtime_ns(&id_path));
@@ -903,6 +903,19 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
 }
 
 /// This boot of the system (Linux's `boot_id`); empty where unknown.
+/// Whether a test's power-loss model put this array together as a restart
+/// would leave it (`faults::pretend_restarted`): the journals it finds were
+/// written in this boot, but the kernel did not keep their writers' writes.
+#[cfg(any(test, feature = "testing"))]
+fn restarted_since(path: &Path) -> bool {
+    super::io::faults::restarted(path)
+}
+
+#[cfg(not(any(test, feature = "testing")))]
+fn restarted_since(_path: &Path) -> bool {
+    false
+}
+
 fn boot_id() -> String {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
