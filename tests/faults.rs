@@ -293,9 +293,17 @@ fn run_write<T>(
     ((r, armed), arr)
 }
 
-fn check_write(w: &Write, contiguous: bool, root: &Path) -> Tally {
-    let dir =
-        root.join(format!("{}-{}", w.name.replace([' ', '(', ')'], "_"), if contiguous { "file" } else { "dir" }));
+/// The places of a case of `w`: its directory (`root/<prefix><write>-<storage>`),
+/// the array's extension, the array the write starts from (made once per
+/// root), and the array's path in the directory.
+fn case(
+    w: &Write,
+    contiguous: bool,
+    root: &Path,
+    prefix: &str,
+) -> (std::path::PathBuf, &'static str, std::path::PathBuf, std::path::PathBuf) {
+    let storage = if contiguous { "file" } else { "dir" };
+    let dir = root.join(format!("{prefix}{}-{storage}", w.name.replace([' ', '(', ')'], "_")));
     std::fs::create_dir_all(&dir).unwrap();
     let ext = if contiguous { "b2frame" } else { "b2nd" };
     let pristine = root.join(format!("pristine-{}-{}.{ext}", w.checksums, contiguous));
@@ -303,6 +311,11 @@ fn check_write(w: &Write, contiguous: bool, root: &Path) -> Tally {
         base(&pristine, contiguous, w.checksums);
     }
     let path = dir.join(format!("a.{ext}"));
+    (dir, ext, pristine, path)
+}
+
+fn check_write(w: &Write, contiguous: bool, root: &Path) -> Tally {
+    let (dir, ext, pristine, path) = case(w, contiguous, root, "");
     let old = if w.existing { reopened(&pristine) } else { State::Absent };
 
     // A dry run counts the operations and gives the state after.
@@ -636,14 +649,7 @@ struct Cut {
 fn power_cuts(w: &Write, contiguous: bool, durability: Durability, root: &Path) -> Cut {
     let level = format!("{durability:?}").to_lowercase();
     let storage = if contiguous { "file" } else { "dir" };
-    let dir = root.join(format!("pl-{}-{storage}-{level}", w.name.replace([' ', '(', ')'], "_")));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ext = if contiguous { "b2frame" } else { "b2nd" };
-    let pristine = root.join(format!("pristine-{}-{}.{ext}", w.checksums, contiguous));
-    if !pristine.exists() {
-        base(&pristine, contiguous, w.checksums);
-    }
-    let path = dir.join(format!("a.{ext}"));
+    let (dir, ext, pristine, path) = case(w, contiguous, root, &format!("{level}-"));
     remove_tree(&path);
     if w.existing {
         copy_tree(&pristine, &path);
