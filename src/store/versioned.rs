@@ -23,7 +23,9 @@
 //!   (`Array::optimistically`), so no update is lost. A writer killed at any
 //!   point leaves the last published version whole; chunk objects it made
 //!   and never published are removed by [`sweep`] once old enough; chunk
-//!   objects a new version no longer names are removed by its writer.
+//!   objects a new version no longer names are removed by its writer where
+//!   the server's conditions were checked, left to [`sweep`] under a lease
+//!   (`writers::Permit::removes_superseded`).
 //! - **Refused** with [`Error::InvalidStorage`], before anything is
 //!   written: any change on a web server (read-only), and what rewrites an
 //!   array as a new one there (creating one, saving or appending a frame
@@ -339,6 +341,9 @@ fn publish(site: &Site, permit: &Permit, base: &Generation, base_bytes: &[u8], d
         return Err(e);
     }
     permit.after_publish(site, &frame_name, &new_index)?;
+    if !permit.removes_superseded() {
+        return Ok(());
+    }
     // What the old version named and the new one does not.
     let now: std::collections::HashSet<i64> = offsets.iter().copied().filter(|&o| o >= 0).collect();
     for id in before.into_iter().filter(|&o| o >= 0 && !now.contains(&o)) {

@@ -92,6 +92,17 @@ pub(crate) fn admit(site: &Site) -> Result<Permit> {
 }
 
 impl Permit {
+    /// Whether a writer may remove, once it published, the chunk objects
+    /// its base version named and its new one does not: only where the
+    /// server's conditions were checked. Under a lease they may not hold,
+    /// and a second writer that slipped past the lease with the same base
+    /// version can publish after this one an index that still names them
+    /// (s3rver, 4 writers: an index naming a removed chunk object, the
+    /// array unreadable); they are left to [`super::Store::remove_orphans`].
+    pub(crate) fn removes_superseded(&self) -> bool {
+        self.lease.is_none()
+    }
+
     /// Just before the frame object is replaced: the lease (if any) is still this writer's.
     ///
     /// # Errors
