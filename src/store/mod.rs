@@ -453,17 +453,9 @@ impl Store {
     /// reading it fails in c-blosc2 or with a missing object; that is
     /// [`Error::Changed`] (refresh and read again), not damage. Elsewhere,
     /// or while the version is still the one there, `e` itself. Asks the
-    /// storage (one request) only after such a failure.
+    /// storage (one request) only after a failure.
     fn stale_or(&self, e: Error) -> Error {
-        // What a version gone looks like: a missing object, or c-blosc2
-        // failing on it. Not a server that does not answer or refuses
-        // (asking it would cost another deadline).
-        let gone = match &e {
-            Error::Io { kind, .. } => *kind == std::io::ErrorKind::NotFound,
-            Error::NotFound { .. } | Error::Blosc { .. } | Error::Corrupt { .. } | Error::InvalidFormat(_) => true,
-            _ => false,
-        };
-        if !gone || !self.replaced_since_read() {
+        if matches!(e, Error::Changed { .. } | Error::InvalidArgument(_)) || !self.replaced_since_read() {
             return e;
         }
         Error::Changed { path: self.site.as_ref().map(Site::url).unwrap_or_default() }
