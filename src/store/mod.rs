@@ -441,24 +441,9 @@ impl Store {
         // c-blosc2 makes a special chunk from the index alone, which opening checked.
         let special = self.placement.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
         if !special {
-            self.ensure_checked().map_err(|e| self.stale_or(e))?;
+            self.ensure_checked()?;
         }
-        checked_chunk(&self.sc, self.sums.as_ref(), n).map_err(|e| self.stale_or(e))
-    }
-
-    /// What a failed read of this handle's version means: at a versioned
-    /// location (an object store, a web server), a version another writer
-    /// has replaced since this handle read it may have gone (its frame
-    /// object, or chunk objects the new version no longer names), and
-    /// reading it fails in c-blosc2 or with a missing object; that is
-    /// [`Error::Changed`] (refresh and read again), not damage. Elsewhere,
-    /// or while the version is still the one there, `e` itself. Asks the
-    /// storage (one request) only after a failure.
-    fn stale_or(&self, e: Error) -> Error {
-        if matches!(e, Error::Changed { .. } | Error::InvalidArgument(_)) || !self.replaced_since_read() {
-            return e;
-        }
-        Error::Changed { path: self.site.as_ref().map(Site::url).unwrap_or_default() }
+        checked_chunk(&self.sc, self.sums.as_ref(), n)
     }
 
     /// Compressed chunk `n` for a reader that wants the blocks `want` says:
@@ -476,7 +461,7 @@ impl Store {
         let _section = self.read_section()?;
         let placement = self.placement.get_or_init(|| self.place());
         match placement {
-            Some(p) => match reader::read_chunk(p, n, want, buf).map_err(|e| self.stale_or(e))? {
+            Some(p) => match reader::read_chunk(p, n, want, buf)? {
                 Some(len) => Ok(Chunk::from_slice(&buf[..len])),
                 None => self.chunk(n),
             },
