@@ -30,7 +30,7 @@ echo
 echo "Syncs per write ($traced writes traced), by what they sync: count, and mean ms each (strace -T):"
 for storage in frame sparse; do
     for n in 1 1+xxh3 10; do
-        for level in full process; do
+        for level in full normal process; do
             log=$dir/strace-$storage-$n-$level.txt
             strace -f -y -T -o "$log" -e trace=write,fsync,fdatasync,sync_file_range,syncfs \
                 "$bin" "$dir" "$traced" "$storage/$n/$level" >/dev/null

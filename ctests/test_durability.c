@@ -1,14 +1,29 @@
 /* Durability levels (extension): caterva_set_durability and
- * caterva_get_durability. A handle starts at CATERVA_DURABILITY_FULL, keeps
+ * caterva_get_durability. A handle starts at its context's level
+ * (CATERVA_DURABILITY_NORMAL, or what CATERVA_DURABILITY says), keeps
  * the level it is given through writes and reshapes, writes the same data
- * at both levels, and a handle opened later starts at FULL again (the level
+ * at every level, and a handle opened later starts at the default again (the level
  * is not stored in the file); bad levels and pointers are refused and
  * change nothing. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+
+/* The level of a new context: CATERVA_DURABILITY_NORMAL, unless the
+ * environment's CATERVA_DURABILITY names another. */
+static int default_level(void) {
+    const char *env = getenv("CATERVA_DURABILITY");
+    if (env != NULL && strcmp(env, "full") == 0) {
+        return CATERVA_DURABILITY_FULL;
+    }
+    if (env != NULL && strcmp(env, "process") == 0) {
+        return CATERVA_DURABILITY_PROCESS;
+    }
+    return CATERVA_DURABILITY_NORMAL;
+}
 
 static int expect_level(caterva_ctx_t *ctx, caterva_array_t *arr, int want) {
     int got = -1;
@@ -34,16 +49,16 @@ static int test_durability(const test_case_t *tc) {
 
     caterva_array_t *arr = NULL;
     CHECK_OK(caterva_zeros(ctx, &params, &storage, &arr));
-    if (expect_level(ctx, arr, CATERVA_DURABILITY_FULL)) {
+    if (expect_level(ctx, arr, default_level())) {
         return 1;
     }
     /* Refused, and nothing changes. */
-    CHECK_RC(caterva_set_durability(ctx, arr, 2), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK_RC(caterva_set_durability(ctx, arr, 3), CATERVA_ERR_INVALID_ARGUMENT);
     CHECK_RC(caterva_set_durability(ctx, arr, -1), CATERVA_ERR_INVALID_ARGUMENT);
     CHECK_RC(caterva_set_durability(ctx, NULL, CATERVA_DURABILITY_PROCESS), CATERVA_ERR_NULL_POINTER);
     CHECK_RC(caterva_set_durability(NULL, arr, CATERVA_DURABILITY_PROCESS), CATERVA_ERR_NULL_POINTER);
     CHECK_RC(caterva_get_durability(ctx, arr, NULL), CATERVA_ERR_NULL_POINTER);
-    if (expect_level(ctx, arr, CATERVA_DURABILITY_FULL)) {
+    if (expect_level(ctx, arr, default_level())) {
         return 1;
     }
 
@@ -72,7 +87,7 @@ static int test_durability(const test_case_t *tc) {
         /* Reopened: the items written, and the default level again. */
         CHECK_OK(caterva_free(ctx, &arr));
         CHECK_OK(caterva_open(ctx, path, &arr));
-        if (expect_level(ctx, arr, CATERVA_DURABILITY_FULL)) {
+        if (expect_level(ctx, arr, default_level())) {
             return 1;
         }
     }
@@ -85,7 +100,29 @@ static int test_durability(const test_case_t *tc) {
         CHECK(h_get(out, i, params.itemsize) == h_value(i, params.itemsize));
     }
     free(out);
-    /* And a write at FULL after one at PROCESS. */
+    /* Writes at NORMAL (an epoch: its journal stays between them, and
+     * another handle opens and reads the array meanwhile), then freed: the
+     * epoch ends and the items are there. */
+    CHECK_OK(caterva_set_durability(ctx, arr, CATERVA_DURABILITY_NORMAL));
+    if (expect_level(ctx, arr, CATERVA_DURABILITY_NORMAL)) {
+        return 1;
+    }
+    if (params.ndim > 0 && n > 0) {
+        for (int k = 0; k < 3; k++) {
+            CHECK_OK(caterva_set_slice_buffer(ctx, buf, bshape, size, start, stop, arr));
+        }
+        if (tc->backend.persistent) {
+            caterva_array_t *other = NULL;
+            CHECK_OK(caterva_open(ctx, path, &other));
+            uint8_t *seen = malloc((size_t)size);
+            CHECK(seen != NULL);
+            CHECK_OK(caterva_get_slice_buffer(ctx, other, start, stop, seen, bshape, size));
+            CHECK(memcmp(seen, buf, (size_t)size) == 0);
+            free(seen);
+            CHECK_OK(caterva_free(ctx, &other));
+        }
+    }
+    /* And a write at FULL after one at PROCESS or NORMAL. */
     CHECK_OK(caterva_set_durability(ctx, arr, CATERVA_DURABILITY_FULL));
     if (params.ndim > 0 && n > 0) {
         CHECK_OK(caterva_set_slice_buffer(ctx, buf, bshape, size, start, stop, arr));
@@ -116,11 +153,11 @@ static int test_ctx_durability(const test_case_t *tc) {
     CHECK_OK(h_setup(tc, "ctx_durability", &ctx, path, &params, &storage));
     caterva_array_t *before = NULL, *arr = NULL;
     CHECK_OK(caterva_zeros(ctx, &params, &storage, &before));
-    CHECK_RC(caterva_ctx_set_durability(ctx, 2), CATERVA_ERR_INVALID_ARGUMENT);
-    CHECK(strstr(caterva_last_error(), "durability level 2") != NULL);
+    CHECK_RC(caterva_ctx_set_durability(ctx, 3), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(caterva_last_error(), "durability level 3") != NULL);
     CHECK_RC(caterva_ctx_set_durability(NULL, CATERVA_DURABILITY_PROCESS), CATERVA_ERR_NULL_POINTER);
     CHECK_OK(caterva_ctx_set_durability(ctx, CATERVA_DURABILITY_PROCESS));
-    if (expect_level(ctx, before, CATERVA_DURABILITY_FULL)) {
+    if (expect_level(ctx, before, default_level())) {
         return 1;
     }
     CHECK_OK(caterva_free(ctx, &before));
@@ -152,7 +189,45 @@ static int test_ctx_durability(const test_case_t *tc) {
     return 0;
 }
 
+/* CATERVA_DURABILITY in the environment sets the level of new contexts;
+ * a value that names none is refused by caterva_ctx_new, naming the
+ * variable. (The suite runs in a process of its own, one test at a time.) */
+static int test_env_durability(const test_case_t *tc) {
+    (void)tc;
+    const char *was = getenv("CATERVA_DURABILITY");
+    char *saved = was != NULL ? strdup(was) : NULL;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    caterva_ctx_t *ctx = NULL;
+    const char *names[] = {"full", "normal", "process"};
+    const int levels[] = {CATERVA_DURABILITY_FULL, CATERVA_DURABILITY_NORMAL, CATERVA_DURABILITY_PROCESS};
+    caterva_params_t params = {.itemsize = 8, .ndim = 1, .shape = {10}};
+    caterva_storage_t storage = {.chunkshape = {5}, .blockshape = {5}};
+    for (int i = 0; i < 3; i++) {
+        CHECK(setenv("CATERVA_DURABILITY", names[i], 1) == 0);
+        CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+        caterva_array_t *arr = NULL;
+        CHECK_OK(caterva_zeros(ctx, &params, &storage, &arr));
+        if (expect_level(ctx, arr, levels[i])) {
+            return 1;
+        }
+        CHECK_OK(caterva_free(ctx, &arr));
+        CHECK_OK(caterva_ctx_free(&ctx));
+    }
+    CHECK(setenv("CATERVA_DURABILITY", "sometimes", 1) == 0);
+    CHECK_RC(caterva_ctx_new(&cfg, &ctx), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK(ctx == NULL);
+    CHECK(strstr(caterva_last_error(), "CATERVA_DURABILITY") != NULL);
+    if (saved != NULL) {
+        CHECK(setenv("CATERVA_DURABILITY", saved, 1) == 0);
+        free(saved);
+    } else {
+        CHECK(unsetenv("CATERVA_DURABILITY") == 0);
+    }
+    return 0;
+}
+
 void suite_durability(void) {
     RUN_ALL_CASES(test_durability);
     RUN_ALL_CASES(test_ctx_durability);
+    RUN_CASE(test_env_durability);
 }

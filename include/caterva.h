@@ -228,6 +228,16 @@
 #define CATERVA_DURABILITY_PROCESS 1
 
 /**
+ * `caterva_set_durability` level: writes are made durable in batches
+ * (epochs: up to 1000 writes or 1 s, ended also by another handle's
+ * write, a change of level and `caterva_free`). A power loss or an
+ * operating-system crash never tears the array, but may lose the last
+ * writes before it; a killed process loses nothing that had returned.
+ * Like SQLite's `synchronous=NORMAL` in WAL mode.
+ */
+#define CATERVA_DURABILITY_NORMAL 2
+
+/**
  * Longest dtype string `caterva_set_dtype` accepts on an array made with a
  * dtype no longer than this (the room every new array keeps).
  */
@@ -1071,7 +1081,8 @@ int caterva_append_array(struct caterva_ctx_t *ctx,
 
 /**
  * Choose what `array`'s writes survive from its next write on:
- * `CATERVA_DURABILITY_FULL` (the default) or `CATERVA_DURABILITY_PROCESS`.
+ * `CATERVA_DURABILITY_FULL` (the default), `CATERVA_DURABILITY_NORMAL` or
+ * `CATERVA_DURABILITY_PROCESS`.
  * A setting of this handle only, not stored in the file; an array in
  * memory keeps it and has nothing to sync. The environment variable
  * `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
@@ -1110,9 +1121,10 @@ int caterva_refresh(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bo
 
 /**
  * Choose what the writes of the arrays created or opened with `ctx` from
- * now on survive (`CATERVA_DURABILITY_FULL`, the default, or
- * `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
- * array on disk is synced before it is renamed into place, at `PROCESS`
+ * now on survive (`CATERVA_DURABILITY_FULL`, the default,
+ * `CATERVA_DURABILITY_NORMAL` or `CATERVA_DURABILITY_PROCESS`), their
+ * creation included: at `FULL` and `NORMAL` a new array on disk is synced
+ * before it is renamed into place, at `PROCESS`
  * it is not (as b2nd, zarr or HDF5 write by default). Each handle may
  * change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
  * in the environment makes every handle `PROCESS` whatever this says.
@@ -1126,14 +1138,16 @@ int caterva_refresh(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bo
 int caterva_ctx_set_durability(struct caterva_ctx_t *ctx, int level);
 
 /**
- * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
- * `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
+ * Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL`,
+ * `CATERVA_DURABILITY_NORMAL` or `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
  * left it (`CATERVA_JOURNAL_SYNC=0` does not change it).
  *
  * # Safety
  * `ctx` and `array` must be NULL or live handles; `level` NULL or writable.
  */
-int caterva_get_durability(struct caterva_ctx_t *ctx, struct caterva_array_t *array, int *level);
+int caterva_get_durability(struct caterva_ctx_t *ctx,
+                           struct caterva_array_t *array,
+                           int *level);
 
 /**
  * Ask (`enable` true) or stop asking (false) for per-chunk checksums in the

@@ -270,12 +270,14 @@ fn crash_run(name: &str, contiguous: bool, seed: u64) -> Outcomes {
             1 | 2 => rng.next() % 100,
             _ => rng.next() % 400,
         };
-        // Two writers in three skip the syncs (by the environment, by the
-        // handle's level): a killed process must not need them.
-        let (sync, level) = match kill % 3 {
+        // Two writers in four skip the syncs (by the environment, by the
+        // handle's level): a killed process must not need them. One in four
+        // writes in epochs (`normal`): a killed one keeps what it committed.
+        let (sync, level) = match kill % 4 {
             0 => (true, Durability::Full),
             1 => (false, Durability::Full),
-            _ => (true, Durability::Process),
+            2 => (true, Durability::Process),
+            _ => (true, Durability::Normal),
         };
         let done = run_writer(&url, seed, state, Duration::from_millis(ms), sync, level);
         out.kills += 1;

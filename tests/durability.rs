@@ -62,14 +62,15 @@ fn count(dir: &Path, f: impl FnOnce()) -> (usize, usize) {
 fn names_parse_and_the_default_is_full() {
     assert_eq!(Config::default().durability, Durability::Full);
     assert_eq!(Durability::default(), Durability::Full);
-    for d in [Durability::Full, Durability::Process] {
+    for d in [Durability::Full, Durability::Normal, Durability::Process] {
         assert_eq!(d.name().parse::<Durability>().unwrap(), d);
         assert_eq!(d.to_string(), d.name());
     }
     let e = "flush".parse::<Durability>().unwrap_err();
     assert_eq!(e.kind(), caterva::ErrorKind::InvalidArgument);
-    assert!(e.to_string().contains("'full' or 'process'"), "{e}");
+    assert!(e.to_string().contains("'full', 'normal' or 'process'"), "{e}");
     assert!(!Durability::Process.syncs());
+    assert_eq!(Durability::Normal.syncs(), Durability::Full.syncs());
 }
 
 /// A one-row write syncs the journal's data and name and the frame at
@@ -102,6 +103,44 @@ fn syncs_of_a_one_row_write_per_level() {
                 assert_eq!(row, items(SHAPE[1], 7), "{what}: the row written");
             }
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// At `Normal`, a run of one-row writes is one epoch: its first write
+/// syncs the journal (data and name), a write that overwrites a chunk the
+/// epoch started with syncs the journal once more, and the frame is synced
+/// once, when the epoch ends (here: when the handle is dropped). Each write
+/// is in the array, also as another handle sees it meanwhile.
+#[test]
+fn normal_syncs_a_run_of_writes_once() {
+    if !Durability::Full.syncs() {
+        return;
+    }
+    let dir = scratch("normal");
+    for contiguous in [true, false] {
+        let path = dir.join(format!("a-{contiguous}.b2nd"));
+        drop(make(&ctx(false, Durability::Full), &path, contiguous));
+        let mut arr = Array::open(&ctx(false, Durability::Normal), path.to_str().unwrap()).unwrap();
+        let (syncs, _) = count(&dir, || {
+            for i in 0..20 {
+                write_row(&mut arr, i % 4, 100 + i as u64).unwrap();
+            }
+        });
+        // 2 for the journal, and one more for each chunk saved (rows 0..4 lie in one chunk).
+        assert!((2..=3).contains(&syncs), "contiguous {contiguous}: 20 writes made {syncs} syncs");
+        assert!(caterva::testing::journal_path(path.to_str().unwrap()).exists());
+        let other = Array::open(&ctx(false, Durability::Full), path.to_str().unwrap()).unwrap();
+        let mut row = vec![0u8; SHAPE[1] as usize * ITEM];
+        other.get_slice_buffer(&[3, 0], &[4, SHAPE[1]], &mut row, &[1, SHAPE[1]]).unwrap();
+        assert_eq!(row, items(SHAPE[1], 119));
+        drop(other);
+        let (syncs, _) = count(&dir, || drop(arr));
+        assert!(syncs >= 1, "contiguous {contiguous}: the epoch's end synced nothing");
+        assert!(!caterva::testing::journal_path(path.to_str().unwrap()).exists());
+        let back = Array::open(&ctx(false, Durability::Full), path.to_str().unwrap()).unwrap();
+        back.get_slice_buffer(&[3, 0], &[4, SHAPE[1]], &mut row, &[1, SHAPE[1]]).unwrap();
+        assert_eq!(row, items(SHAPE[1], 119));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -91,8 +91,10 @@ def empty(shape, itemsize=None, dtype=None, **kwargs):
     Keyword arguments (all constructors): chunks, blocks, urlpath,
     contiguous, meta (a dict of name: bytes), codec, clevel, filters,
     filtersmeta, nthreads, usedict, checksums, durability ('full', the
-    default: a write survives a power loss; 'process': no fsyncs, a write
-    survives a killed process; see NDArray.durability), and mode ('w-':
+    default: a write survives a power loss; 'normal': writes are synced in
+    batches, a power loss may lose the last ones but never tears the array;
+    'process': no fsyncs, a write survives a killed process; see
+    NDArray.durability), and mode ('w-':
     refuse an existing path, as python-caterva did; 'w': replace it).
 
     Without chunks, codec, clevel or filters, the library's proposal is
@@ -161,7 +163,7 @@ def open(urlpath, mode="a", nthreads=None, durability="full", storage_options=No
     ``CATERVA_S3_WRITERS=single``), or, read only, on a web server
     (``http://``, ``https://``). `mode`
     'a' reads and writes, 'r' only reads (writes raise ValueError).
-    `durability` ('full' or 'process') is this handle's (see
+    `durability` ('full', 'normal' or 'process') is this handle's (see
     NDArray.durability). Many
     handles, in many processes, may have one array open: each write takes
     the array's lock and first loads what others committed; a reader sees

@@ -296,11 +296,14 @@ class NDArray(Reductions):
     def durability(self):
         """What this handle's writes survive after a crash, settable:
         'full' (the default: each write is synced to disk, and survives a
-        power loss or an OS crash whole or not at all) or 'process' (no
-        fsyncs: each write survives a killed process whole or not at all,
-        but a power loss may lose or tear recent writes). A setting of this
-        handle, not of the file; CATERVA_JOURNAL_SYNC=0 in the environment
-        makes every handle 'process'."""
+        power loss or an OS crash whole or not at all), 'normal' (writes are
+        synced in batches, at most 1000 writes or 1 s, and when the handle
+        is closed: a power loss never tears the array but may lose the last
+        writes before it) or 'process' (no fsyncs: each write survives a
+        killed process whole or not at all, but a power loss may lose or
+        tear recent writes). A setting of this handle, not of the file;
+        CATERVA_JOURNAL_SYNC=0 in the environment makes every handle
+        'process'."""
         return self._a.durability
 
     @durability.setter

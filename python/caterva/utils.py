@@ -35,7 +35,7 @@ _KWARGS = {
 }
 
 # What a handle's writes survive after a crash (see NDArray.durability).
-DURABILITY = ("full", "process")
+DURABILITY = ("full", "normal", "process")
 
 
 def check_durability(level):

@@ -467,7 +467,7 @@ impl PyArray {
         })
     }
 
-    /// What this handle's writes survive after a crash: "full" or "process"
+    /// What this handle's writes survive after a crash: "full", "normal" or "process"
     /// ([`caterva::Durability`]).
     #[getter]
     fn durability(&self) -> PyRes<&'static str> {

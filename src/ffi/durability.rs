@@ -11,15 +11,26 @@ use crate::error::{invalid, Result};
 
 /// `caterva_set_durability` level: every write is synced to disk (the
 /// journal, then the change) and survives a power loss or an
-/// operating-system crash whole or not at all. The default.
+/// operating-system crash whole or not at all; every write that returned
+/// before the last one is there after it.
 pub const CATERVA_DURABILITY_FULL: c_int = 0;
 /// `caterva_set_durability` level: no syncs. Every write survives a killed
 /// or crashed process whole or not at all; a power loss or an
 /// operating-system crash may lose recent writes or tear the array.
 pub const CATERVA_DURABILITY_PROCESS: c_int = 1;
+/// `caterva_set_durability` level: writes are made durable in batches
+/// (epochs: up to 1000 writes or 1 s, ended also by another handle's
+/// write, a change of level and `caterva_free`). A power loss or an
+/// operating-system crash never tears the array, but may lose the last
+/// writes before it; a killed process loses nothing that had returned.
+/// Like SQLite's `synchronous=NORMAL` in WAL mode. The default of a new
+/// context, unless `CATERVA_DURABILITY` in the environment says otherwise
+/// (`full`, `normal` or `process`).
+pub const CATERVA_DURABILITY_NORMAL: c_int = 2;
 
 /// Choose what `array`'s writes survive from its next write on:
-/// `CATERVA_DURABILITY_FULL` (the default) or `CATERVA_DURABILITY_PROCESS`.
+/// `CATERVA_DURABILITY_FULL`, `CATERVA_DURABILITY_NORMAL` (the default of
+/// a new context) or `CATERVA_DURABILITY_PROCESS`.
 /// A setting of this handle only, not stored in the file; an array in
 /// memory keeps it and has nothing to sync. The environment variable
 /// `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
@@ -84,9 +95,11 @@ pub unsafe extern "C" fn caterva_refresh(
 }
 
 /// Choose what the writes of the arrays created or opened with `ctx` from
-/// now on survive (`CATERVA_DURABILITY_FULL`, the default, or
-/// `CATERVA_DURABILITY_PROCESS`), their creation included: at `FULL` a new
-/// array on disk is synced before it is renamed into place, at `PROCESS`
+/// now on survive (`CATERVA_DURABILITY_FULL`, `CATERVA_DURABILITY_NORMAL`,
+/// the default unless `CATERVA_DURABILITY` in the environment names
+/// another, or `CATERVA_DURABILITY_PROCESS`), their creation included: at
+/// `FULL` and `NORMAL` a new array on disk is synced before it is renamed
+/// into place, at `PROCESS`
 /// it is not (as b2nd, zarr or HDF5 write by default). Each handle may
 /// change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
 /// in the environment makes every handle `PROCESS` whatever this says.
@@ -115,17 +128,40 @@ pub unsafe extern "C" fn caterva_ctx_set_durability(ctx: *mut caterva_ctx_t, lev
     })
 }
 
+/// The environment variable that sets the level of the arrays a new C
+/// context makes and opens.
+const DEFAULT_ENV: &str = "CATERVA_DURABILITY";
+
+/// The level of the arrays a new C context (`caterva_ctx_new`) makes and
+/// opens: `CATERVA_DURABILITY` from the environment (`full`, `normal` or
+/// `process`), else [`Durability::Normal`]: never torn by a power loss,
+/// at a small part of [`Durability::Full`]'s syncs (the original library
+/// made none; README, "Durability").
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming the variable if it holds
+/// another value.
+pub(crate) fn c_default() -> Result<Durability> {
+    match std::env::var(DEFAULT_ENV) {
+        Ok(v) => v.parse().map_err(|e: crate::Error| {
+            crate::Error::InvalidArgument(format!("{DEFAULT_ENV}={v:?} in the environment: {}", e.message()))
+        }),
+        Err(_) => Ok(Durability::Normal),
+    }
+}
+
 /// The level of a `CATERVA_DURABILITY_*` value.
 fn durability_level(level: c_int) -> Result<Durability> {
     match level {
         CATERVA_DURABILITY_FULL => Ok(Durability::Full),
         CATERVA_DURABILITY_PROCESS => Ok(Durability::Process),
-        _ => invalid!("durability level {level} is not CATERVA_DURABILITY_FULL (0) or _PROCESS (1)"),
+        CATERVA_DURABILITY_NORMAL => Ok(Durability::Normal),
+        _ => invalid!("durability level {level} is not CATERVA_DURABILITY_FULL (0), _PROCESS (1) or _NORMAL (2)"),
     }
 }
 
-/// Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL` or
-/// `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
+/// Set `*level` to `array`'s durability level (`CATERVA_DURABILITY_FULL`,
+/// `CATERVA_DURABILITY_NORMAL` or `CATERVA_DURABILITY_PROCESS`): its setting, as `caterva_set_durability`
 /// left it (`CATERVA_JOURNAL_SYNC=0` does not change it).
 ///
 /// # Safety
@@ -143,6 +179,7 @@ pub unsafe extern "C" fn caterva_get_durability(
             *out = match a.array.durability() {
                 Durability::Full => CATERVA_DURABILITY_FULL,
                 Durability::Process => CATERVA_DURABILITY_PROCESS,
+                Durability::Normal => CATERVA_DURABILITY_NORMAL,
             };
             Ok(())
         })

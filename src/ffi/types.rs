@@ -364,7 +364,7 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Pr
         checksums: false,
         require_checksums: false,
         block_cache: 0,
-        durability: crate::Durability::Full,
+        durability: super::durability::c_default()?,
     };
     let prefilter = cfg.prefilter.is_some().then_some(Prefilter { func: cfg.prefilter, params: cfg.pparams });
     Ok((config, prefilter))

@@ -193,6 +193,15 @@ const STATE: u8 = 8; // key: the target's mtime (ns); payload: sample hash, then
 const MARK: u8 = 9; // after an operation: payload: the frame's fingerprint then (not synced)
 const BEGIN: u8 = 10; // before an operation after the first (or a rollback) changes the frame
 const BOOT: u8 = 11; // payload: the system's boot id when the journal was made
+const WRITE: u8 = 12; // end of the records a later write of an epoch wrote before its first change
+const COMMIT: u8 = 13; // a write of an epoch is complete: payload: the frame's fingerprint then (not synced)
+
+/// An epoch ([`Durability::Normal`]) ends after this many writes,
+const EPOCH_WRITES: u32 = 1000;
+/// or once it is this old at the end of a write,
+const EPOCH_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+/// or once its journal is this long.
+const EPOCH_BYTES: u64 = 16 << 20;
 
 /// Modification times a clock step may put this far back are not taken as a sign of a restored copy.
 const MTIME_SLACK_NS: u64 = 2_000_000_000;
@@ -242,6 +251,11 @@ pub(crate) enum TxJournal {
         /// The commit syncs every file of a sparse frame (earlier writes
         /// of the handle did not sync theirs).
         whole: bool,
+        /// The write is one of an epoch ([`Durability::Normal`]): its
+        /// commit leaves the journal, for the epoch's next write.
+        batch: bool,
+        /// The handle's epoch, if one is open: the write joins it.
+        epoch: Option<Box<Journal>>,
     },
     /// The journal exists and covers the changes made so far.
     Open(Box<Journal>),
@@ -254,8 +268,12 @@ impl TxJournal {
     /// ([`Durability::Full`]); without, nothing is. With `whole` too, the
     /// commit syncs all of a sparse frame's files, not only those the write
     /// changed.
-    pub(crate) fn armed(sync: bool, whole: bool) -> Self {
-        TxJournal::Armed { sync, whole }
+    ///
+    /// With `batch` ([`Durability::Normal`]), the write is one of an epoch:
+    /// it joins `epoch` (the handle's, still current) or starts one, and
+    /// its commit hands the journal back ([`TxJournal::commit`]).
+    pub(crate) fn armed(sync: bool, whole: bool, batch: bool, epoch: Option<Box<Journal>>) -> Self {
+        TxJournal::Armed { sync, whole, batch, epoch }
     }
 
     /// Record what `ops` (about to run, in order) on `sc` may overwrite,
@@ -266,10 +284,14 @@ impl TxJournal {
     pub(crate) fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
         match self {
             TxJournal::Idle => Ok(()),
-            TxJournal::Armed { sync, whole } => {
-                *self = match sc.storage().urlpath {
-                    Some(url) => TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole)?)),
-                    None => TxJournal::Idle,
+            TxJournal::Armed { sync, whole, batch, epoch } => {
+                *self = match (epoch.take(), sc.storage().urlpath) {
+                    (Some(mut j), _) => {
+                        j.begin_write(sc, ops)?;
+                        TxJournal::Open(j)
+                    }
+                    (None, Some(url)) => TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole, *batch)?)),
+                    (None, None) => TxJournal::Idle,
                 };
                 Ok(())
             }
@@ -289,22 +311,33 @@ impl TxJournal {
         }
     }
 
-    /// The write is complete: sync `sc`'s frame and delete the journal.
-    /// Returns whether a journal was committed (the write changed the frame).
+    /// The write is complete: sync `sc`'s frame and delete the journal,
+    /// or, in an epoch, record the commit in the journal and hand it back
+    /// (second value). Returns whether a journal was committed (the write
+    /// changed the frame). A write of an epoch that changed nothing hands
+    /// back the epoch it was given.
     ///
     /// # Errors
-    /// [`Error::Io`] if syncing or deleting fails (the journal then stays
-    /// open: [`TxJournal::abort`] rolls the write back).
-    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<bool> {
-        let committed = if let TxJournal::Open(j) = self {
+    /// [`Error::Io`] if syncing, recording or deleting fails (the journal
+    /// then stays open: [`TxJournal::abort`] rolls the write back).
+    pub(crate) fn commit(&mut self, sc: &SChunk) -> Result<(bool, Option<Box<Journal>>)> {
+        let out = match self {
             // On an error the journal stays open, for abort to roll back.
-            j.commit(sc)?;
-            true
-        } else {
-            false
+            TxJournal::Open(j) if j.batch => {
+                j.commit_write(sc)?;
+                true
+            }
+            TxJournal::Open(j) => {
+                j.commit(sc)?;
+                false
+            }
+            _ => false,
         };
-        *self = TxJournal::Idle;
-        Ok(committed)
+        Ok(match std::mem::take(self) {
+            TxJournal::Open(j) => (true, out.then_some(j)),
+            TxJournal::Armed { epoch, .. } => (false, epoch),
+            TxJournal::Idle => (false, None),
+        })
     }
 
     /// The write failed: undo its changes on disk. Returns whether anything
@@ -315,10 +348,23 @@ impl TxJournal {
     pub(crate) fn abort(&mut self) -> Result<bool> {
         match std::mem::take(self) {
             TxJournal::Open(mut j) => {
+                // In an epoch, only this write is undone; the epoch ends.
                 rollback(&mut j.file, &j.path, &j.url, false, j.sync)?;
                 Ok(true)
             }
-            _ => Ok(false),
+            // An epoch this write never joined stays ([`TxJournal::unjoined`]).
+            other => {
+                *self = other;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The epoch a write was given and never joined (it changed nothing).
+    pub(crate) fn unjoined(&mut self) -> Option<Box<Journal>> {
+        match self {
+            TxJournal::Armed { epoch, .. } => epoch.take(),
+            _ => None,
         }
     }
 }
@@ -326,7 +372,10 @@ impl TxJournal {
 /// A record to append: tag, key, payload.
 type Save = (u8, u64, Vec<u8>);
 
-/// What the journal protects, and what it has saved so far.
+/// What the journal protects, and what it has saved so far: of the state
+/// the journal was made against (the original: of an epoch, its start),
+/// and of the state the write in progress started from (the same, but for
+/// the later writes of an epoch).
 enum Layout {
     File {
         path: PathBuf,
@@ -335,6 +384,10 @@ enum Layout {
         data_end: u64,
         /// Offsets of the original chunks already saved.
         saved: BTreeSet<u64>,
+        /// `data_end` when the write in progress began.
+        w_data_end: u64,
+        /// Offsets of the chunks the write in progress saved.
+        w_saved: BTreeSet<u64>,
     },
     Dir {
         dir: PathBuf,
@@ -344,18 +397,29 @@ enum Layout {
         /// A chunk was deleted (c-blosc2 removed its file): the directory's
         /// entries changed.
         removed: bool,
+        /// Chunk files the index used when the write in progress began.
+        w_in_use: BTreeSet<i64>,
+        /// Those it saved.
+        w_saved: BTreeSet<i64>,
+        /// Of an epoch, the chunk file numbers its committed writes left in
+        /// use that the original index did not use.
+        made: BTreeSet<i64>,
     },
 }
 
 impl Layout {
-    /// The original bytes `ops` may overwrite that no record holds yet.
+    /// The bytes `ops` may overwrite that no record of the write in
+    /// progress holds yet, and whether any of them are original bytes
+    /// saved for the first time (which must be on disk, synced, before they
+    /// are overwritten; the others only undo a write whose process died,
+    /// when the kernel kept them anyway).
     ///
-    /// In a file, only an update of an original chunk by one that fits
-    /// overwrites data. In a directory, only an update or delete of a chunk
-    /// whose file the original index uses: a new chunk file gets a number
-    /// past every number in use, and an original number that high has left
-    /// the index during this write, by such an update or delete, which saved it.
-    fn saves(&mut self, sc: &SChunk, ops: &[Op]) -> Result<Vec<Save>> {
+    /// In a file, only an update of a chunk by one that fits overwrites
+    /// data. In a directory, only an update or delete of a chunk whose file
+    /// the index uses: a new chunk file gets a number past every number in
+    /// use, and a number that high that was in use has left the index
+    /// since, by such an update or delete, which saved it.
+    fn saves(&mut self, sc: &SChunk, ops: &[Op]) -> Result<(Vec<Save>, bool)> {
         if let Layout::Dir { removed, .. } = self {
             *removed |= ops.iter().any(|op| matches!(op, Op::Delete(_)));
         }
@@ -368,28 +432,35 @@ impl Layout {
             })
             .collect();
         if chunks.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         // Updates and deletes of other chunks do not move a chunk's data.
         let offsets = sc.frame_offsets()?;
-        let mut out = Vec::new();
+        let (mut out, mut durable) = (Vec::new(), false);
         for (nchunk, cbytes) in chunks {
             // Special chunks (offset with the top bit set) have no bytes.
             let Some(&off) = offsets.get(nchunk as usize).filter(|&&o| o >= 0) else { continue };
-            out.extend(match self {
-                Layout::File { path, header_len, data_end, saved } => {
-                    Self::save_chunk_bytes(path, *header_len + off as u64, *data_end, cbytes, saved)?
+            // A chunk the epoch has not overwritten yet is original: what
+            // the write saves of it is what the epoch must.
+            match self {
+                Layout::File { path, header_len, data_end, saved, w_data_end, w_saved } => {
+                    let at = *header_len + off as u64;
+                    if let Some(save) = Self::save_chunk_bytes(path, at, *w_data_end, cbytes, w_saved)? {
+                        durable |= at < *data_end && saved.insert(at);
+                        out.push(save);
+                    }
                 }
-                Layout::Dir { dir, in_use, saved, .. } => {
-                    if !in_use.contains(&off) || !saved.insert(off) {
+                Layout::Dir { dir, in_use, saved, w_in_use, w_saved, .. } => {
+                    if !w_in_use.contains(&off) || !w_saved.insert(off) {
                         continue;
                     }
+                    durable |= in_use.contains(&off) && saved.insert(off);
                     let p = chunk_file(dir, off);
-                    Some((CHUNK_FILE, off as u64, std::fs::read(&p).map_err(io_err("reading", &p))?))
+                    out.push((CHUNK_FILE, off as u64, std::fs::read(&p).map_err(io_err("reading", &p))?));
                 }
-            });
+            }
         }
-        Ok(out)
+        Ok((out, durable))
     }
 
     /// The bytes of the original chunk at `at` in `path`, if an update by
@@ -419,7 +490,52 @@ impl Layout {
     }
 }
 
-/// An open journal, locked for the duration of one array-level write.
+/// A handle's epoch between two of its writes ([`Durability::Normal`]):
+/// its journal, which the next write joins; ended (under the array's lock)
+/// when dropped.
+#[derive(Default)]
+pub(crate) struct Epoch(Option<Box<Journal>>);
+
+impl Epoch {
+    /// The journal, for a write to join, unless another handle ended the
+    /// epoch since (by writing the array).
+    pub(crate) fn take(&mut self) -> Option<Box<Journal>> {
+        self.0.take().filter(|j| j.still_current())
+    }
+
+    /// Keep `journal` (an epoch's, after a write) for the next write.
+    pub(crate) fn keep(&mut self, journal: Option<Box<Journal>>) {
+        self.0 = journal;
+    }
+
+    /// End the epoch, if one is open: under the array's lock, sync what
+    /// it changed and remove its journal.
+    ///
+    /// # Errors
+    /// As [`super::lock::wait_for`] and [`Journal::finish`]; the journal
+    /// then stays, and the next open or write of the array settles it.
+    pub(crate) fn end(&mut self) -> Result<()> {
+        self.0.take().map_or(Ok(()), |j| j.end())
+    }
+}
+
+impl Epoch {
+    /// Let the journal go as a killed process would: closed (unlocked),
+    /// the epoch not ended (for the recovery tests).
+    #[cfg(test)]
+    pub(crate) fn abandon(&mut self) {
+        drop(self.0.take());
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        let _ = self.end();
+    }
+}
+
+/// An open journal, locked for the duration of one array-level write (of
+/// an epoch: from its first write until it ends).
 pub(crate) struct Journal {
     path: PathBuf,
     url: String,
@@ -429,6 +545,15 @@ pub(crate) struct Journal {
     sync: bool,
     /// Whether the commit syncs all of a sparse frame's files.
     whole: bool,
+    /// An epoch's journal ([`Durability::Normal`]): it stays from one write
+    /// to the next, each write's commit a [`COMMIT`] record in it.
+    batch: bool,
+    /// The writes the epoch committed so far.
+    writes: u32,
+    /// When the epoch began.
+    started: std::time::Instant,
+    /// The journal's length.
+    len: u64,
 }
 
 /// The journal path of an array at `urlpath`.
@@ -600,15 +725,43 @@ fn parse(bytes: &[u8]) -> Result<Vec<Record<'_>>> {
     Ok(out)
 }
 
-/// `header_len` and `header_len + cbytes` of a contiguous frame of `len`
-/// bytes, if its header is readable and consistent.
+/// What undoes changes to the frame file `f` (at `path`) as it is now:
+/// its length, header and tail (from `header_len + cbytes` on); with
+/// `header_len` and `header_len + cbytes`.
+fn file_undo(f: &mut File, path: &Path) -> Result<(u64, u64, Vec<Save>)> {
+    let len = f.metadata().map_err(io_err("reading", path))?.len();
+    let head = read_at(f, 0, len.min(HEADER_MINLEN as u64) as usize).map_err(io_err("reading", path))?;
+    // An unreadable header: keep the whole file.
+    let (header_len, data_end) = frame::data_section(&head, len).unwrap_or((0, 0));
+    let header = read_at(f, 0, header_len as usize).map_err(io_err("reading", path))?;
+    let tail = read_at(f, data_end, (len - data_end) as usize).map_err(io_err("reading", path))?;
+    Ok((header_len, data_end, vec![(LENGTH, len, Vec::new()), (BYTES, 0, header), (BYTES, data_end, tail)]))
+}
+
+/// The chunk file numbers the sparse frame `sc` uses.
+fn in_use_of(sc: &SChunk) -> Result<BTreeSet<i64>> {
+    Ok(sc.frame_offsets()?.into_iter().filter(|&o| o >= 0).collect())
+}
+
+/// What undoes changes to the sparse frame `sc` in `dir` as it is now:
+/// its index and the numbers of the chunk files it uses (also returned).
+fn dir_undo(sc: &SChunk, dir: &Path) -> Result<(BTreeSet<i64>, Vec<Save>)> {
+    let index = dir.join(SPARSE_INDEX);
+    let content = std::fs::read(&index).map_err(io_err("reading", &index))?;
+    let in_use = in_use_of(sc)?;
+    let ids: Vec<u8> = in_use.iter().flat_map(|&i| (i as u64).to_le_bytes()).collect();
+    Ok((in_use, vec![(INDEX_COPY, 0, content), (CHUNK_IDS, 0, ids)]))
+}
+
 impl Journal {
     /// Write the journal for the array at `url` before its first changes,
     /// `ops`; with `sync`, make it durable (data, then name) first.
-    fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool) -> Result<Journal> {
+    fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool, batch: bool) -> Result<Journal> {
         let path = journal_path(url);
         match kind_of(&path, false) {
             Kind::Absent => {}
+            // Another handle's epoch, between two of its writes, ends here.
+            Kind::Ours if end_epoch_of_another(url, &path, sc.storage().contiguous)? => {}
             Kind::Ours => {
                 return Err(Error::storage(
                     Some(url),
@@ -624,7 +777,7 @@ impl Journal {
         let (mut base, mut layout) =
             if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
         // What the first changes need saved goes in at once (one sync less).
-        for (tag, key, bytes) in layout.saves(sc, ops)? {
+        for (tag, key, bytes) in layout.saves(sc, ops)?.0 {
             base.extend(record(tag, key, &bytes));
         }
         base.extend(record(BASE_END, 0, &[]));
@@ -646,50 +799,49 @@ impl Journal {
         io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
         // Sync 2: the name before the first change.
         sync_dir(parent_dir(&path), sync)?;
-        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole })
+        let len = base.len() as u64;
+        let started = std::time::Instant::now();
+        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole, batch, writes: 0, started, len })
     }
 
     /// Base records of a contiguous frame file: its length, header and tail.
     fn base_file(url: &str) -> Result<(Vec<u8>, Layout)> {
         let path = PathBuf::from(url);
         let mut f = File::open(&path).map_err(io_err("opening", &path))?;
-        let len = f.metadata().map_err(io_err("reading", &path))?.len();
-        let head = read_at(&mut f, 0, len.min(HEADER_MINLEN as u64) as usize).map_err(io_err("reading", &path))?;
-        // An unreadable header: keep the whole file.
-        let (header_len, data_end) = frame::data_section(&head, len).unwrap_or((0, 0));
         let id = identity::followed(&path).map_err(io_err("reading", &path))?;
+        let (header_len, data_end, undo) = file_undo(&mut f, &path)?;
         let mut base = MAGIC.to_vec();
         base.extend(record(TARGET, KIND_FILE, &identity::to_le_bytes(id)));
         base.extend(record(BOOT, 0, boot_id().as_bytes()));
-        base.extend(record(LENGTH, len, &[]));
         // What the write will not touch, to know this state again at recovery.
         let mtime = mtime_ns(&path);
         let sample = file_sample(&mut f, header_len, data_end, &[]).map_err(io_err("reading", &path))?.unwrap_or(0);
         let state = [sample, header_len, data_end].map(u64::to_le_bytes).concat();
         base.extend(record(STATE, mtime, &state));
-        let header = read_at(&mut f, 0, header_len as usize).map_err(io_err("reading", &path))?;
-        base.extend(record(BYTES, 0, &header));
-        let tail = read_at(&mut f, data_end, (len - data_end) as usize).map_err(io_err("reading", &path))?;
-        base.extend(record(BYTES, data_end, &tail));
-        Ok((base, Layout::File { path, header_len, data_end, saved: BTreeSet::new() }))
+        for (tag, key, bytes) in undo {
+            base.extend(record(tag, key, &bytes));
+        }
+        let (saved, w_saved) = (BTreeSet::new(), BTreeSet::new());
+        Ok((base, Layout::File { path, header_len, data_end, saved, w_data_end: data_end, w_saved }))
     }
 
     /// Base records of a sparse frame: its index and the chunk files it uses.
     fn base_dir(sc: &SChunk, url: &str) -> Result<(Vec<u8>, Layout)> {
         let dir = PathBuf::from(url);
         let index = dir.join(SPARSE_INDEX);
-        let content = std::fs::read(&index).map_err(io_err("reading", &index))?;
         let id = identity::followed(&index).map_err(io_err("reading", &index))?;
-        let in_use: BTreeSet<i64> = sc.frame_offsets()?.into_iter().filter(|&o| o >= 0).collect();
-        let ids: Vec<u8> = in_use.iter().flat_map(|&i| (i as u64).to_le_bytes()).collect();
+        let (in_use, undo) = dir_undo(sc, &dir)?;
         let mut base = MAGIC.to_vec();
         base.extend(record(TARGET, KIND_DIR, &identity::to_le_bytes(id)));
         base.extend(record(BOOT, 0, boot_id().as_bytes()));
         let sample = dir_sample(&dir, &in_use, &[]).map_err(io_err("reading", &dir))?.unwrap_or(0);
         base.extend(record(STATE, mtime_ns(&index), &sample.to_le_bytes()));
-        base.extend(record(INDEX_COPY, 0, &content));
-        base.extend(record(CHUNK_IDS, 0, &ids));
-        let layout = Layout::Dir { dir, in_use, saved: BTreeSet::new(), removed: false };
+        for (tag, key, bytes) in undo {
+            base.extend(record(tag, key, &bytes));
+        }
+        let (saved, w_saved, w_in_use) = (BTreeSet::new(), BTreeSet::new(), in_use.clone());
+        let made = BTreeSet::new();
+        let layout = Layout::Dir { dir, in_use, saved, removed: false, w_in_use, w_saved, made };
         Ok((base, layout))
     }
 
@@ -705,38 +857,126 @@ impl Journal {
             f.write_all(&r)?;
             flush(f, sync)
         };
-        write(&mut self.file).map_err(io_err("writing journal", &self.path))
+        write(&mut self.file).map_err(io_err("writing journal", &self.path))?;
+        self.len += r.len() as u64;
+        Ok(())
     }
 
     fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
-        let mut saves = self.layout.saves(sc, ops)?;
-        // Saved bytes must be on disk before they are overwritten. The
+        let (mut saves, durable) = self.layout.saves(sc, ops)?;
+        // Original bytes must be on disk before they are overwritten. The
         // announcement alone is not synced: like a MARK, recovery reads it
         // only without a restart since, when the kernel kept it anyway
         // (before, it cost a sync per operation after the first: a
         // checksummed write's table update, each step of a reshape).
-        let durable = !saves.is_empty();
         saves.push((BEGIN, 0, Vec::new()));
         self.append(&saves, durable)
+    }
+
+    /// A later write of the epoch begins with `ops`: record what undoes it
+    /// alone (length, header and tail, or index and chunk file numbers, as
+    /// now), and what `ops` overwrite. Only original bytes are synced: the
+    /// rest speaks for a process killed since, whose writes the kernel
+    /// kept; after a restart the whole epoch is rolled back.
+    fn begin_write(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
+        let mut group = match &mut self.layout {
+            Layout::File { path, w_data_end, w_saved, .. } => {
+                let mut f = File::open(&*path).map_err(io_err("opening", path))?;
+                let (_, data_end, undo) = file_undo(&mut f, path)?;
+                (*w_data_end, *w_saved) = (data_end, BTreeSet::new());
+                undo
+            }
+            Layout::Dir { dir, w_in_use, w_saved, .. } => {
+                let (in_use, undo) = dir_undo(sc, dir)?;
+                (*w_in_use, *w_saved) = (in_use, BTreeSet::new());
+                undo
+            }
+        };
+        let (saves, durable) = self.layout.saves(sc, ops)?;
+        group.extend(saves);
+        group.push((WRITE, 0, Vec::new()));
+        self.append(&group, durable)
     }
 
     /// Record the frame's state after an operation (not synced: it only
     /// speaks for a process killed since, whose writes the kernel kept).
     fn mark(&mut self) -> Result<()> {
+        self.state(MARK)
+    }
+
+    /// A write of the epoch is complete: record it with the frame's state
+    /// (not synced: after a restart the whole epoch is rolled back).
+    fn commit_write(&mut self, sc: &SChunk) -> Result<()> {
+        if let Layout::Dir { in_use, made, .. } = &mut self.layout {
+            made.extend(in_use_of(sc)?.difference(in_use));
+        }
+        self.state(COMMIT)?;
+        self.writes += 1;
+        Ok(())
+    }
+
+    /// Append a `tag` record of the frame's fingerprint.
+    fn state(&mut self, tag: u8) -> Result<()> {
         let contiguous = matches!(self.layout, Layout::File { .. });
         let fp = frame::fingerprint(&self.url, contiguous).map_err(io_err("reading", Path::new(&self.url)))?;
-        let r = record(MARK, 0, &fp.to_le_bytes());
+        let r = record(tag, 0, &fp.to_le_bytes());
         let write = |f: &mut io::File| -> std::io::Result<()> {
             f.seek(SeekFrom::End(0))?;
             f.write_all(&r)
         };
-        write(&mut self.file).map_err(io_err("writing journal", &self.path))
+        write(&mut self.file).map_err(io_err("writing journal", &self.path))?;
+        self.len += r.len() as u64;
+        Ok(())
+    }
+
+    /// Whether the epoch is to end now ([`EPOCH_WRITES`], [`EPOCH_AGE`], [`EPOCH_BYTES`]).
+    pub(crate) fn due(&self) -> bool {
+        self.writes >= EPOCH_WRITES || self.len >= EPOCH_BYTES || self.started.elapsed() >= EPOCH_AGE
+    }
+
+    /// Whether the journal is still there: another handle that wrote the
+    /// array since ended the epoch (it removed the journal).
+    pub(crate) fn still_current(&self) -> bool {
+        identity::still_at(self.file.std(), &self.path)
+    }
+
+    /// End the epoch: sync what it changed, then delete the journal. The
+    /// caller holds the array's lock.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if syncing or deleting fails; the journal then stays,
+    /// and the next open or write settles it.
+    pub(crate) fn finish(&self) -> Result<()> {
+        if self.sync {
+            let current = match &self.layout {
+                Layout::Dir { in_use, made, .. } => in_use.union(made).copied().collect(),
+                Layout::File { .. } => BTreeSet::new(),
+            };
+            self.sync_changes(&current)?;
+        }
+        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
+    }
+
+    /// [`Journal::finish`], under the array's lock, if the journal is
+    /// still there.
+    fn end(&self) -> Result<()> {
+        // Gone (another handle ended the epoch, or the array was removed):
+        // nothing to lock for.
+        if !self.still_current() {
+            return Ok(());
+        }
+        let _lock = super::lock::wait_for(&self.url)?;
+        if self.still_current() {
+            self.finish()?;
+        }
+        Ok(())
     }
 
     /// Sync what the write changed, then delete the journal.
     fn commit(&self, sc: &SChunk) -> Result<()> {
         if self.sync {
-            self.sync_changes(sc)?;
+            let current = if matches!(self.layout, Layout::Dir { .. }) { in_use_of(sc)? } else { BTreeSet::new() };
+            self.sync_changes(&current)?;
         }
         // Deleting the journal is the commit. If this is lost in a power
         // failure, the next open rolls back: the state before, also valid.
@@ -752,22 +992,23 @@ impl Journal {
     /// directory, so that the index synced now names no file that is not
     /// on disk. (A frame file is synced whole anyway, and its directory
     /// by the journal's name, sync 2.)
-    fn sync_changes(&self, sc: &SChunk) -> Result<()> {
+    ///
+    /// `current`: the chunk file numbers the index uses now (of an epoch,
+    /// every number one of its writes left in use).
+    fn sync_changes(&self, current: &BTreeSet<i64>) -> Result<()> {
         let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f, true)).map_err(io_err("syncing", p));
         match &self.layout {
             Layout::File { path, .. } => sync(path),
-            Layout::Dir { dir, in_use, saved, removed } => {
+            Layout::Dir { dir, in_use, saved, removed, .. } => {
                 sync(&dir.join(SPARSE_INDEX))?;
-                let offsets = sc.frame_offsets()?;
                 if self.whole {
-                    let all: BTreeSet<i64> =
-                        offsets.into_iter().filter(|o| *o >= 0).chain(saved.iter().copied()).collect();
+                    let all: BTreeSet<i64> = current.iter().chain(saved).copied().collect();
                     for p in all.iter().map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
                         sync(&p)?;
                     }
                     return sync_dir(dir, true);
                 }
-                let new: Vec<i64> = offsets.into_iter().filter(|o| *o >= 0 && !in_use.contains(o)).collect();
+                let new: Vec<i64> = current.difference(in_use).copied().collect();
                 for p in saved.iter().chain(&new).map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
                     sync(&p)?;
                 }
@@ -791,6 +1032,14 @@ impl Journal {
 /// With `check` (recovery, where the write's process is gone), the journal
 /// must first be shown to belong to what is there ([`stale`]); one that
 /// does not is not applied but kept aside, with a warning on stderr.
+///
+/// An epoch's journal ([`Durability::Normal`]: it has [`COMMIT`] records)
+/// undoes only the write after its last commit, if one had begun, when the
+/// kernel kept the writes (a killed process, or [`TxJournal::abort`]), and
+/// the whole epoch after a restart, when what was not synced may be lost
+/// (its original bytes were synced before they were overwritten). Either
+/// way the frame is synced whole before the journal goes, since the
+/// epoch's committed writes were not.
 fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool) -> Result<()> {
     let mut bytes = Vec::new();
     file.seek(SeekFrom::Start(0))
@@ -819,6 +1068,13 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
         );
         return Ok(());
     }
+    let epoch = records.iter().rposition(|r| r.tag == COMMIT).filter(|_| kernel_kept(url, &records));
+    let undo = match epoch {
+        // Records after the last commit undo a write only once it began.
+        Some(c) if records[c + 1..].iter().any(|r| r.tag == WRITE) => &records[c + 1..],
+        Some(_) => &[][..],
+        None => &records[..],
+    };
     // The rollback changes the frame: a recovery after it is interrupted
     // must not expect the state of the last operation. (What follows the
     // last intact record, a save cut short, goes first, or it would hide
@@ -832,13 +1088,60 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
             .and_then(|()| flush(file, sync))
             .map_err(io_err("writing journal", path))?;
     }
-    if dir {
-        undo_dir(Path::new(url), &records, sync)?;
+    if undo.is_empty() {
+    } else if dir {
+        undo_dir(Path::new(url), undo, sync)?;
     } else {
-        undo_file(Path::new(url), &records, sync)?;
+        undo_file(Path::new(url), undo, sync)?;
+    }
+    if sync && records.iter().any(|r| r.tag == COMMIT) {
+        sync_whole(url, !dir)?;
     }
     io::remove_file(path).map_err(io_err("removing journal", path))?;
     sync_dir(parent_dir(path), sync)
+}
+
+/// Sync all of the frame at `url`: the file, or a sparse frame's index,
+/// every chunk file in its directory and the directory.
+fn sync_whole(url: &str, contiguous: bool) -> Result<()> {
+    let sync = |p: &Path| io::File::open(p).and_then(|f| flush(&f, true)).map_err(io_err("syncing", p));
+    let dir = Path::new(url);
+    if contiguous {
+        return sync(dir);
+    }
+    sync(&dir.join(SPARSE_INDEX))?;
+    for e in std::fs::read_dir(dir).map_err(io_err("listing", dir))?.flatten() {
+        if chunk_id(&e.file_name().to_string_lossy()).is_some() {
+            sync(&e.path())?;
+        }
+    }
+    sync_dir(dir, true)
+}
+
+/// Whether the journal at `path` is an epoch's between two writes (its
+/// last record a [`COMMIT`]): the array is in the state its last write left.
+fn between_writes(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| parse(&b).is_ok_and(|r| r.last().is_some_and(|r| r.tag == COMMIT)))
+}
+
+/// End, for a write of this handle to the array at `url` (whose lock it
+/// holds), the epoch of another handle whose journal is at `path`: if that
+/// handle is between two writes (alive, or gone in this boot), its changes
+/// are synced and its journal removed (that handle starts a new epoch at
+/// its next write). `false` if the journal is not such an epoch's.
+fn end_epoch_of_another(url: &str, path: &Path, contiguous: bool) -> Result<bool> {
+    let file = match open_locked(path)? {
+        Found::Busy if between_writes(path) => None,
+        Found::Locked(f) if between_writes(path) && kernel_kept_at(url, path) => Some(f),
+        Found::Nothing => return Ok(true),
+        _ => return Ok(false),
+    };
+    if recovery_syncs() {
+        sync_whole(url, contiguous)?;
+    }
+    io::remove_file(path).map_err(io_err("removing journal", path))?;
+    drop(file);
+    Ok(true)
 }
 
 /// Why the journal `records` does not belong to the array at `url` as it
@@ -858,9 +1161,12 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
     // Journals of earlier versions have no state record: identity is all they bind to.
     let Some(state) = records.iter().find(|r| r.tag == STATE) else { return Ok(None) };
     let sample = if dir {
+        // The numbers in use when the journal was made (an epoch's later
+        // writes record theirs too).
         let in_use: BTreeSet<i64> = records
             .iter()
-            .filter(|r| r.tag == CHUNK_IDS)
+            .find(|r| r.tag == CHUNK_IDS)
+            .into_iter()
             .flat_map(|r| r.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64))
             .collect();
         dir_sample(Path::new(url), &in_use, records).map_err(io_err("reading", Path::new(url)))?
@@ -879,8 +1185,7 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
     }
     // Without a restart since, the kernel kept every write of the killed
     // process, in order, with the times it made them.
-    let boot = records.iter().find(|r| r.tag == BOOT).map(|r| r.payload);
-    if !boot.is_some_and(|b| !b.is_empty() && b == boot_id().as_bytes()) || restarted_since(&id_path) {
+    if !kernel_kept(url, records) {
         return Ok(None);
     }
     let (then, now) = (state.key, mtime_ns(&id_path));
@@ -890,7 +1195,7 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
             id_path.display()
         )));
     }
-    if let Some(mark) = records.last().filter(|r| r.tag == MARK) {
+    if let Some(mark) = records.last().filter(|r| r.tag == MARK || r.tag == COMMIT) {
         let now = frame::fingerprint(url, !dir).map_err(io_err("reading", Path::new(url)))?;
         if Some(now) != u64_at(mark.payload, 0) {
             return Ok(Some(format!(
@@ -902,7 +1207,20 @@ fn stale(url: &str, records: &[Record<'_>]) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// This boot of the system (Linux's `boot_id`); empty where unknown.
+/// Whether the system has not restarted since the journal `records` of
+/// the array at `url` was made: the kernel kept every write of its writer.
+fn kernel_kept(url: &str, records: &[Record<'_>]) -> bool {
+    let dir = records.first().is_some_and(|r| r.key == KIND_DIR);
+    let id_path = if dir { Path::new(url).join(SPARSE_INDEX) } else { PathBuf::from(url) };
+    let boot = records.iter().find(|r| r.tag == BOOT).map(|r| r.payload);
+    boot.is_some_and(|b| !b.is_empty() && b == boot_id().as_bytes()) && !restarted_since(&id_path)
+}
+
+/// [`kernel_kept`] for the journal at `path`.
+fn kernel_kept_at(url: &str, path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| parse(&b).is_ok_and(|r| kernel_kept(url, &r)))
+}
+
 /// Whether a test's power-loss model put this array together as a restart
 /// would leave it (`faults::pretend_restarted`): the journals it finds were
 /// written in this boot, but the kernel did not keep their writers' writes.
@@ -916,6 +1234,7 @@ fn restarted_since(_path: &Path) -> bool {
     false
 }
 
+/// This boot of the system (Linux's `boot_id`); empty where unknown.
 fn boot_id() -> String {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
@@ -950,8 +1269,10 @@ fn windows(header_len: u64, data_end: u64) -> Vec<(u64, u64)> {
 /// before the write: the bytes there now, with the original bytes of the
 /// chunks `records` saved put back. `None` if the file is too short.
 fn file_sample(f: &mut File, header_len: u64, data_end: u64, records: &[Record<'_>]) -> std::io::Result<Option<u64>> {
+    // Newest first, so that the original bytes (an epoch saves a chunk
+    // again for each write that overwrites it) are put back last.
     let saved: Vec<&Record<'_>> =
-        records.iter().filter(|r| r.tag == BYTES && r.key >= header_len && r.key < data_end).collect();
+        records.iter().rev().filter(|r| r.tag == BYTES && r.key >= header_len && r.key < data_end).collect();
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for (at, len) in windows(header_len, data_end) {
         let mut buf = match read_at(f, at, len as usize) {
@@ -1025,16 +1346,18 @@ fn undo_dir(dir: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
         let mut f = OpenOptions::truncate().open(p).map_err(io_err("opening for rollback", p))?;
         f.write_all(bytes).and_then(|()| flush(&f, sync)).map_err(io_err("rolling back", p))
     };
-    let mut in_use = BTreeSet::new();
     for r in records.iter().rev() {
         match r.tag {
             INDEX_COPY => write(&dir.join(SPARSE_INDEX), r.payload)?,
             CHUNK_FILE => write(&chunk_file(dir, r.key as i64), r.payload)?,
-            CHUNK_IDS => in_use.extend(r.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64)),
             _ => {}
         }
     }
-    // Chunk files the original index does not use (new ones) go.
+    // Chunk files the original index does not use (new ones) go. (Of an
+    // epoch, each write records the numbers in use as it began: the first
+    // record is the state undone to.)
+    let Some(ids) = records.iter().find(|r| r.tag == CHUNK_IDS) else { return sync_dir(dir, sync) };
+    let in_use: BTreeSet<i64> = ids.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64).collect();
     for e in std::fs::read_dir(dir).map_err(io_err("listing", dir))?.flatten() {
         let name = e.file_name();
         if chunk_id(&name.to_string_lossy()).is_some_and(|id| !in_use.contains(&id)) {
@@ -1109,6 +1432,9 @@ pub fn recover(urlpath: &str) -> Result<()> {
     }
     match open_locked(&path)? {
         Found::Nothing => Ok(()),
+        // A live handle's epoch between two of its writes: the array is in
+        // the state its last write left, and the journal stays its own.
+        Found::Busy if between_writes(&path) => Ok(()),
         Found::Busy => Err(busy(urlpath)),
         Found::Unwritable(e) => Err(Error::storage(
             Some(urlpath),
@@ -1237,8 +1563,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// What a reader sees of an array.
-    fn content(url: &str) -> (Vec<u8>, Vec<u8>) {
+    /// What a reader sees of an array: its items and its vlmetalayer.
+    type Content = (Vec<u8>, Vec<u8>);
+
+    fn content(url: &str) -> Content {
         let a = Array::open(&ctx(), url).unwrap();
         (a.to_vec().unwrap(), a.vlmeta_get("note").unwrap())
     }
@@ -1487,5 +1815,118 @@ mod tests {
             assert!(read_record(&bad, 0).is_none(), "flipping byte {i} went unnoticed");
         }
         assert!(read_record(&r[..r.len() - 1], 0).is_none());
+    }
+
+    // Epochs (Durability::Normal).
+
+    /// Four writes of one epoch through a store at `Normal`; returns what a
+    /// reader sees before and after each, and the store (its epoch open).
+    fn epoch_of_writes(url: &str) -> (Vec<Content>, Store) {
+        let arr = Array::open(&ctx(), url).unwrap();
+        let (chunk_nbytes, block_nbytes) = (arr.geometry().chunk_nbytes(), arr.geometry().block_nbytes());
+        drop(arr);
+        let comp = Compression::default();
+        let small = |v: u8| repeat_chunk(&comp, 4, block_nbytes, chunk_nbytes, &[v, 2, 3, 4]).unwrap();
+        let big = CCtx::new(&comp, 4, block_nbytes, 1).unwrap().compress(&noise(chunk_nbytes, 9)).unwrap();
+        let mut store = Store::open(url).unwrap();
+        store.set_durability(crate::Durability::Normal);
+        let mut seen = vec![content(url)];
+        store.write(|tx| tx.update_chunks(&[(0, &small(1))])).unwrap(); // in place: an original chunk, saved and synced
+        seen.push(content(url));
+        store.write(|tx| tx.update_chunks(&[(3, &big)])).unwrap(); // does not fit: goes past the end
+        seen.push(content(url));
+        store
+            .write(|tx| {
+                tx.update_chunks(&[(0, &small(5))])?; // in place again: saved for this write only
+                tx.vlmeta_put("note", b"a longer note than before", true, &CParams::default())
+            })
+            .unwrap();
+        seen.push(content(url));
+        store
+            .write(|tx| {
+                tx.update_chunks(&[(2, &big)])?;
+                tx.delete_chunk(1)?;
+                tx.append_chunk(&small(7)).map(drop)
+            })
+            .unwrap();
+        seen.push(content(url));
+        assert!(journal_path(url).exists(), "the epoch ended early");
+        (seen, store)
+    }
+
+    #[test]
+    fn an_epoch_keeps_what_it_committed_when_its_process_dies() {
+        both("epoch-killed", |url, contiguous| {
+            make(url, contiguous, 20);
+            let (seen, mut store) = epoch_of_writes(url);
+            let records = parse(&std::fs::read(journal_path(url)).unwrap()).unwrap().len();
+            assert!(records > 10, "{records} records");
+            store.epoch.get_mut().unwrap().abandon();
+            drop(store);
+            assert_eq!(content(url), seen[4]);
+            assert!(!journal_path(url).exists());
+        });
+    }
+
+    #[test]
+    fn an_epoch_undoes_only_the_write_in_flight() {
+        both("epoch-mid", |url, contiguous| {
+            make(url, contiguous, 21);
+            let (seen, mut store) = epoch_of_writes(url);
+            let before = snapshot(url);
+            let (chunk_nbytes, block_nbytes) = (4 * 8 * 6, 4 * 4 * 3);
+            let small = repeat_chunk(&Compression::default(), 4, block_nbytes, chunk_nbytes, &[9, 9, 9, 9]).unwrap();
+            let r = store.write(|tx| {
+                tx.update_chunks(&[(0, &small), (4, &small)])?; // in place, over chunks saved before or not
+                tx.vlmeta_put("note", b"lost", true, &CParams::default())?;
+                tx.crash();
+                Err::<(), _>(Error::blosc("killed", None))
+            });
+            assert!(r.is_err());
+            drop(store);
+            recover(url).unwrap();
+            assert_eq!(snapshot(url), before);
+            assert_eq!(content(url), seen[4]);
+        });
+    }
+
+    #[test]
+    fn an_epoch_is_rolled_back_whole_after_a_restart() {
+        both("epoch-restart", |url, contiguous| {
+            make(url, contiguous, 22);
+            let before = snapshot(url);
+            let (seen, mut store) = epoch_of_writes(url);
+            assert_ne!(seen[0], seen[4]);
+            store.epoch.get_mut().unwrap().abandon();
+            drop(store);
+            let _restart = crate::store::io::faults::pretend_restarted(Path::new(url).parent().unwrap());
+            recover(url).unwrap();
+            assert_eq!(snapshot(url), before);
+            assert_eq!(content(url), seen[0]);
+        });
+    }
+
+    #[test]
+    fn an_epoch_ends_at_drop_and_at_another_handles_write() {
+        both("epoch-end", |url, contiguous| {
+            make(url, contiguous, 23);
+            let (seen, store) = epoch_of_writes(url);
+            drop(store);
+            assert!(!journal_path(url).exists());
+            assert_eq!(content(url), seen[4]);
+            // Another handle's write (at full) ends a live epoch, which the
+            // first handle's next write does not find: it starts another.
+            let (_, mut a) = epoch_of_writes(url);
+            let mut b = Store::open(url).unwrap();
+            b.write(|tx| tx.vlmeta_put("note", b"from b", true, &CParams::default())).unwrap();
+            assert!(!journal_path(url).exists());
+            a.lock_fresh().unwrap();
+            a.write(|tx| tx.vlmeta_put("note", b"from a", true, &CParams::default())).unwrap();
+            assert!(journal_path(url).exists());
+            drop(b);
+            assert_eq!(content(url).1, b"from a");
+            drop(a);
+            assert!(!journal_path(url).exists());
+        });
     }
 }

@@ -54,7 +54,7 @@ mod tests;
 use blosc::{Chunk, Layout, SChunk, Special, Storage, MAX_METALAYERS};
 use checksum::{checked_chunk, chunk_hash, load_checksums, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use frame_check::Chunks;
-use journal::{Op, TxJournal};
+use journal::{Epoch, Journal, Op, TxJournal};
 use location::{Protocol, Site};
 
 use crate::cache::BlockCache;
@@ -118,6 +118,10 @@ pub(crate) struct Store {
     /// For a store in local files: its read sections' lock and what it
     /// last knew of its data file ([`readers`]).
     gate: Option<readers::Gate>,
+    /// At [`Durability::Normal`], the journal of the epoch this handle's
+    /// writes are in, between two of them (see [`journal`]); ended when it
+    /// is due, when the level changes, before a replacement and on drop.
+    epoch: std::sync::Mutex<Epoch>,
 }
 
 /// How an operation changes a store ([`Store::check_changeable`]).
@@ -342,6 +346,7 @@ impl Store {
             unsynced: false,
             kept: None,
             gate,
+            epoch: std::sync::Mutex::default(),
         }
     }
 
@@ -493,9 +498,23 @@ impl Store {
         self.cache.as_ref()
     }
 
-    /// Set what this handle's writes survive (see [`Durability`]).
+    /// Set what this handle's writes survive (see [`Durability`]). An
+    /// epoch in progress ends first (if that fails, the journal stays, and
+    /// the next open or write settles it).
     pub(crate) fn set_durability(&mut self, durability: Durability) {
+        if durability != self.durability {
+            let _ = self.end_epoch();
+        }
         self.durability = durability;
+    }
+
+    /// End this handle's epoch, if one is open ([`Durability::Normal`]):
+    /// under the array's lock, sync what it changed and remove its journal.
+    ///
+    /// # Errors
+    /// As [`Epoch::end`].
+    pub(crate) fn end_epoch(&self) -> Result<()> {
+        self.epoch.lock().unwrap_or_else(std::sync::PoisonError::into_inner).end()
     }
 
     /// What this handle's writes survive ([`Store::set_durability`]).
@@ -679,6 +698,7 @@ impl Store {
         }
         // The link stays; what it names is replaced.
         let target = paths::link_target(&url).unwrap_or_else(|| url.clone());
+        self.end_epoch()?;
         let _lock = write_beside(&target, storage.contiguous, self.durability.syncs(), |st| make(st).map(drop))?;
         let mut store = Store::open(&url)?;
         store.durability = self.durability;
@@ -698,28 +718,41 @@ impl Store {
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let sync = self.durability.syncs();
-        let journal = TxJournal::armed(sync, self.unsynced);
+        // The handle's epoch, unless another handle ended it since.
+        let epoch = self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let journal = TxJournal::armed(sync, self.unsynced, self.durability.batches(), epoch);
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
-        let result = change(&mut tx).and_then(|v| tx.commit().map(|changed| (v, changed)));
-        let result = result.map(|(v, changed)| {
-            if changed {
-                // A synced commit made the whole store durable (see journal's sync_changes).
-                self.unsynced = !sync;
+        match change(&mut tx).and_then(|v| tx.commit().map(|c| (v, c))) {
+            Ok((v, (changed, epoch))) => {
+                if changed {
+                    // A synced commit made the whole store durable (see
+                    // journal's sync_changes); an epoch's end does.
+                    self.unsynced = !sync;
+                }
+                match epoch {
+                    // The epoch's changes are committed whatever this says.
+                    Some(j) if j.due() => j.finish()?,
+                    j => self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).keep(j),
+                }
+                Ok(v)
             }
-            v
-        });
-        if result.is_err() {
-            tx.journal.abort()?;
-            if self.sc.storage().urlpath.is_some() {
-                // What is on disk is what was there before: read it back
-                // (the table in memory may describe changes that never ran).
-                self.reload()?;
-            } else {
-                let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal: TxJournal::Idle, marker_due: false };
-                let _ = tx.store_checksums();
+            Err(e) => {
+                let unjoined = tx.journal.unjoined();
+                tx.journal.abort()?;
+                if self.sc.storage().urlpath.is_some() {
+                    // What is on disk is what was there before: read it back
+                    // (the table in memory may describe changes that never ran).
+                    self.reload()?;
+                } else {
+                    let mut tx =
+                        Tx { sc: &mut self.sc, sums: &mut self.sums, journal: TxJournal::Idle, marker_due: false };
+                    let _ = tx.store_checksums();
+                }
+                // An epoch the write never joined goes on.
+                self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).keep(unjoined);
+                Err(e)
             }
         }
-        result
     }
 
     /// Reopen a persistent store from disk (after a rollback).
@@ -734,6 +767,8 @@ impl Store {
             None => Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due())?,
         };
         let (cache, durability, unsynced) = (self.cache.take(), self.durability, self.unsynced);
+        // The handle's epoch goes on (its end needs the lock the caller may hold).
+        let epoch = std::mem::take(self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner));
         // The same gate: operations that own the lock still do (readers.rs).
         let gate = self.gate.take();
         *self = fresh;
@@ -741,6 +776,7 @@ impl Store {
         self.cache = cache;
         self.durability = durability;
         self.unsynced = unsynced;
+        self.epoch = std::sync::Mutex::new(epoch);
         if let Some(mut g) = gate {
             g.forget();
             self.gate = Some(g);
@@ -1123,7 +1159,7 @@ impl Tx<'_> {
 
     /// The transaction succeeded: store the table with the changes it
     /// describes, then commit the journal.
-    fn commit(&mut self) -> Result<bool> {
+    fn commit(&mut self) -> Result<(bool, Option<Box<Journal>>)> {
         self.store_checksums()?;
         self.journal.commit(self.sc)
     }
