@@ -202,9 +202,9 @@ impl Counts {
 /// One role's loop, in a child process: `kind` is `w0`..`w3` (items,
 /// appends, inserts and deletes past the fixed rows, the vlmetalayer) or
 /// `r` (reader); committed writes are logged to `log`.
-fn role(kind: &str, url: &str, checksums: bool, full: bool, seconds: f64, log: &Path) -> Counts {
+fn role(kind: &str, url: &str, checksums: bool, level: Durability, seconds: f64, log: &Path) -> Counts {
     let mut a = Array::open(&ctx(checksums), url).unwrap();
-    a.set_durability(if full { Durability::Full } else { Durability::Process });
+    a.set_durability(level);
     let mut log = std::fs::File::create(log).unwrap();
     let mut c = Counts::default();
     let deadline = Instant::now() + Duration::from_secs_f64(seconds);
@@ -287,7 +287,7 @@ fn role(kind: &str, url: &str, checksums: bool, full: bool, seconds: f64, log: &
 fn soak_role() {
     let Ok(spec) = std::env::var(ROLE) else { return };
     let f: Vec<&str> = spec.split('|').collect();
-    let c = role(f[0], f[1], f[2] == "1", f[3] == "1", f[4].parse().unwrap(), Path::new(f[5]));
+    let c = role(f[0], f[1], f[2] == "1", f[3].parse().unwrap(), f[4].parse().unwrap(), Path::new(f[5]));
     println!("COUNTS {} {}", f[0], c.line());
 }
 
@@ -297,9 +297,10 @@ fn soak() {
     let exe = std::env::current_exe().unwrap();
     for contiguous in [true, false] {
         for checksums in [false, true] {
-            for full in [false, true] {
-                let what = format!("contiguous {contiguous}, checksums {checksums}, full {full}");
-                let d = scratch(&format!("soak-{contiguous}-{checksums}-{full}"));
+            // At `normal`, each writer's epoch is ended by the next writer's write.
+            for level in [Durability::Process, Durability::Full, Durability::Normal] {
+                let what = format!("contiguous {contiguous}, checksums {checksums}, {level}");
+                let d = scratch(&format!("soak-{contiguous}-{checksums}-{level}"));
                 let url = create(&d, contiguous, checksums);
                 let kinds = ["w0", "w1", "w2", "w3", "r", "r", "r", "r"];
                 let children: Vec<_> = kinds
@@ -307,8 +308,7 @@ fn soak() {
                     .enumerate()
                     .map(|(i, k)| {
                         let log = d.join(format!("log-{i}"));
-                        let spec =
-                            format!("{k}|{url}|{}|{}|{seconds}|{}", u8::from(checksums), u8::from(full), log.display());
+                        let spec = format!("{k}|{url}|{}|{level}|{seconds}|{}", u8::from(checksums), log.display());
                         let child = Command::new(&exe)
                             .args(["--exact", "soak_role", "--nocapture", "--test-threads", "1"])
                             .env(ROLE, spec)

@@ -29,7 +29,7 @@ def where(kind, tmp_path, name="a"):
 def test_default_is_full_and_levels_are_accepted(tmp_path):
     a = cat.zeros((4, 4), dtype="i4", **where("contiguous", tmp_path))
     assert a.durability == "full"
-    for level in ("process", "full"):
+    for level in ("process", "normal", "full"):
         b = cat.zeros((4, 4), dtype="i4", durability=level, **where("sparse", tmp_path, level))
         assert b.durability == level
         assert cat.open(b.urlpath, durability=level).durability == level
@@ -56,7 +56,7 @@ def test_bad_levels_are_refused(tmp_path, bad):
 def test_property_round_trip_and_data_at_both_levels(tmp_path, kind):
     ref = np.arange(40 * 30, dtype="f8").reshape(40, 30)
     a = cat.asarray(ref, chunks=(10, 30), blocks=(5, 30), durability="process", **where(kind, tmp_path))
-    for i, level in enumerate(["process", "full", "process", "full"]):
+    for i, level in enumerate(["process", "full", "normal", "process", "normal", "full"]):
         a.durability = level
         assert a.durability == level
         a[i * 7] = -ref[i * 7]
@@ -69,7 +69,7 @@ def test_property_round_trip_and_data_at_both_levels(tmp_path, kind):
     assert a.durability == "full"
     b = cat.open(a.urlpath, durability="process")
     np.testing.assert_array_equal(b[...], ref)
-    assert b.vlmeta["step"] == 3
+    assert b.vlmeta["step"] == 5
     assert pickle.loads(pickle.dumps(b)).durability == "process"
     c = a.copy(urlpath=where(kind, tmp_path, "c")["urlpath"], durability="process")
     assert c.durability == "process"
@@ -153,3 +153,22 @@ def test_killed_writers_at_process_level_leave_whole_writes(tmp_path, kind):
         # Writes come in order: the rows written form a prefix.
         assert done == list(range(len(done))), f"kill {kill}: rows written {done}"
         a.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_normal_writes_are_seen_at_once_and_durable_at_close(tmp_path, kind):
+    """At 'normal', writes of one handle share a journal (an epoch) that
+    stays while the handle is open: another handle sees each write at once;
+    closing the writer ends the epoch (the journal goes)."""
+    url = where(kind, tmp_path)["urlpath"]
+    a = cat.zeros((100, 10), dtype="i8", chunks=(10, 10), blocks=(5, 10), durability="normal", **where(kind, tmp_path))
+    for i in range(30):
+        a[i] = i
+    journal = url + ".caterva-journal"
+    assert os.path.exists(journal)
+    b = cat.open(url)
+    np.testing.assert_array_equal(b[:30, 0], np.arange(30))
+    b.close()
+    a.close()
+    assert not os.path.exists(journal)
+    np.testing.assert_array_equal(cat.open(url)[:30, 0], np.arange(30))

@@ -152,6 +152,40 @@
 //! back that last write whole, which leaves the state before it (the
 //! next write's journal, step 2, makes the removal durable).
 
+//!
+//! # Epochs ([`Durability::Normal`])
+//!
+//! At `Normal` a handle's writes share one journal, an epoch, made durable
+//! together, as SQLite's WAL `NORMAL` makes its commits durable at the
+//! checkpoint. The epoch's first write makes the journal as above (syncs 1
+//! and 2). Each later write, before its first change, appends what undoes
+//! it alone (the frame's length, header and tail, or the index and the
+//! chunk file numbers, as they are then) and a [`WRITE`] record, unsynced;
+//! the saves of its operations follow as above, but only those of chunks
+//! the epoch started with, saved for the first time in the epoch, are
+//! synced (the epoch's start can always be restored: its bytes reached the
+//! disk before they were overwritten). A write's commit is a [`COMMIT`]
+//! record with the frame's fingerprint, unsynced; the journal stays, and
+//! its file stays locked by the handle. The epoch ends after
+//! [`EPOCH_WRITES`] writes, [`EPOCH_AGE`] or [`EPOCH_BYTES`] of journal (at
+//! the end of a write), when the handle's level changes, before it replaces
+//! the array, and when it is dropped: the frame is synced as at a commit
+//! (sync 3 and 4, over everything the epoch wrote), and the journal removed.
+//!
+//! Another handle finds such a journal locked, its last record a commit:
+//! the array is in the state its owner's last write left. An opener opens
+//! it as it is; a writer (holding the array's lock, so the owner is between
+//! writes) ends the epoch itself: it syncs the whole frame and removes the
+//! journal, and the owner, finding it gone at its next write, starts
+//! another. A journal left by a handle that is gone is recovered: if the
+//! system has not restarted since, the kernel kept every write, and only
+//! the write after the last commit (if it began: a [`WRITE`] record, or no
+//! commit at all) is undone; after a restart, what was not synced may be
+//! lost, and the whole epoch is rolled back to its start. Either way the
+//! whole frame is synced before the journal is removed. So after a power
+//! loss the array is at a commit no older than the epoch's start, and
+//! never torn; a killed process loses nothing that returned.
+
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -290,7 +324,9 @@ impl TxJournal {
                         j.begin_write(sc, ops)?;
                         TxJournal::Open(j)
                     }
-                    (None, Some(url)) => TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole, *batch)?)),
+                    (None, Some(url)) => {
+                        TxJournal::Open(Box::new(Journal::begin(sc, &url, ops, *sync, *whole, *batch)?))
+                    }
                     (None, None) => TxJournal::Idle,
                 };
                 Ok(())
@@ -498,9 +534,11 @@ pub(crate) struct Epoch(Option<Box<Journal>>);
 
 impl Epoch {
     /// The journal, for a write to join, unless another handle ended the
-    /// epoch since (by writing the array).
+    /// epoch since (by writing the array), or this is a child process
+    /// forked since the epoch began: the epoch stays the parent's (the
+    /// child's next write ends it, as another handle's would).
     pub(crate) fn take(&mut self) -> Option<Box<Journal>> {
-        self.0.take().filter(|j| j.still_current())
+        self.0.take().filter(|j| j.pid == std::process::id() && j.still_current())
     }
 
     /// Keep `journal` (an epoch's, after a write) for the next write.
@@ -515,7 +553,11 @@ impl Epoch {
     /// As [`super::lock::wait_for`] and [`Journal::finish`]; the journal
     /// then stays, and the next open or write of the array settles it.
     pub(crate) fn end(&mut self) -> Result<()> {
-        self.0.take().map_or(Ok(()), |j| j.end())
+        match self.0.take() {
+            Some(j) if j.pid == std::process::id() => j.end(),
+            // A forked child's copy: its descriptor closes, the parent's lock stays.
+            _ => Ok(()),
+        }
     }
 }
 
@@ -554,6 +596,8 @@ pub(crate) struct Journal {
     started: std::time::Instant,
     /// The journal's length.
     len: u64,
+    /// The process that made it (a forked child does not join its epoch).
+    pid: u32,
 }
 
 /// The journal path of an array at `urlpath`.
@@ -801,7 +845,8 @@ impl Journal {
         sync_dir(parent_dir(&path), sync)?;
         let len = base.len() as u64;
         let started = std::time::Instant::now();
-        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole, batch, writes: 0, started, len })
+        let pid = std::process::id();
+        Ok(Journal { path, url: url.to_owned(), file, layout, sync, whole, batch, writes: 0, started, len, pid })
     }
 
     /// Base records of a contiguous frame file: its length, header and tail.
