@@ -216,7 +216,8 @@
 /**
  * `caterva_set_durability` level: every write is synced to disk (the
  * journal, then the change) and survives a power loss or an
- * operating-system crash whole or not at all. The default.
+ * operating-system crash whole or not at all; every write that returned
+ * before the last one is there after it.
  */
 #define CATERVA_DURABILITY_FULL 0
 
@@ -233,7 +234,9 @@
  * write, a change of level and `caterva_free`). A power loss or an
  * operating-system crash never tears the array, but may lose the last
  * writes before it; a killed process loses nothing that had returned.
- * Like SQLite's `synchronous=NORMAL` in WAL mode.
+ * Like SQLite's `synchronous=NORMAL` in WAL mode. The default of a new
+ * context, unless `CATERVA_DURABILITY` in the environment says otherwise
+ * (`full`, `normal` or `process`).
  */
 #define CATERVA_DURABILITY_NORMAL 2
 
@@ -1081,8 +1084,8 @@ int caterva_append_array(struct caterva_ctx_t *ctx,
 
 /**
  * Choose what `array`'s writes survive from its next write on:
- * `CATERVA_DURABILITY_FULL` (the default), `CATERVA_DURABILITY_NORMAL` or
- * `CATERVA_DURABILITY_PROCESS`.
+ * `CATERVA_DURABILITY_FULL`, `CATERVA_DURABILITY_NORMAL` (the default of
+ * a new context) or `CATERVA_DURABILITY_PROCESS`.
  * A setting of this handle only, not stored in the file; an array in
  * memory keeps it and has nothing to sync. The environment variable
  * `CATERVA_JOURNAL_SYNC=0` makes every handle `CATERVA_DURABILITY_PROCESS`
@@ -1121,10 +1124,11 @@ int caterva_refresh(struct caterva_ctx_t *ctx, struct caterva_array_t *array, bo
 
 /**
  * Choose what the writes of the arrays created or opened with `ctx` from
- * now on survive (`CATERVA_DURABILITY_FULL`, the default,
- * `CATERVA_DURABILITY_NORMAL` or `CATERVA_DURABILITY_PROCESS`), their
- * creation included: at `FULL` and `NORMAL` a new array on disk is synced
- * before it is renamed into place, at `PROCESS`
+ * now on survive (`CATERVA_DURABILITY_FULL`, `CATERVA_DURABILITY_NORMAL`,
+ * the default unless `CATERVA_DURABILITY` in the environment names
+ * another, or `CATERVA_DURABILITY_PROCESS`), their creation included: at
+ * `FULL` and `NORMAL` a new array on disk is synced before it is renamed
+ * into place, at `PROCESS`
  * it is not (as b2nd, zarr or HDF5 write by default). Each handle may
  * change its own later (`caterva_set_durability`). `CATERVA_JOURNAL_SYNC=0`
  * in the environment makes every handle `PROCESS` whatever this says.
