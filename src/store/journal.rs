@@ -1133,11 +1133,13 @@ fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool, sync: bool
             .and_then(|()| flush(file, sync))
             .map_err(io_err("writing journal", path))?;
     }
-    if undo.is_empty() {
-    } else if dir {
-        undo_dir(Path::new(url), undo, sync)?;
-    } else {
-        undo_file(Path::new(url), undo, sync)?;
+    // (Nothing to undo: an epoch that died between two writes.)
+    if !undo.is_empty() {
+        if dir {
+            undo_dir(Path::new(url), undo, sync)?;
+        } else {
+            undo_file(Path::new(url), undo, sync)?;
+        }
     }
     if sync && records.iter().any(|r| r.tag == COMMIT) {
         sync_whole(url, !dir)?;
