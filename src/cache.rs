@@ -115,7 +115,7 @@ pub(crate) fn from_env() -> usize {
 }
 
 /// `"1048576"`, `"512K"`, `"64M"`, `"2G"` (binary multiples) in bytes.
-fn parse_size(v: &str) -> Option<usize> {
+pub(crate) fn parse_size(v: &str) -> Option<usize> {
     let v = v.trim();
     let (digits, mult) = match v.char_indices().last()? {
         (i, 'k' | 'K') => (&v[..i], 1usize << 10),

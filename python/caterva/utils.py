@@ -158,7 +158,8 @@ def apply_storage_options(url, storage_options):
     """Use `storage_options` (a dict, as zarr and fsspec take them:
     ``endpoint_url``, ``region``, ``key``, ``secret``, ``token``, ``profile``,
     ``anon``, ``allow_http``, ``virtual_hosted_style``, ``retries``,
-    ``retry_timeout``, ``timeout``, ``deadline``, ``writers``, any ``aws_*`` setting; s3fs's
+    ``retry_timeout``, ``timeout``, ``deadline``, ``writers``, ``cache`` (a directory: a
+    read cache shared by handles and processes) and ``cache_size``, any ``aws_*`` setting; s3fs's
     ``client_kwargs`` with ``endpoint_url`` and ``region_name`` too) for every
     URL under `url` in this process. None or ``{}`` changes nothing."""
     if not storage_options:

@@ -246,3 +246,36 @@ def test_listing_and_storage_options(servers, tmp_path):
         cat.open(str(tmp_path / "x.b2nd"), storage_options={"anon": True})
     cat.set_storage_options(url, {})
     np.testing.assert_array_equal(cat.open(url)[...], want)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_read_cache_in_storage_options(servers, tmp_path, contiguous):
+    """storage_options={"cache": dir} keeps what a read fetched on disk, for
+    every handle; a write by another handle is read, not the cached pages;
+    a web server's array is cached as well."""
+    web, www, s3url = servers
+    cache = tmp_path / "cache"
+    url = f"s3://arrays/cached-{contiguous}.b2nd"
+    want = np.arange(40 * 50, dtype=np.int64).reshape(40, 50)
+    cat.asarray(want, urlpath=url, contiguous=contiguous, chunks=(20, 25), blocks=(10, 25), mode="w")
+    opts = {"cache": str(cache), "cache_size": "64M"}
+    np.testing.assert_array_equal(cat.open(url, storage_options=opts)[...], want)
+    assert any(p.is_file() for p in cache.rglob("*"))
+    w = cat.open(url, mode="a")
+    w[3:5, :] = -1
+    want[3:5, :] = -1
+    np.testing.assert_array_equal(cat.open(url)[...], want)
+    np.testing.assert_array_equal(cat.open(url)[...], want)
+    cat.set_storage_options(url, {})
+    # A web server's copy, through a cache of its own.
+    local = str(tmp_path / "w.b2nd")
+    cat.asarray(want, urlpath=local, contiguous=contiguous, chunks=(20, 25), blocks=(10, 25))
+    name = f"cached-web-{contiguous}.b2nd"
+    _publish(local, name, www, s3url)
+    webcache = tmp_path / "webcache"
+    for _ in range(2):
+        a = cat.open(f"{web}/{name}", storage_options={"cache_storage": str(webcache)})
+        np.testing.assert_array_equal(a[...], want)
+    assert any(p.is_file() for p in webcache.rglob("*"))
+    with pytest.raises(ValueError, match="cache_size"):
+        cat.open(url, storage_options={"cache": str(cache), "cache_size": "lots"})

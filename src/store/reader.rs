@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 
 use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
 use super::frame_check::Kept;
-use super::location::{self, Location, Object, Range, Site};
+use super::location::{self, CacheTag, Location, Object, Range, Site};
 use super::{frame, frame_check};
 use crate::buffer;
 use crate::error::{Error, Result};
@@ -100,6 +100,9 @@ pub(super) struct Placement {
     /// Chunks [`prefetch`] fetched for the read under way, which
     /// [`read_chunk`] takes.
     staged: Mutex<HashMap<i64, Staged>>,
+    /// The version of a sparse frame's index these offsets were read from,
+    /// as a read cache names it: chunk objects are cached as of it.
+    within: Option<CacheTag>,
 }
 
 #[derive(Debug, Default)]
@@ -172,6 +175,7 @@ impl Placement {
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
         let remote = location.local_path(&key).is_none();
+        let within = if contiguous { None } else { kept.and_then(|k| k.object.cache_tag().cloned()) };
         Ok(Placement {
             location,
             key,
@@ -184,6 +188,7 @@ impl Placement {
             remote,
             heads: Mutex::default(),
             staged: Mutex::default(),
+            within,
         })
     }
 
@@ -301,7 +306,7 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
         Some(f) if p.header_len.is_some() => (f.as_ref(), None),
         _ => {
             let name = name.as_deref().unwrap_or(&p.key);
-            opened = open_chunk_file(p.location.as_ref(), name, path, n)?;
+            opened = open_chunk_file(p.location.as_ref(), name, path, n, p.within.as_ref())?;
             (opened.as_ref(), Some(opened.len()))
         }
     };
@@ -495,13 +500,19 @@ pub(super) fn prefetch(p: &Placement, wants: &[(i64, Want<'_>)]) {
     });
 }
 
-/// Open a sparse frame's chunk object `name` (spelt `url`) for chunk `n`.
-/// A missing one, or one that is not a regular file, is a damaged frame:
-/// the index names it.
-fn open_chunk_file(location: &dyn Location, name: &str, url: &str, n: i64) -> Result<Arc<dyn Object>> {
+/// Open a sparse frame's chunk object `name` (spelt `url`) for chunk `n`,
+/// named by the index version `within`. A missing one, or one that is not
+/// a regular file, is a damaged frame: the index names it.
+fn open_chunk_file(
+    location: &dyn Location,
+    name: &str,
+    url: &str,
+    n: i64,
+    within: Option<&CacheTag>,
+) -> Result<Arc<dyn Object>> {
     // Chunk objects at versioned locations are never written over.
     let opened = match location.protocol() {
-        super::location::Protocol::Versioned => location.open_immutable(name),
+        super::location::Protocol::Versioned => location.open_immutable(name, within),
         super::location::Protocol::Journaled => location.open(name),
     };
     opened.map_err(|e| match e.kind() {

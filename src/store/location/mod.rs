@@ -49,6 +49,8 @@ pub(crate) mod local;
 pub(crate) mod memory;
 pub(crate) mod options;
 #[cfg(feature = "remote")]
+pub(crate) mod read_cache;
+#[cfg(feature = "remote")]
 pub(crate) mod remote;
 
 #[cfg(test)]
@@ -80,6 +82,22 @@ impl fmt::Display for Generation {
             }
             Generation::Tag(t) => write!(f, "version {t}"),
         }
+    }
+}
+
+/// What names one version of an object for a read cache
+/// (`read_cache.rs`): its entity tag, modification time (ns since the
+/// epoch) and length, as the server gave them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CacheTag {
+    pub(crate) text: String,
+    pub(crate) modified_ns: i128,
+}
+
+impl CacheTag {
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(crate) fn new(etag: Option<&str>, modified_ns: i128, len: u64) -> CacheTag {
+        CacheTag { text: format!("{}|{modified_ns}|{len}", etag.unwrap_or("")), modified_ns }
     }
 }
 
@@ -181,6 +199,13 @@ pub(crate) trait Object: Send + Sync + fmt::Debug {
 
     /// Its generation (when it was opened).
     fn generation(&self) -> &Generation;
+
+    /// What names this version in a read cache, where one serves its
+    /// location: the objects a sparse frame's index names are cached as
+    /// of the index's version ([`Location::open_immutable`]).
+    fn cache_tag(&self) -> Option<&CacheTag> {
+        None
+    }
 
     /// Fill every range's buffer from its position. A range that runs
     /// past the object's end fails ([`io::ErrorKind::UnexpectedEof`]) and
@@ -291,10 +316,14 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// Such an object's [`Object::len`] may then be `u64::MAX` (unknown),
     /// and a read past its end fails rather than stopping short.
     ///
+    /// `within` is the version of the object that names it (a sparse
+    /// frame's index: [`Object::cache_tag`]): a read cache keeps its bytes
+    /// as of that version; none without it.
+    ///
     /// # Errors
     /// As [`Location::open`] (a backend that skips the request reports a
     /// missing object at the first read).
-    fn open_immutable(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+    fn open_immutable(&self, name: &str, _within: Option<&CacheTag>) -> io::Result<Arc<dyn Object>> {
         self.open(name)
     }
 

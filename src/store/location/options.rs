@@ -29,6 +29,8 @@
 //! | `timeout` | seconds a try may take (30) | |
 //! | `deadline` | seconds a request may take, its tries and retries together (30) | |
 //! | `writers` | `many` or `single` | `CATERVA_S3_WRITERS` |
+//! | `cache` (`cache_storage`) | directory of a read cache shared by handles and processes (`off`: none) | `CATERVA_REMOTE_CACHE` |
+//! | `cache_size` | the read cache's budget (bytes, `512M`, `2G`; 1 GiB) | `CATERVA_REMOTE_CACHE_SIZE` |
 //! | `aws_*` | any other setting of the S3 client | `AWS_*` |
 //! | `account_name`, `account_key`, `sas_token`, `use_emulator`, `azure_*` | Azure Blob Storage (`az://`) | `AZURE_*` |
 //! | `service_account`, `service_account_key`, `google_*` | Google Cloud Storage (`gs://`) | `GOOGLE_*` |
@@ -70,6 +72,8 @@ fn canonical(name: &str) -> Option<&'static str> {
         "timeout" => "timeout",
         "deadline" => "deadline",
         "writers" => "writers",
+        "cache" | "cache_storage" | "cache_dir" => "cache",
+        "cache_size" => "cache_size",
         // Azure (adlfs's names) and Google Cloud Storage (gcsfs's).
         "account_name" => "azure_storage_account_name",
         "account_key" => "azure_storage_account_key",
@@ -108,7 +112,7 @@ impl StorageOptions {
             None => {
                 return Err(Error::InvalidArgument(format!(
                     "'{name}' is not a storage option (endpoint_url, region, key, secret, token, profile, anon, \
-                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, deadline, writers, account_name, \
+                     allow_http, virtual_hosted_style, retries, retry_timeout, timeout, deadline, writers, cache, cache_size, account_name, \
                      account_key, sas_token, service_account, aws_*, azure_*, google_*)"
                 )))
             }
@@ -137,6 +141,11 @@ impl StorageOptions {
                 return bad("not a positive number of seconds")
             }
             "writers" if !matches!(value, "many" | "single") => return bad("'many' or 'single'"),
+            "cache" if value.is_empty() => return bad("not a directory (or 'off')"),
+            #[cfg(feature = "remote")]
+            "cache_size" if super::read_cache::parse_budget(value).is_none() => {
+                return bad("not a size of at least 256K (bytes, or 512M, 2G...)")
+            }
             _ => {}
         }
         self.values.insert(key, value.to_owned());

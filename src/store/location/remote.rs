@@ -35,7 +35,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use super::options::{self, StorageOptions};
-use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
+use super::read_cache::{self, ReadCache, Scope, PAGE};
+use super::{check_name, CacheTag, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
 use crate::fork::PerProcess;
 
 /// Ranges closer than this are fetched as one request. The requests of a
@@ -191,6 +192,8 @@ pub(crate) struct Remote {
     server: String,
     /// The [`deadline`] of each request.
     deadline: std::time::Duration,
+    /// The read cache on this machine, if the options ask for one.
+    cache: Option<Arc<ReadCache>>,
 }
 
 impl fmt::Debug for Remote {
@@ -289,10 +292,9 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     };
     let base =
         if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
-    Ok((
-        Arc::new(Remote { store, root: root.to_owned(), base, writable, server, deadline: deadline(&options) }),
-        key.to_owned(),
-    ))
+    let cache = read_cache::for_options(&options).map_err(|e| bad(e.to_string()))?;
+    let remote = Remote { store, root: root.to_owned(), base, writable, server, deadline: deadline(&options), cache };
+    Ok((Arc::new(remote), key.to_owned()))
 }
 
 /// The longest S3 object key of an array taken: S3's limit (1,024 bytes)
@@ -484,6 +486,8 @@ impl Remote {
     /// The version `meta` describes of the object at `path`.
     fn version(&self, path: ObjectPath, meta: object_store::ObjectMeta) -> RemoteObject {
         let generation = generation_of(&meta);
+        let tag = CacheTag::new(meta.e_tag.as_deref(), modified_ns(&meta), meta.size);
+        let scope = self.cache.as_ref().map(|c| c.scope(&self.url(&self.relative(&path)), &tag));
         RemoteObject {
             store: self.store.clone(),
             deadline: self.deadline,
@@ -491,6 +495,8 @@ impl Remote {
             len: meta.size,
             etag: meta.e_tag,
             generation,
+            tag: Some(tag),
+            scope,
         }
     }
 
@@ -500,6 +506,11 @@ impl Remote {
             format!("{} is read-only (a web server)", self.base),
         ))
     }
+}
+
+/// When `meta`'s version was made, in ns since the epoch.
+fn modified_ns(meta: &object_store::ObjectMeta) -> i128 {
+    i128::from(meta.last_modified.timestamp()) * 1_000_000_000 + i128::from(meta.last_modified.timestamp_subsec_nanos())
 }
 
 /// A version's generation: its entity tag, else its modification time and size.
@@ -568,9 +579,10 @@ impl Location for Remote {
         Ok((Arc::new(object), bytes.to_vec()))
     }
 
-    fn open_immutable(&self, name: &str) -> io::Result<Arc<dyn Object>> {
+    fn open_immutable(&self, name: &str, within: Option<&CacheTag>) -> io::Result<Arc<dyn Object>> {
         // Never written over: no HEAD for a length or a tag to read against.
         let path = self.path(name)?;
+        let scope = self.cache.as_ref().zip(within).map(|(c, w)| c.scope(&self.url(name), w));
         let object = RemoteObject {
             store: self.store.clone(),
             deadline: self.deadline,
@@ -578,6 +590,8 @@ impl Location for Remote {
             len: u64::MAX,
             etag: None,
             generation: Generation::Tag(String::new()),
+            tag: None,
+            scope,
         };
         Ok(Arc::new(object))
     }
@@ -713,9 +727,15 @@ struct RemoteObject {
     /// The [`deadline`] of each request.
     deadline: std::time::Duration,
     path: ObjectPath,
+    /// [`u64::MAX`] for an object opened without a request
+    /// ([`Location::open_immutable`]).
     len: u64,
     etag: Option<String>,
     generation: Generation,
+    /// What names this version in a read cache.
+    tag: Option<CacheTag>,
+    /// Its pages in the read cache, if one serves the location.
+    scope: Option<Scope>,
 }
 
 impl fmt::Debug for RemoteObject {
@@ -737,6 +757,136 @@ fn coalesce(spans: &[Span<u64>]) -> Vec<Span<u64>> {
     out
 }
 
+impl RemoteObject {
+    /// Fetch `requests` (byte spans, sorted) at once, at most [`IN_FLIGHT`]
+    /// at a time and each within its deadline (conditioned on the version's
+    /// tag where it has one), and give `each` every span's bytes with what
+    /// the answer said of the object.
+    fn fetch(
+        &self,
+        requests: Vec<Span<u64>>,
+        mut each: impl FnMut(Span<u64>, &[u8], &object_store::ObjectMeta) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let (store, path, etag, d) = (self.store.clone(), self.path.clone(), self.etag.clone(), self.deadline);
+        let fetched = wait(async move {
+            futures::stream::iter(requests.into_iter().map(|span| {
+                let (store, path) = (store.clone(), path.clone());
+                let options = GetOptions {
+                    range: Some(GetRange::Bounded(span.clone())),
+                    if_match: etag.clone(),
+                    ..GetOptions::default()
+                };
+                // Each request its own deadline, from when it is sent.
+                within(d, async move {
+                    let got = store.get_opts(&path, options).await?;
+                    let meta = got.meta.clone();
+                    Ok((span, got.bytes().await?, meta))
+                })
+            }))
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect::<Vec<_>>()
+            .await
+        })?
+        .map_err(|e| match e {
+            object_store::Error::Precondition { .. } => {
+                io::Error::new(io::ErrorKind::NotFound, format!("'{}' was replaced since it was opened", self.path))
+            }
+            e => io_error(e),
+        })?;
+        for (span, bytes, meta) in fetched {
+            each(span, &bytes, &meta)?;
+        }
+        Ok(())
+    }
+
+    /// The pages of the read cache `scope` that cover `spans` (sorted),
+    /// those it lacks fetched (and kept when whole and of this version).
+    fn pages(&self, scope: &Scope, spans: &[Span<u64>]) -> io::Result<HashMap<u64, Vec<u8>>> {
+        let mut wanted: Vec<u64> = spans.iter().flat_map(|s| s.start / PAGE..s.end.div_ceil(PAGE)).collect();
+        wanted.dedup();
+        // The object's length: known, or told by a cached page (an object
+        // opened without a request).
+        let mut len = (self.len != u64::MAX).then_some(self.len);
+        let mut pages = HashMap::new();
+        let mut lacking = Vec::new();
+        for page in wanted {
+            match scope.get(page) {
+                Some((bytes, object_len)) => {
+                    len = Some(object_len);
+                    pages.insert(page, bytes);
+                }
+                None => lacking.push(page),
+            }
+        }
+        // Pages past the end are not there to fetch.
+        lacking.retain(|&p| len.is_none_or(|len| p * PAGE < len));
+        if lacking.is_empty() {
+            return Ok(pages);
+        }
+        // Another thread of this process may be fetching some: wait for it, look again.
+        let _held = scope.lock(lacking.iter().copied());
+        lacking.retain(|&page| {
+            let Some((bytes, _)) = scope.get(page) else { return true };
+            pages.insert(page, bytes);
+            false
+        });
+        let missing: Vec<Span<u64>> = match len {
+            Some(len) => {
+                let mut missing: Vec<Span<u64>> = Vec::new();
+                for &page in &lacking {
+                    let span = page * PAGE..((page + 1) * PAGE).min(len);
+                    match missing.last_mut() {
+                        Some(m) if m.end == span.start => m.end = span.end,
+                        _ => missing.push(span),
+                    }
+                }
+                missing
+            }
+            // Length unknown: one request from the first page wanted (where
+            // the read starts, inside the object), which the server cuts at
+            // the object's end, as a read without the cache asks.
+            None => match (lacking.first(), lacking.last()) {
+                (Some(&first), Some(&last)) => vec![first * PAGE..(last + 1) * PAGE],
+                _ => Vec::new(),
+            },
+        };
+        self.fetch(missing, |span, bytes, meta| {
+            // An object opened without a request (a chunk object) is kept
+            // only if it is not newer than the index version naming it.
+            let keep = self.len != u64::MAX || scope.keeps(Some(modified_ns(meta)));
+            // Its length, from the answer's range when it was not known.
+            let len = if self.len == u64::MAX { meta.size } else { self.len };
+            for (i, piece) in bytes.chunks(PAGE as usize).enumerate() {
+                let page = span.start / PAGE + i as u64;
+                if keep {
+                    scope.put(page, piece, len);
+                }
+                pages.insert(page, piece.to_vec());
+            }
+            Ok(())
+        })?;
+        Ok(pages)
+    }
+
+    /// Fill `buf` from `at` out of `pages`: how many bytes they hold there
+    /// (fewer at the object's end).
+    fn from_pages(pages: &HashMap<u64, Vec<u8>>, at: u64, buf: &mut [u8]) -> usize {
+        let mut done = 0;
+        while done < buf.len() {
+            let pos = at + done as u64;
+            let Some(page) = pages.get(&(pos / PAGE)) else { break };
+            let from = (pos % PAGE) as usize;
+            let n = page.len().saturating_sub(from).min(buf.len() - done);
+            if n == 0 {
+                break;
+            }
+            buf[done..done + n].copy_from_slice(&page[from..from + n]);
+            done += n;
+        }
+        done
+    }
+}
+
 impl Object for RemoteObject {
     fn len(&self) -> u64 {
         self.len
@@ -744,6 +894,10 @@ impl Object for RemoteObject {
 
     fn generation(&self) -> &Generation {
         &self.generation
+    }
+
+    fn cache_tag(&self) -> Option<&CacheTag> {
+        self.tag.as_ref()
     }
 
     fn read_upto(&self, at: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -758,20 +912,17 @@ impl Object for RemoteObject {
         if buf.is_empty() {
             return Ok(0);
         }
-        let (store, path) = (self.store.clone(), self.path.clone());
         let span = at..at.saturating_add(buf.len() as u64);
-        let options = GetOptions { range: Some(GetRange::Bounded(span)), ..GetOptions::default() };
-        let d = self.deadline;
-        let bytes = wait(async move {
-            within(d, async {
-                let got = store.get_opts(&path, options).await?;
-                got.bytes().await
-            })
-            .await
-        })?
-        .map_err(io_error)?;
-        let n = bytes.len().min(buf.len());
-        buf[..n].copy_from_slice(&bytes[..n]);
+        if let Some(scope) = &self.scope {
+            let pages = self.pages(scope, &[span])?;
+            return Ok(Self::from_pages(&pages, at, buf));
+        }
+        let mut n = 0;
+        self.fetch(vec![span], |_, bytes, _| {
+            n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(())
+        })?;
         Ok(n)
     }
 
@@ -790,46 +941,26 @@ impl Object for RemoteObject {
             return Ok(());
         }
         spans.sort_by_key(|s| s.start);
-        let requests = coalesce(&spans);
-        let (store, path, etag, d) = (self.store.clone(), self.path.clone(), self.etag.clone(), self.deadline);
-        let fetched = wait(async move {
-            futures::stream::iter(requests.into_iter().map(|span| {
-                let (store, path) = (store.clone(), path.clone());
-                let options = GetOptions {
-                    range: Some(GetRange::Bounded(span.clone())),
-                    if_match: etag.clone(),
-                    ..GetOptions::default()
-                };
-                // Each request its own deadline, from when it is sent.
-                within(d, async move {
-                    let got = store.get_opts(&path, options).await?;
-                    Ok((span, got.bytes().await?))
-                })
-            }))
-            .buffer_unordered(IN_FLIGHT)
-            .try_collect::<Vec<_>>()
-            .await
-        })?
-        .map_err(|e| match e {
-            object_store::Error::Precondition { .. } => {
-                io::Error::new(io::ErrorKind::NotFound, format!("'{}' was replaced since it was opened", self.path))
+        let short =
+            || io::Error::new(io::ErrorKind::UnexpectedEof, format!("'{}' answered fewer bytes than asked", self.path));
+        if let Some(scope) = &self.scope {
+            let pages = self.pages(scope, &spans)?;
+            for r in ranges.iter_mut() {
+                if Self::from_pages(&pages, r.at, r.buf) < r.buf.len() {
+                    return Err(short());
+                }
             }
-            e => io_error(e),
-        })?;
-        for r in ranges.iter_mut() {
-            if r.buf.is_empty() {
-                continue;
-            }
-            let (span, bytes) = fetched
-                .iter()
-                .find(|(s, _)| s.start <= r.at && r.at + r.buf.len() as u64 <= s.end)
-                .ok_or_else(|| io::Error::other("a coalesced read does not cover its range"))?;
-            let from = (r.at - span.start) as usize;
-            let piece = bytes.get(from..from + r.buf.len()).ok_or_else(|| {
-                io::Error::new(io::ErrorKind::UnexpectedEof, format!("'{}' answered fewer bytes than asked", self.path))
-            })?;
-            r.buf.copy_from_slice(piece);
+            return Ok(());
         }
+        // Each answer fills the ranges its span covers (every range is in one).
+        self.fetch(coalesce(&spans), |span, bytes, _| {
+            for r in ranges.iter_mut().filter(|r| span.start <= r.at && r.at + r.buf.len() as u64 <= span.end) {
+                let from = (r.at - span.start) as usize;
+                let piece = bytes.get(from..from + r.buf.len()).ok_or_else(short)?;
+                r.buf.copy_from_slice(piece);
+            }
+            Ok(())
+        })?;
         Ok(())
     }
 }
@@ -911,6 +1042,7 @@ mod tests {
             writable: true,
             server: endpoint.to_owned(),
             deadline: super::DEADLINE,
+            cache: None,
         }
     }
 
@@ -948,6 +1080,7 @@ mod tests {
             writable: true,
             server: "files".into(),
             deadline: super::DEADLINE,
+            cache: None,
         };
         remote.put("x", b"from the shared files", Condition::Always).unwrap();
         assert_eq!(remote.open("x").unwrap().read_vec(0, 8).unwrap(), b"from the");
