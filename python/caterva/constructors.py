@@ -26,14 +26,16 @@ def _prepare(shape, itemsize, kwargs):
     apply_storage_options(url, storage_options)
     if url is not None and "://" in url:
         # A URL: what is there is known by opening it (nothing to stat).
-        try:
-            there = open(url, mode="r")
-        except OSError:
-            there = None
-        if there is not None and mode == "w-":
-            raise FileExistsError(f"Can not create the array {url}. It already exists!")
-        if there is not None and there.contiguous != kw["contiguous"]:
-            _caterva.remove(url)
+        # With mode 'w', not asked (a round trip): the core replaces an
+        # array of the same layout, and refuses one of the other, which
+        # _replacing removes then.
+        if mode == "w-":
+            try:
+                open(url, mode="r")
+            except OSError:
+                pass
+            else:
+                raise FileExistsError(f"Can not create the array {url}. It already exists!")
         return kw, "a"
     if url is not None and mode == "w-" and os.path.lexists(url):
         raise FileExistsError(f"Can not create the file {url}. It already exists!")
@@ -78,10 +80,24 @@ def _shape(shape):
     return [int(s) for s in shape]
 
 
+def _replacing(kw, make):
+    """make(): the new native array. At a URL holding an array of the other
+    layout (contiguous or sparse), which the core refuses to overwrite, that
+    one is removed first (a local path's is removed by _prepare)."""
+    try:
+        return make()
+    except OSError as e:
+        url = kw.get("urlpath")
+        if url is None or "://" not in url or "an array of the other layout" not in str(e):
+            raise
+    _caterva.remove(url)
+    return make()
+
+
 def _make(kind, shape, itemsize, dtype, kwargs, data=None):
     shape = _shape(shape)
     kw, mode = _prepare(shape, itemsize, kwargs)
-    a = _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data)
+    a = _replacing(kw, lambda: _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data))
     return NDArray(a, _mode=mode, **kwargs)
 
 

@@ -499,7 +499,7 @@ class NDArray(Reductions):
     def copy(self, **kwargs):
         """A copy, in memory or at `urlpath`, with these chunks and blocks
         unless others are given (the constructors' keyword arguments)."""
-        from .constructors import _prepare
+        from .constructors import _prepare, _replacing
 
         itemsize = kwargs.pop("itemsize", None)
         if itemsize is not None:
@@ -510,12 +510,12 @@ class NDArray(Reductions):
         kwargs.setdefault("chunks", self.chunks)
         kwargs.setdefault("blocks", self.blocks)
         kw, mode = _prepare(self.shape, self.itemsize, kwargs)
-        return NDArray(self._a.copy(kw), _mode=mode, **kwargs)
+        return NDArray(_replacing(kw, lambda: self._a.copy(kw)), _mode=mode, **kwargs)
 
     def slice(self, key, **kwargs):
         """A new array holding `self[key]`, integer indices kept as axes of
         length 1 (python-caterva's `slice`)."""
-        from .constructors import _prepare, asarray
+        from .constructors import _prepare, _replacing, asarray
 
         sel, _, _ = _selection(key, self.shape)
         if all(s[0] != "list" for s in sel) and math.prod(_lengths(sel)):
@@ -525,7 +525,7 @@ class NDArray(Reductions):
             kwargs.setdefault("chunks", [min(c, s) for c, s in zip(self.chunks, shape)])
             kwargs.setdefault("blocks", [min(b, s) for b, s in zip(self.blocks, shape)])
             kw, mode = _prepare(shape, self.itemsize, kwargs)
-            return NDArray(self._a.get_slice_array(start, stop, kw), _mode=mode, **kwargs)
+            return NDArray(_replacing(kw, lambda: self._a.get_slice_array(start, stop, kw)), _mode=mode, **kwargs)
         return asarray(self._read(sel), **kwargs)
 
     # -- changing the shape ------------------------------------------------

@@ -279,3 +279,19 @@ def test_read_cache_in_storage_options(servers, tmp_path, contiguous):
     assert any(p.is_file() for p in webcache.rglob("*"))
     with pytest.raises(ValueError, match="cache_size"):
         cat.open(url, storage_options={"cache": str(cache), "cache_size": "lots"})
+
+
+def test_mode_w_replaces_either_layout_at_a_url(servers):
+    """mode='w' at a URL replaces what is there, of either layout (asked
+    of the server only when the core finds the other layout); 'w-' refuses."""
+    url = "s3://arrays/relayout.b2nd"
+    for contiguous in (True, False, False, True):
+        want = np.arange(300, dtype=np.int32).reshape(10, 30) * (2 if contiguous else 3)
+        a = cat.asarray(want, urlpath=url, contiguous=contiguous, mode="w")
+        assert a.contiguous == contiguous
+        b = cat.open(url, mode="r")
+        assert b.contiguous == contiguous
+        np.testing.assert_array_equal(b[...], want)
+    with pytest.raises(FileExistsError):
+        cat.asarray(want, urlpath=url, contiguous=True)
+    np.testing.assert_array_equal(cat.open(url)[...], want)

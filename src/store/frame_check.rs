@@ -343,7 +343,7 @@ const READ_AHEAD: u64 = 4096;
 
 /// What opening a remote frame object reads of it at once: a sparse frame's
 /// index whole, unless it indexes some thousands of chunks.
-const REMOTE_WINDOW: usize = 64 << 10;
+pub(super) const REMOTE_WINDOW: usize = 64 << 10;
 
 /// Where a frame's bytes come from.
 enum Src<'a> {

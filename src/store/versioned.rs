@@ -532,24 +532,44 @@ impl Present {
         let other = if site.contiguous { location::join(&site.key, frame::SPARSE_INDEX) } else { site.key.clone() };
         let refuse =
             |what: &str| Err(Error::storage(Some(&url), format!("'{url}' holds {what}; refusing to overwrite it")));
-        if loc.stat(&other).map_err(io)?.is_some_and(|e| e.kind == location::Kind::Object) {
-            return refuse("an array of the other layout (contiguous or sparse)");
+        // Whether an object is at each name: both at once, one round (a
+        // prefix, on an object store, is no object).
+        let object = |name: &str| match loc.open_reading(name, super::frame_check::REMOTE_WINDOW) {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(e)),
+        };
+        let (theirs, ours) = std::thread::scope(|s| {
+            let theirs = s.spawn(|| object(&other));
+            let ours = object(&frame_name);
+            (
+                theirs.join().unwrap_or_else(|_| Err(Error::storage(Some(&url), "the look at what is there failed"))),
+                ours,
+            )
+        });
+        match theirs {
+            Ok(Some(_)) => return refuse("an array of the other layout (contiguous or sparse)"),
+            Ok(None) => {}
+            // A server may fail a GET of a sparse frame's prefix in its own
+            // way (s3s-fs answers 500: a directory on its disk).
+            Err(_) if matches!(ours, Ok(Some(_))) && !site.contiguous => {}
+            Err(e) => return Err(e),
         }
-        let Some(entry) = loc.stat(&frame_name).map_err(io)? else {
+        let Some((o, mut head)) = ours? else {
             return Ok(Present { generation: None, chunk_ids: Vec::new() });
         };
-        let o = loc.open(&frame_name).map_err(io)?;
-        let head = o.read_vec(0, (o.len() as usize).min(frame::HEADER_MINLEN)).map_err(io)?;
         if !frame::is_frame_start(&head) || head.len() < frame::HEADER_MINLEN {
             return refuse("something that is not a Blosc2 frame");
         }
         let chunk_ids = if site.contiguous {
             Vec::new()
         } else {
-            let bytes = o.read_vec(0, o.len() as usize).map_err(io)?;
-            index_offsets(&url, &bytes)?.1.into_iter().filter(|&i| i >= 0).collect()
+            if (head.len() as u64) < o.len() {
+                head = o.read_vec(0, o.len() as usize).map_err(io)?;
+            }
+            index_offsets(&url, &head)?.1.into_iter().filter(|&i| i >= 0).collect()
         };
-        Ok(Present { generation: Some(o.generation().clone()).or(Some(entry.generation)), chunk_ids })
+        Ok(Present { generation: Some(o.generation().clone()), chunk_ids })
     }
 }
 
@@ -736,6 +756,7 @@ impl Early {
             q.todo.pop_front()
         };
         const MS2: std::time::Duration = std::time::Duration::from_millis(2);
+        const MS1: std::time::Duration = std::time::Duration::from_millis(1);
         let work = || loop {
             let id = next(&mut queue.lock().unwrap_or_else(PoisonError::into_inner));
             let Some((id, path)) = id else {
@@ -746,6 +767,17 @@ impl Early {
                 continue;
             };
             let Ok(bytes) = std::fs::read(&path) else { continue };
+            // A chunk file still being written (shorter than the chunk its
+            // header says, or without a header yet) is looked at again
+            // later: put half-written, it would be put again at the end,
+            // one request after another.
+            if !whole_chunk(&bytes) {
+                if !built.load(Ordering::Acquire) {
+                    std::thread::sleep(MS1);
+                    queue.lock().unwrap_or_else(PoisonError::into_inner).todo.push_back((id, path));
+                }
+                continue;
+            }
             let name = location::join(&site.key, &frame::chunk_name(id));
             if put_landed(loc, &name, &bytes, Condition::IfAbsent).is_ok() {
                 let mark = (bytes.len(), xxhash_rust::xxh3::xxh3_64(&bytes));
@@ -765,6 +797,13 @@ impl Early {
     fn names(&self) -> Vec<String> {
         self.put.values().map(|(name, _)| name.clone()).collect()
     }
+}
+
+/// Whether `bytes` (a chunk file's) hold a whole chunk: as many bytes as
+/// its header says it takes.
+fn whole_chunk(bytes: &[u8]) -> bool {
+    let pos = super::chunk_header::POS_CBYTES;
+    bytes.get(pos..pos + 4).is_some_and(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize == bytes.len())
 }
 
 /// Publish the array at the local path `local` (of `site`'s layout) at

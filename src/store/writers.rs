@@ -67,6 +67,19 @@ impl Writers {
 #[derive(Debug)]
 pub(crate) struct Permit {
     lease: Option<Lease>,
+    /// The removal of the probe's objects, under way while the write goes
+    /// on (the first write to a server in this process): waited for when
+    /// the permit goes, so that a process that ends after its write leaves
+    /// none behind.
+    cleanup: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some(h) = self.cleanup.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Let a write at `site` go ahead, as [`Writers::from_env`] says: the
@@ -84,10 +97,12 @@ pub(crate) fn admit(site: &Site) -> Result<Permit> {
     };
     match writers {
         Writers::Many => {
-            checked(site)?;
-            Ok(Permit { lease: None })
+            let mut cleanup = None;
+            let checked = checked(site, &mut cleanup);
+            let permit = Permit { lease: None, cleanup };
+            checked.map(|()| permit)
         }
-        Writers::Single => Ok(Permit { lease: Some(Lease::take(site)?) }),
+        Writers::Single => Ok(Permit { lease: Some(Lease::take(site)?), cleanup: None }),
     }
 }
 
@@ -144,8 +159,9 @@ fn verdicts() -> &'static Mutex<std::collections::HashMap<String, std::result::R
     V.get_or_init(Mutex::default)
 }
 
-/// [`probe`] `site`'s server once in this process: its verdict.
-fn checked(site: &Site) -> Result<()> {
+/// [`probe`] `site`'s server once in this process: its verdict. The
+/// removal of the probe's objects is left running in `cleanup`.
+fn checked(site: &Site, cleanup: &mut Option<std::thread::JoinHandle<()>>) -> Result<()> {
     let loc = &*site.location;
     let server = loc.server();
     let known = verdicts().lock().unwrap_or_else(PoisonError::into_inner).get(&server).cloned();
@@ -153,7 +169,11 @@ fn checked(site: &Site) -> Result<()> {
         Some(v) => v,
         None => {
             let prefix = site.key.rsplit_once('/').map_or("", |(p, _)| p);
-            let v = probe(loc, prefix).map_err(|e| {
+            let (v, made) = probe_leaving(loc, prefix);
+            // Its objects go while the write goes on.
+            let location = site.location.clone();
+            *cleanup = Some(std::thread::spawn(move || remove_all(&*location, &made)));
+            let v = v.map_err(|e| {
                 Error::io(
                     "checking the conditional writes of the server of",
                     Some(std::path::Path::new(&site.url())),
@@ -178,90 +198,120 @@ fn checked(site: &Site) -> Result<()> {
     })
 }
 
-/// Writers racing in each round of [`probe`].
+/// Writers racing on one name in [`probe`].
 const RACERS: usize = 6;
-/// Rounds of racing writers in [`probe`] (a server that checks conditions
-/// apart from storing them lets several racers win in most rounds: two
-/// winners in 20 of 20 rounds were reported of s3s-fs).
-const ROUNDS: usize = 2;
 
 /// Check that `loc` holds what the publish protocol relies on, with
 /// objects of its own under `prefix` (removed after): create-if-absent
 /// refused where an object is; replace-if-match refused on a stale tag
-/// and taken on the current one; and, with [`RACERS`] writers racing
-/// [`ROUNDS`] times on one tag and on one new name, exactly one winner
-/// each time. `Ok(Err(what))` names the first that failed.
+/// and taken on the current one; and, with [`RACERS`] writers racing on
+/// one tag (twice) and on one new name (twice), exactly one winner each
+/// time (a server that checks conditions apart from storing them lets
+/// several racers win in most rounds: two winners in 20 of 20 rounds were
+/// reported of s3s-fs). `Ok(Err(what))` names the first that failed.
 ///
 /// # Errors
 /// As the storage fails (the verdict is then unknown).
+#[cfg(test)]
 pub(crate) fn probe(loc: &dyn Location, prefix: &str) -> std::io::Result<std::result::Result<(), String>> {
-    let tag = format!("{:016x}", fresh_token());
-    let name = |what: &str| location::join(prefix, &format!(".caterva-probe-{tag}-{what}"));
-    let mut made = Vec::new();
-    let verdict = probe_in(loc, &name, &mut made);
-    std::thread::scope(|s| {
-        for n in &made {
-            s.spawn(move || loc.remove(n, None));
-        }
-    });
+    let (verdict, made) = probe_leaving(loc, prefix);
+    remove_all(loc, &made);
     verdict
 }
 
-fn probe_in(
-    loc: &dyn Location,
-    name: &dyn Fn(&str) -> String,
-    made: &mut Vec<String>,
-) -> std::io::Result<std::result::Result<(), String>> {
+/// [`probe`], leaving its objects: the verdict, and the objects to remove.
+fn probe_leaving(loc: &dyn Location, prefix: &str) -> (std::io::Result<std::result::Result<(), String>>, Vec<String>) {
+    let tag = format!("{:016x}", fresh_token());
+    let name = |what: &str| location::join(prefix, &format!(".caterva-probe-{tag}-{what}"));
+    let made = vec![name("one"), name("new-0"), name("new-1")];
+    let verdict = probe_in(loc, &made);
+    (verdict, made)
+}
+
+/// Remove `names` at `loc`, at once (what is not there is no error).
+fn remove_all(loc: &dyn Location, names: &[String]) {
+    std::thread::scope(|s| {
+        for n in names {
+            s.spawn(move || loc.remove(n, None));
+        }
+    });
+}
+
+/// The checks of [`probe`] in three rounds of requests, each round's at
+/// once (a round trip each, where a check after another took seven):
+///
+/// 1. `one` created; writers racing to create `new-0`.
+/// 2. `one` created again (refused); writers racing on `one`'s tag (one
+///    wins, whose tag is now current); writers racing to create `new-1`.
+/// 3. `one` replaced on its first tag, now stale (refused); writers racing
+///    on its current tag (one wins).
+fn probe_in(loc: &dyn Location, names: &[String]) -> std::io::Result<std::result::Result<(), String>> {
+    let (one, new0, new1) = (&names[0], &names[1], &names[2]);
     let io = |e: PutError| match e {
         PutError::Io(e) => e,
         PutError::Conflict => std::io::Error::other("a put was refused where nothing was"),
     };
-    let one = name("one");
-    made.push(one.clone());
-    let first = loc.put(&one, b"first", Condition::IfAbsent).map_err(io)?;
-    match loc.put(&one, b"second", Condition::IfAbsent) {
+    let joined = |r: std::thread::Result<std::io::Result<Vec<Generation>>>| {
+        r.unwrap_or_else(|_| Err(std::io::Error::other("a racing writer failed")))
+    };
+    let created = |won: std::io::Result<Vec<Generation>>| -> std::io::Result<std::result::Result<(), String>> {
+        Ok(match won?.len() {
+            1 => Ok(()),
+            0 => return Err(std::io::Error::other("no writer racing to create one object won")),
+            n => Err(format!(
+                "{n} of {RACERS} writers racing to create one object were told their If-None-Match put won"
+            )),
+        })
+    };
+    let replaced = |won: std::io::Result<Vec<Generation>>| -> std::io::Result<std::result::Result<Generation, String>> {
+        let mut won = won?;
+        Ok(match won.len() {
+            1 => Ok(won.remove(0)),
+            0 => return Err(std::io::Error::other("no writer racing on one entity tag won")),
+            n => Err(format!("{n} of {RACERS} writers racing on one entity tag were told their If-Match put won")),
+        })
+    };
+    // 1.
+    let (first, raced) = std::thread::scope(|s| {
+        let raced = s.spawn(|| race(|i| loc.put(new0, format!("writer {i}").as_bytes(), Condition::IfAbsent)));
+        (loc.put(one, b"first", Condition::IfAbsent), joined(raced.join()))
+    });
+    let first = first.map_err(io)?;
+    if let Err(failed) = created(raced)? {
+        return Ok(Err(failed));
+    }
+    // 2.
+    let (again, on_tag, raced) = std::thread::scope(|s| {
+        let on_tag =
+            s.spawn(|| race(|i| loc.put(one, format!("writer {i}").as_bytes(), Condition::IfGeneration(&first))));
+        let raced = s.spawn(|| race(|i| loc.put(new1, format!("writer {i}").as_bytes(), Condition::IfAbsent)));
+        (loc.put(one, b"second", Condition::IfAbsent), joined(on_tag.join()), joined(raced.join()))
+    });
+    match again {
         Err(PutError::Conflict) => {}
         Ok(_) => return Ok(Err("a create-if-absent put (If-None-Match: *) replaced an existing object".into())),
         Err(PutError::Io(e)) => return Err(e),
     }
-    let current = loc.put(&one, b"third", Condition::IfGeneration(&first)).map_err(io)?;
-    match loc.put(&one, b"fourth", Condition::IfGeneration(&first)) {
+    let current = match replaced(on_tag)? {
+        Ok(g) => g,
+        Err(failed) => return Ok(Err(failed)),
+    };
+    if let Err(failed) = created(raced)? {
+        return Ok(Err(failed));
+    }
+    // 3.
+    let (stale, on_tag) = std::thread::scope(|s| {
+        let on_tag =
+            s.spawn(|| race(|i| loc.put(one, format!("again {i}").as_bytes(), Condition::IfGeneration(&current))));
+        (loc.put(one, b"stale", Condition::IfGeneration(&first)), joined(on_tag.join()))
+    });
+    match stale {
         Err(PutError::Conflict) => {}
         Ok(_) => return Ok(Err("a replace-if-match put (If-Match) was taken on a stale entity tag".into())),
         Err(PutError::Io(e)) => return Err(e),
     }
-    let mut current = current;
-    for round in 0..ROUNDS {
-        // Racing on one tag, and (at the same time) on one new name.
-        let new = name(&format!("new-{round}"));
-        made.push(new.clone());
-        let (wins, created) = std::thread::scope(|s| {
-            let created = s.spawn(|| race(|i| loc.put(&new, format!("writer {i}").as_bytes(), Condition::IfAbsent)));
-            let wins = race(|i| {
-                loc.put(&one, format!("round {round} writer {i}").as_bytes(), Condition::IfGeneration(&current))
-            });
-            (wins, created.join().unwrap_or_else(|_| Err(std::io::Error::other("a racing writer failed"))))
-        });
-        match wins {
-            Ok(mut won) if won.len() == 1 => current = won.remove(0),
-            Ok(won) if won.len() > 1 => {
-                return Ok(Err(format!(
-                    "{} of {RACERS} writers racing on one entity tag were told their If-Match put won",
-                    won.len()
-                )))
-            }
-            Ok(_) => return Err(std::io::Error::other("no writer racing on one entity tag won")),
-            Err(e) => return Err(e),
-        }
-        match created?.len() {
-            1 => {}
-            0 => return Err(std::io::Error::other("no writer racing to create one object won")),
-            n => {
-                return Ok(Err(format!(
-                    "{n} of {RACERS} writers racing to create one object were told their If-None-Match put won"
-                )))
-            }
-        }
+    if let Err(failed) = replaced(on_tag)? {
+        return Ok(Err(failed));
     }
     Ok(Ok(()))
 }
