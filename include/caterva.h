@@ -1234,8 +1234,10 @@ int caterva_remove_orphans(struct caterva_ctx_t *ctx,
  * prefix's options): `endpoint_url`, `region`, `key`, `secret`, `token`,
  * `profile`, `anon` (`true`: unsigned requests, public buckets),
  * `allow_http`, `virtual_hosted_style`, `retries`, `retry_timeout`,
- * `timeout` and `deadline` (seconds), `writers` (`many` or `single`), or any `aws_*`
- * setting of the S3 client. An unknown key or a value the option does
+ * `timeout` and `deadline` (seconds), `writers` (`many` or `single`),
+ * `cache` (a directory: a read cache on this machine, shared by handles and
+ * processes; `off`: none) and `cache_size` (its budget: bytes, `512M`,
+ * `2G`), or any `aws_*` setting of the S3 client. An unknown key or a value the option does
  * not take is `CATERVA_ERR_INVALID_ARGUMENT`, and nothing is set.
  *
  * # Safety

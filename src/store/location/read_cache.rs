@@ -125,7 +125,8 @@ impl ReadCache {
     /// # Errors
     /// [`Error::Io`] if the directory cannot be made.
     pub(crate) fn at(dir: &Path, budget: u64) -> Result<Arc<ReadCache>> {
-        static CACHES: OnceLock<Mutex<HashMap<(PathBuf, u64), Arc<ReadCache>>>> = OnceLock::new();
+        type ByDirAndBudget = HashMap<(PathBuf, u64), Arc<ReadCache>>;
+        static CACHES: OnceLock<Mutex<ByDirAndBudget>> = OnceLock::new();
         fs::create_dir_all(dir).map_err(|e| Error::io("making the remote cache directory", Some(dir), &e))?;
         let dir = fs::canonicalize(dir).map_err(|e| Error::io("opening the remote cache directory", Some(dir), &e))?;
         let mut caches = CACHES.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);

@@ -819,7 +819,7 @@ impl RemoteObject {
             }
         }
         // Pages past the end are not there to fetch.
-        lacking.retain(|&p| len.is_none_or(|len| p * PAGE < len));
+        lacking.retain(|&p| len.map_or(true, |len| p * PAGE < len));
         if lacking.is_empty() {
             return Ok(pages);
         }
@@ -846,7 +846,7 @@ impl RemoteObject {
             // the read starts, inside the object), which the server cuts at
             // the object's end, as a read without the cache asks.
             None => match (lacking.first(), lacking.last()) {
-                (Some(&first), Some(&last)) => vec![first * PAGE..(last + 1) * PAGE],
+                (Some(&first), Some(&last)) => std::iter::once(first * PAGE..(last + 1) * PAGE).collect(),
                 _ => Vec::new(),
             },
         };
