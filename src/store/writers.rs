@@ -223,7 +223,7 @@ pub(crate) fn probe(loc: &dyn Location, prefix: &str) -> std::io::Result<std::re
 fn probe_leaving(loc: &dyn Location, prefix: &str) -> (std::io::Result<std::result::Result<(), String>>, Vec<String>) {
     let tag = format!("{:016x}", fresh_token());
     let name = |what: &str| location::join(prefix, &format!(".caterva-probe-{tag}-{what}"));
-    let made = vec![name("one"), name("new-0"), name("new-1")];
+    let made = vec![name("one"), name("new-0"), name("new-1"), name("cut")];
     let verdict = probe_in(loc, &made);
     (verdict, made)
 }
@@ -237,16 +237,21 @@ fn remove_all(loc: &dyn Location, names: &[String]) {
     });
 }
 
+/// Bytes a put cut short in [`probe`] says it sends, and sends.
+const CUT_DECLARED: usize = 64 << 10;
+const CUT_SENT: usize = 4 << 10;
+
 /// The checks of [`probe`] in three rounds of requests, each round's at
 /// once (a round trip each, where a check after another took seven):
 ///
-/// 1. `one` created; writers racing to create `new-0`.
+/// 1. `one` created; writers racing to create `new-0`; a put of `cut`
+///    cut short (where the backend can send one: [`Location::put_cut_short`]).
 /// 2. `one` created again (refused); writers racing on `one`'s tag (one
 ///    wins, whose tag is now current); writers racing to create `new-1`.
 /// 3. `one` replaced on its first tag, now stale (refused); writers racing
-///    on its current tag (one wins).
+///    on its current tag (one wins); nothing at `cut`.
 fn probe_in(loc: &dyn Location, names: &[String]) -> std::io::Result<std::result::Result<(), String>> {
-    let (one, new0, new1) = (&names[0], &names[1], &names[2]);
+    let (one, new0, new1, cut) = (&names[0], &names[1], &names[2], &names[3]);
     let io = |e: PutError| match e {
         PutError::Io(e) => e,
         PutError::Conflict => std::io::Error::other("a put was refused where nothing was"),
@@ -272,11 +277,15 @@ fn probe_in(loc: &dyn Location, names: &[String]) -> std::io::Result<std::result
         })
     };
     // 1.
-    let (first, raced) = std::thread::scope(|s| {
+    let (first, raced, cut_sent) = std::thread::scope(|s| {
         let raced = s.spawn(|| race(|i| loc.put(new0, format!("writer {i}").as_bytes(), Condition::IfAbsent)));
-        (loc.put(one, b"first", Condition::IfAbsent), joined(raced.join()))
+        let cut_sent = s.spawn(|| loc.put_cut_short(cut, CUT_DECLARED, &[7u8; CUT_SENT]));
+        let first = loc.put(one, b"first", Condition::IfAbsent);
+        let cut_sent = cut_sent.join().unwrap_or_else(|_| Err(std::io::Error::other("the cut put failed")));
+        (first, joined(raced.join()), cut_sent)
     });
     let first = first.map_err(io)?;
+    let cut_sent = cut_sent?;
     if let Err(failed) = created(raced)? {
         return Ok(Err(failed));
     }
@@ -300,11 +309,21 @@ fn probe_in(loc: &dyn Location, names: &[String]) -> std::io::Result<std::result
         return Ok(Err(failed));
     }
     // 3.
-    let (stale, on_tag) = std::thread::scope(|s| {
+    let (stale, on_tag, at_cut) = std::thread::scope(|s| {
         let on_tag =
             s.spawn(|| race(|i| loc.put(one, format!("again {i}").as_bytes(), Condition::IfGeneration(&current))));
-        (loc.put(one, b"stale", Condition::IfGeneration(&first)), joined(on_tag.join()))
+        let at_cut = s.spawn(|| if cut_sent { loc.stat(cut) } else { Ok(None) });
+        let stale = loc.put(one, b"stale", Condition::IfGeneration(&first));
+        let at_cut = at_cut.join().unwrap_or_else(|_| Err(std::io::Error::other("the look at the cut put failed")));
+        (stale, joined(on_tag.join()), at_cut)
     });
+    if let Some(e) = at_cut? {
+        return Ok(Err(format!(
+            "a PUT cut short after {CUT_SENT} of its {CUT_DECLARED} bytes left an object of {} bytes (a writer killed \
+             while it writes would leave a torn index or frame)",
+            e.len
+        )));
+    }
     match stale {
         Err(PutError::Conflict) => {}
         Ok(_) => return Ok(Err("a replace-if-match put (If-Match) was taken on a stale entity tag".into())),
@@ -511,6 +530,9 @@ mod tests {
         inner: Memory,
         ignores: bool,
         apart: bool,
+        /// A put cut short leaves what it sent (s3rver: an object written
+        /// as its body comes); else nothing.
+        torn: bool,
     }
 
     impl Location for Faulty {
@@ -545,6 +567,12 @@ mod tests {
         fn remove(&self, name: &str, expected: Option<&Generation>) -> std::result::Result<(), PutError> {
             self.inner.remove(name, expected)
         }
+        fn put_cut_short(&self, name: &str, _declared: usize, sent: &[u8]) -> io::Result<bool> {
+            if self.torn {
+                self.inner.put(name, sent, Condition::Always).map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            Ok(true)
+        }
     }
 
     #[test]
@@ -563,6 +591,10 @@ mod tests {
         let failed = probe(&apart, "").unwrap().unwrap_err();
         assert!(failed.contains("racing"), "{failed}");
         assert!(apart.inner.list("").map_or(true, |l| l.is_empty()));
+        let torn = Faulty { torn: true, ..Faulty::default() };
+        let failed = probe(&torn, "").unwrap().unwrap_err();
+        assert!(failed.contains("cut short") && failed.contains("4096 bytes"), "{failed}");
+        assert!(torn.inner.list("").map_or(true, |l| l.is_empty()));
     }
 
     fn site(loc: Arc<dyn Location>) -> Site {

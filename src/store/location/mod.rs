@@ -361,6 +361,19 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// the storage failed (the object is then as it was).
     fn put(&self, name: &str, bytes: &[u8], cond: Condition<'_>) -> std::result::Result<Generation, PutError>;
 
+    /// Start a put of `declared` bytes at `name`, send only `sent` (fewer)
+    /// and drop the connection: a writer killed in the middle of a put.
+    /// `Ok(false)` where this backend cannot make one (its puts are not
+    /// sent as a stream it can cut, or only over TLS). The publish protocol
+    /// needs such a put never to leave part of an object visible
+    /// (`store/writers.rs` checks it).
+    ///
+    /// # Errors
+    /// As the storage fails.
+    fn put_cut_short(&self, _name: &str, _declared: usize, _sent: &[u8]) -> io::Result<bool> {
+        Ok(false)
+    }
+
     /// Remove the object `name`; with `expected`, only if it is still of
     /// that generation. Removing what is not there succeeds unless a
     /// generation was expected.
