@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use caterva::testing::servers;
-use caterva::{Array, Config, Context, Params, StorageParams};
+use caterva::{Array, Config, Context, Params, StorageOptions, StorageParams};
 use common::scratch_dir;
 
 const WRITER_ENV: &str = "CATERVA_S3_WRITER";
@@ -123,4 +123,61 @@ fn writers_on_s3_lose_nothing() {
     assert_eq!(Array::open(&ctx, url).unwrap().to_vec().unwrap(), a.to_vec().unwrap());
     moto.kill();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A handle whose version of an array on S3 another handle replaced: its
+/// reads of what the new version no longer names (chunk objects the writer
+/// removed, the frame object it replaced) give the "refresh" error, never a
+/// blosc2 code or "corrupt"; refreshed, it reads the new values. On a sparse
+/// and a contiguous frame, with and without checksums.
+#[test]
+fn a_stale_handle_on_s3_is_told_to_refresh() {
+    let mut moto = servers::moto("stale");
+    // Its own server by storage options for its bucket: the other test of
+    // this process points the AWS environment at another.
+    let options = format!("endpoint_url={}; key=test; secret=test; region=us-east-1", moto.url());
+    caterva::set_storage_options("s3://stale/", StorageOptions::parse(&options).unwrap()).unwrap();
+    for contiguous in [false, true] {
+        for checksums in [false, true] {
+            let ctx = Context::new(Config { checksums, ..Config::default() }).unwrap();
+            let url = format!("s3://stale/a-{contiguous}-{checksums}.b2nd");
+            let params = Params { itemsize: 4, shape: vec![N], dtype: None };
+            let storage = StorageParams {
+                chunkshape: vec![40],
+                blockshape: vec![8],
+                contiguous,
+                urlpath: Some(url.clone()),
+                metalayers: vec![],
+            };
+            let all: Vec<u8> = (0..N).flat_map(|i| value(i).to_le_bytes()).collect();
+            Array::from_buffer(&ctx, &params, &storage, &all).unwrap();
+            let mut h1 = Array::open(&ctx, &url).unwrap();
+            let mut h2 = Array::open(&ctx, &url).unwrap();
+            // Every chunk rewritten through h2: the chunk objects h1's
+            // version names are removed (sparse), the frame object replaced.
+            let new: Vec<u8> = (0..N).flat_map(|i| (value(i) + 1).to_le_bytes()).collect();
+            h2.set_slice_buffer(&new, &[N], &[0], &[N]).unwrap();
+            let what = format!("contiguous {contiguous}, checksums {checksums}");
+            match h1.to_vec() {
+                Err(e) => assert_eq!(e.kind(), caterva::ErrorKind::Changed, "{what}: {e}"),
+                // A read may still be served whole from h1's version.
+                Ok(v) => assert_eq!(v, all, "{what}: a stale read mixed versions"),
+            }
+            let mut one = [0u8; 4];
+            match h1.get_slice_buffer(&[N - 1], &[N], &mut one, &[1]) {
+                Err(e) => assert_eq!(e.kind(), caterva::ErrorKind::Changed, "{what}: {e}"),
+                Ok(()) => assert_eq!(one, value(N - 1).to_le_bytes(), "{what}"),
+            }
+            h1.refresh().unwrap();
+            assert_eq!(h1.to_vec().unwrap(), new, "{what}");
+            // A stale writer's write applies to the new version.
+            let mut h3 = Array::open(&ctx, &url).unwrap();
+            h2.set_slice_buffer(&value(0).to_le_bytes(), &[1], &[0], &[1]).unwrap();
+            h3.set_slice_buffer(&value(5).to_le_bytes(), &[1], &[5], &[6]).unwrap();
+            let got = Array::open(&ctx, &url).unwrap().to_vec().unwrap();
+            assert_eq!(&got[..4], &value(0).to_le_bytes(), "{what}");
+            assert_eq!(&got[20..24], &value(5).to_le_bytes(), "{what}");
+        }
+    }
+    moto.kill();
 }

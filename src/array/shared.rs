@@ -123,7 +123,9 @@ impl Array {
         let mut pause = Duration::from_millis(2);
         loop {
             let e = match write(self) {
-                Err(e @ Error::Conflict { .. }) => e,
+                // Lost the race, or read a version that has gone meanwhile
+                // (the refresh error): on the version there now, again.
+                Err(e @ (Error::Conflict { .. } | Error::Changed { .. })) => e,
                 Err(e) if self.store.replaced_since_read() => e,
                 r => return r,
             };

@@ -446,9 +446,32 @@ impl Store {
         // c-blosc2 makes a special chunk from the index alone, which opening checked.
         let special = self.placement.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
         if !special {
-            self.ensure_checked()?;
+            self.ensure_checked().map_err(|e| self.stale_or(e))?;
         }
-        checked_chunk(&self.sc, self.sums.as_ref(), n)
+        checked_chunk(&self.sc, self.sums.as_ref(), n).map_err(|e| self.stale_or(e))
+    }
+
+    /// What a failed read of this handle's version means: at a versioned
+    /// location (an object store, a web server), a version another writer
+    /// has replaced since this handle read it may have gone (its frame
+    /// object, or chunk objects the new version no longer names), and
+    /// reading it fails in c-blosc2 or with a missing object; that is
+    /// [`Error::Changed`] (refresh and read again), not damage. Elsewhere,
+    /// or while the version is still the one there, `e` itself. Asks the
+    /// storage (one request) only after such a failure.
+    fn stale_or(&self, e: Error) -> Error {
+        // What a version gone looks like: a missing object, or c-blosc2
+        // failing on it. Not a server that does not answer or refuses
+        // (asking it would cost another deadline).
+        let gone = match &e {
+            Error::Io { kind, .. } => *kind == std::io::ErrorKind::NotFound,
+            Error::NotFound { .. } | Error::Blosc { .. } | Error::Corrupt { .. } | Error::InvalidFormat(_) => true,
+            _ => false,
+        };
+        if !gone || !self.replaced_since_read() {
+            return e;
+        }
+        Error::Changed { path: self.site.as_ref().map(Site::url).unwrap_or_default() }
     }
 
     /// Compressed chunk `n` for a reader that wants the blocks `want` says:
@@ -466,7 +489,7 @@ impl Store {
         let _section = self.read_section()?;
         let placement = self.placement.get_or_init(|| self.place());
         match placement {
-            Some(p) => match reader::read_chunk(p, n, want, buf)? {
+            Some(p) => match reader::read_chunk(p, n, want, buf).map_err(|e| self.stale_or(e))? {
                 Some(len) => Ok(Chunk::from_slice(&buf[..len])),
                 None => self.chunk(n),
             },
