@@ -729,21 +729,34 @@ impl Location for Remote {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_owned(),
         };
-        use std::net::ToSocketAddrs;
-        let addr =
-            (host, port).to_socket_addrs()?.next().ok_or_else(|| io::Error::other(format!("no address for {host}")))?;
-        let mut conn = std::net::TcpStream::connect_timeout(&addr, d)?;
-        conn.set_write_timeout(Some(d))?;
-        let head = format!(
-            "PUT {target} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: {declared}\r\n\
-             Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
-        );
-        use std::io::Write;
-        conn.write_all(head.as_bytes())?;
-        conn.write_all(&sent[..sent.len().min(declared)])?;
-        conn.flush()?;
-        // The rest never comes: the connection ends.
-        let _ = conn.shutdown(std::net::Shutdown::Both);
+        // The Host header as the URL was signed for (no default port).
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        };
+        let send = || -> io::Result<()> {
+            use std::io::Write;
+            use std::net::ToSocketAddrs;
+            let addr = (host, port).to_socket_addrs()?.next().ok_or_else(|| io::Error::other("no address"))?;
+            let mut conn = std::net::TcpStream::connect_timeout(&addr, d)?;
+            conn.set_write_timeout(Some(d))?;
+            let head = format!(
+                "PUT {target} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {declared}\r\n\
+                 Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
+            );
+            conn.write_all(head.as_bytes())?;
+            conn.write_all(&sent[..sent.len().min(declared)])?;
+            conn.flush()?;
+            // The rest never comes: the connection ends.
+            let _ = conn.shutdown(std::net::Shutdown::Both);
+            Ok(())
+        };
+        // Where it cannot be sent as the client's requests are (a host only
+        // the client's own resolution finds), the check goes without it:
+        // the other requests of the check tell whether the server is there.
+        if send().is_err() {
+            return Ok(false);
+        }
         Ok(true)
     }
 
