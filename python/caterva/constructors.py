@@ -6,46 +6,8 @@ import os
 import numpy as np
 
 from . import _caterva
-from .ndarray import NDArray, dtype_str, np_dtype
-from .utils import apply_storage_options, check_durability, default_nthreads, native_kwargs
-
-_MODES = ("w-", "w")
-
-
-def _prepare(shape, itemsize, kwargs):
-    """Native keyword arguments, and the mode of the new array. A path that
-    exists is refused, as python-caterva did, unless ``mode='w'``."""
-    kwargs = dict(kwargs)
-    mode = kwargs.pop("mode", "w-")
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {_MODES} for a new array, not {mode!r}")
-    kwargs.pop("memframe", None)
-    storage_options = kwargs.pop("storage_options", None)
-    kw = native_kwargs(shape, itemsize, kwargs)
-    url = kw.get("urlpath")
-    apply_storage_options(url, storage_options)
-    if url is not None and "://" in url:
-        # A URL: what is there is known by opening it (nothing to stat).
-        # With mode 'w', not asked (a round trip): the core replaces an
-        # array of the same layout, and refuses one of the other, which
-        # _replacing removes then.
-        if mode == "w-":
-            try:
-                open(url, mode="r")
-            except OSError:
-                pass
-            else:
-                raise FileExistsError(f"Can not create the array {url}. It already exists!")
-        return kw, "a"
-    if url is not None and mode == "w-" and os.path.lexists(url):
-        raise FileExistsError(f"Can not create the file {url}. It already exists!")
-    if url is not None and mode == "w" and os.path.lexists(url) and os.path.isdir(url) == kw["contiguous"]:
-        # An array of the other storage kind (a frame file where a directory
-        # is asked for, or the reverse): the core replaces arrays of one kind
-        # only, so it goes first (the core removes only arrays).
-        _caterva.remove(url)
-    return kw, "a"
-
+from .ndarray import _from_cframe, _from_numpy, _new, _opened
+from .utils import _shape, apply_storage_options, default_nthreads
 
 def _itemsize_dtype(itemsize, dtype):
     """(itemsize, dtype) from python-caterva's `itemsize` and/or our `dtype`;
@@ -74,33 +36,6 @@ def _itemsize_dtype(itemsize, dtype):
     return itemsize, np.dtype(f"S{itemsize}")
 
 
-def _shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    return [int(s) for s in shape]
-
-
-def _replacing(kw, make):
-    """make(): the new native array. At a URL holding an array of the other
-    layout (contiguous or sparse), which the core refuses to overwrite, that
-    one is removed first (a local path's is removed by _prepare)."""
-    try:
-        return make()
-    except OSError as e:
-        url = kw.get("urlpath")
-        if url is None or "://" not in url or "an array of the other layout" not in str(e):
-            raise
-    _caterva.remove(url)
-    return make()
-
-
-def _make(kind, shape, itemsize, dtype, kwargs, data=None):
-    shape = _shape(shape)
-    kw, mode = _prepare(shape, itemsize, kwargs)
-    a = _replacing(kw, lambda: _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data))
-    return NDArray(a, _mode=mode, **kwargs)
-
-
 def empty(shape, itemsize=None, dtype=None, **kwargs):
     """A new array (of zeros: arrays are never uninitialised).
 
@@ -120,13 +55,13 @@ def empty(shape, itemsize=None, dtype=None, **kwargs):
     (python-caterva's was ZSTD 5: pass codec=Codec.ZSTD, clevel=5 for
     smaller, slower files)."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
-    return _make("zeros", shape, itemsize, dtype, kwargs)
+    return _new("zeros", shape, itemsize, dtype, kwargs)
 
 
 def zeros(shape, itemsize=None, dtype=None, **kwargs):
     """A new array of zeros."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
-    return _make("zeros", shape, itemsize, dtype, kwargs)
+    return _new("zeros", shape, itemsize, dtype, kwargs)
 
 
 def full(shape, fill_value, dtype=None, **kwargs):
@@ -139,7 +74,7 @@ def full(shape, fill_value, dtype=None, **kwargs):
         d = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
         value = np.asarray(fill_value, dtype=d).tobytes()
         itemsize, dtype = d.itemsize, d
-    return _make("full", shape, itemsize, dtype, kwargs, value)
+    return _new("full", shape, itemsize, dtype, kwargs, value)
 
 
 def from_buffer(buffer, shape, itemsize=None, dtype=None, **kwargs):
@@ -150,18 +85,12 @@ def from_buffer(buffer, shape, itemsize=None, dtype=None, **kwargs):
     if data.size != need:
         raise ValueError(f"buffer holds {data.size} bytes; shape {tuple(_shape(shape))} of {itemsize}-byte items "
                          f"needs {need}")
-    return _make("buffer", shape, itemsize, dtype, kwargs, data)
+    return _new("buffer", shape, itemsize, dtype, kwargs, data)
 
 
 def asarray(ndarray, **kwargs):
     """A new array holding a NumPy array (or anything np.asarray takes), with its dtype."""
-    a = np.asarray(ndarray)
-    if not a.flags.c_contiguous:
-        a = a.copy(order="C")
-    if a.dtype.hasobject:
-        raise TypeError("arrays of Python objects cannot be stored")
-    data = a.reshape(-1).view(np.uint8)
-    return _make("buffer", a.shape, a.dtype.itemsize, a.dtype, kwargs, data)
+    return _from_numpy(ndarray, kwargs)
 
 
 def copy(array, **kwargs):
@@ -193,10 +122,8 @@ def open(urlpath, mode="a", nthreads=None, durability="full", storage_options=No
     if mode not in ("r", "a", "r+"):
         raise ValueError(f"mode must be 'r' or 'a', not {mode!r}")
     nthreads = default_nthreads() if nthreads is None else int(nthreads)
-    kw = {"nthreads": nthreads, "durability": check_durability(durability)}
     apply_storage_options(os.fspath(urlpath), storage_options)
-    a = _caterva.open(os.fspath(urlpath), kw)
-    return NDArray(a, _mode="r" if mode == "r" else "a")
+    return _opened(urlpath, mode, nthreads, durability)
 
 
 def from_cframe(cframe, copy=True, **kwargs):
@@ -204,8 +131,7 @@ def from_cframe(cframe, copy=True, **kwargs):
     nthreads = int(kwargs.pop("nthreads", default_nthreads()))
     if kwargs:
         raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
-    a = _caterva.from_cframe(memoryview(cframe).cast("B"), {"nthreads": nthreads})
-    return NDArray(a)
+    return _from_cframe(cframe, nthreads)
 
 
 def remove(urlpath, storage_options=None):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _caterva
 from .metadata import Meta, VLMeta
-from .utils import Codec, Filter, apply_storage_options, check_durability
+from .utils import Codec, Filter, _prepare, _replacing, _shape, apply_storage_options, check_durability
 
 _NOT_WRITABLE = "the array was opened read-only (mode='r')"
 
@@ -499,8 +499,6 @@ class NDArray(Reductions):
     def copy(self, **kwargs):
         """A copy, in memory or at `urlpath`, with these chunks and blocks
         unless others are given (the constructors' keyword arguments)."""
-        from .constructors import _prepare, _replacing
-
         itemsize = kwargs.pop("itemsize", None)
         if itemsize is not None:
             # python-caterva's copy took it (and could not change it).
@@ -515,8 +513,6 @@ class NDArray(Reductions):
     def slice(self, key, **kwargs):
         """A new array holding `self[key]`, integer indices kept as axes of
         length 1 (python-caterva's `slice`)."""
-        from .constructors import _prepare, _replacing, asarray
-
         sel, _, _ = _selection(key, self.shape)
         if all(s[0] != "list" for s in sel) and math.prod(_lengths(sel)):
             start = [s[1] for s in sel]
@@ -526,7 +522,7 @@ class NDArray(Reductions):
             kwargs.setdefault("blocks", [min(b, s) for b, s in zip(self.blocks, shape)])
             kw, mode = _prepare(shape, self.itemsize, kwargs)
             return NDArray(_replacing(kw, lambda: self._a.get_slice_array(start, stop, kw)), _mode=mode, **kwargs)
-        return asarray(self._read(sel), **kwargs)
+        return _from_numpy(self._read(sel), kwargs)
 
     # -- changing the shape ------------------------------------------------
 
@@ -642,12 +638,8 @@ class NDArray(Reductions):
     def __reduce__(self):
         url = None if self._a.closed else self._abspath
         if url is not None:
-            from .constructors import open as open_
-
-            return (open_, (url, self._mode, 1, self.durability))
-        from .constructors import from_cframe
-
-        return (from_cframe, (self.to_cframe(),))
+            return (_opened, (url, self._mode, 1, self.durability))
+        return (_from_cframe, (self.to_cframe(), 1))
 
     def __dask_tokenize__(self):
         return ("caterva.NDArray", self._token)
@@ -803,3 +795,35 @@ class _Info:
         items = self.items()
         w = max(len(k) for k, _ in items)
         return "".join(f"{k.ljust(w)} : {v}\n" for k, v in items)
+
+# -- the arrays the constructors (and NDArray's own methods) make ------------
+
+
+def _new(kind, shape, itemsize, dtype, kwargs, data=None):
+    shape = _shape(shape)
+    kw, mode = _prepare(shape, itemsize, kwargs)
+    """A new array of `kind` ('zeros', 'full', 'buffer': `data`) made by the core."""
+    a = _replacing(kw, lambda: _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data))
+    return NDArray(a, _mode=mode, **kwargs)
+
+
+def _from_numpy(obj, kwargs):
+    """A new array holding a NumPy array (or anything np.asarray takes), with its dtype."""
+    a = np.asarray(obj)
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")
+    if a.dtype.hasobject:
+        raise TypeError("arrays of Python objects cannot be stored")
+    data = a.reshape(-1).view(np.uint8)
+    return _new("buffer", a.shape, a.dtype.itemsize, a.dtype, kwargs, data)
+
+
+def _opened(urlpath, mode, nthreads, durability):
+    """The persisted array at `urlpath` (caterva.open's core, and what a pickled handle reopens)."""
+    kw = {"nthreads": nthreads, "durability": check_durability(durability)}
+    return NDArray(_caterva.open(os.fspath(urlpath), kw), _mode="r" if mode == "r" else "a")
+
+
+def _from_cframe(cframe, nthreads):
+    """An in-memory array from a contiguous frame (caterva.from_cframe's core, and what a pickled one is made from)."""
+    return NDArray(_caterva.from_cframe(memoryview(cframe).cast("B"), {"nthreads": nthreads}))

@@ -4,6 +4,8 @@ import os
 import warnings
 from enum import Enum
 
+import numpy as np
+
 from . import _caterva
 from .metadata import meta_content
 
@@ -143,8 +145,6 @@ def propose_partitions(shape, itemsize=None, dtype=None, access="balanced", nthr
     if itemsize is None:
         if dtype is None:
             raise TypeError("propose_partitions needs itemsize or dtype")
-        import numpy as np
-
         itemsize = np.dtype(dtype).itemsize
     if isinstance(shape, int):
         shape = (shape,)
@@ -196,3 +196,61 @@ def list_arrays(url, storage_options=None):
     return [
         {"url": u, "name": n, "contiguous": c, "bytes": b} for (u, n, c, b) in _caterva.list_arrays(url)
     ]
+
+
+_MODES = ("w-", "w")
+
+
+def _prepare(shape, itemsize, kwargs):
+    """Native keyword arguments, and the mode of the new array. A path that
+    exists is refused, as python-caterva did, unless ``mode='w'``."""
+    kwargs = dict(kwargs)
+    mode = kwargs.pop("mode", "w-")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES} for a new array, not {mode!r}")
+    kwargs.pop("memframe", None)
+    storage_options = kwargs.pop("storage_options", None)
+    kw = native_kwargs(shape, itemsize, kwargs)
+    url = kw.get("urlpath")
+    apply_storage_options(url, storage_options)
+    if url is not None and "://" in url:
+        # A URL: what is there is known by opening it (nothing to stat).
+        # With mode 'w', not asked (a round trip): the core replaces an
+        # array of the same layout, and refuses one of the other, which
+        # _replacing removes then.
+        if mode == "w-":
+            try:
+                _caterva.open(url, {"nthreads": 1, "durability": check_durability("full")})
+            except OSError:
+                pass
+            else:
+                raise FileExistsError(f"Can not create the array {url}. It already exists!")
+        return kw, "a"
+    if url is not None and mode == "w-" and os.path.lexists(url):
+        raise FileExistsError(f"Can not create the file {url}. It already exists!")
+    if url is not None and mode == "w" and os.path.lexists(url) and os.path.isdir(url) == kw["contiguous"]:
+        # An array of the other storage kind (a frame file where a directory
+        # is asked for, or the reverse): the core replaces arrays of one kind
+        # only, so it goes first (the core removes only arrays).
+        _caterva.remove(url)
+    return kw, "a"
+
+
+def _replacing(kw, make):
+    """make(): the new native array. At a URL holding an array of the other
+    layout (contiguous or sparse), which the core refuses to overwrite, that
+    one is removed first (a local path's is removed by _prepare)."""
+    try:
+        return make()
+    except OSError as e:
+        url = kw.get("urlpath")
+        if url is None or "://" not in url or "an array of the other layout" not in str(e):
+            raise
+    _caterva.remove(url)
+    return make()
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    return [int(s) for s in shape]
