@@ -87,7 +87,7 @@ fn writes(c: &mut Criterion) {
         b.iter_batched(
             || base.copy(&ctx, &storage()).unwrap(),
             |mut a| {
-                a.set_slice_buffer(&plane, &[1, SHAPE[1], SHAPE[2]], &[40, 0, 0], &[41, SHAPE[1], SHAPE[2]]).unwrap()
+                a.set_slice_buffer(&[40, 0, 0], &[41, SHAPE[1], SHAPE[2]], &plane, &[1, SHAPE[1], SHAPE[2]]).unwrap()
             },
             BatchSize::LargeInput,
         );

@@ -134,7 +134,7 @@ fn main() {
         "set_plane" => {
             let plane = 745 * 400 * 8;
             let (start, stop) = (vec![len0 / 2, 0, 0], vec![len0 / 2 + 1, 745, 400]);
-            arr.set_slice_buffer(&data[..plane], &[1, 745, 400], &start, &stop).unwrap();
+            arr.set_slice_buffer(&start, &stop, &data[..plane], &[1, 745, 400]).unwrap();
         }
         other => panic!("unknown operation {other}"),
     }

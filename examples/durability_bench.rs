@@ -6,7 +6,7 @@
 //! For a contiguous frame file and a sparse-frame directory, a row of one
 //! chunk (shape 10000×100 float64, chunks 1000×100; also with checksums)
 //! and a row across ten chunks (1000×1000, chunks 100×100, as in the
-//! README's example), at `Durability::Full`, `Normal` and `Process`:
+//! the README's C example), at `Durability::Full`, `Normal` and `Process`:
 //! REPS (default 100) writes of one row, each timed; prints the median and
 //! the 90th percentile in ms, and the mean of the whole run with the
 //! handle's close (where `Normal` makes the last epoch durable), as a
@@ -64,7 +64,7 @@ fn run(dir: &str, c: &Case, reps: usize, marked: bool) -> (Vec<f64>, f64) {
         let row = (i as i64 * 7) % rows;
         let values: Vec<u8> = (0..cols).flat_map(|j| ((i as i64 * cols + j) as f64).to_le_bytes()).collect();
         let t = Instant::now();
-        arr.set_slice_buffer(&values, &[1, cols], &[row, 0], &[row + 1, cols]).expect("write");
+        arr.set_slice_buffer(&[row, 0], &[row + 1, cols], &values, &[1, cols]).expect("write");
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     drop(arr);

@@ -13,11 +13,11 @@ use crate::error::{invalid, Result};
 pub const MAX_DIM: usize = 8;
 
 /// Largest uncompressed chunk c-blosc2 accepts (`BLOSC2_MAX_BUFFERSIZE`).
-pub const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
+pub(crate) const MAX_CHUNK_BYTES: i64 = i32::MAX as i64 - 32;
 
 /// The most chunks an array may have: c-blosc2 keeps a frame's chunk
 /// offsets (8 bytes each) in one chunk, itself at most [`MAX_CHUNK_BYTES`].
-pub const MAX_CHUNKS: i64 = MAX_CHUNK_BYTES / 8;
+pub(crate) const MAX_CHUNKS: i64 = MAX_CHUNK_BYTES / 8;
 
 /// The largest item, in bytes: one item per chunk, at most
 /// `MAX_CHUNK_BYTES` (2 GiB less 32 bytes). Items over 255 bytes (NumPy `<U100`, records with
@@ -28,7 +28,7 @@ pub const MAX_ITEMSIZE: usize = MAX_CHUNK_BYTES as usize;
 
 /// `ceil(x / m)` for `x >= 0`, `m > 0`.
 #[must_use]
-pub fn div_ceil(x: i64, m: i64) -> i64 {
+pub(crate) fn div_ceil(x: i64, m: i64) -> i64 {
     x / m + i64::from(x % m != 0)
 }
 
@@ -44,7 +44,7 @@ fn round_up(x: i64, m: i64) -> i64 {
 /// C-order (row-major) strides, in items, of an array of shape `dims`.
 /// Entries past `dims.len()` are 0.
 #[must_use]
-pub fn c_strides(dims: &[i64]) -> [i64; MAX_DIM] {
+pub(crate) fn c_strides(dims: &[i64]) -> [i64; MAX_DIM] {
     let mut s = [0i64; MAX_DIM];
     let mut acc = 1i64;
     for i in (0..dims.len()).rev() {
@@ -56,7 +56,7 @@ pub fn c_strides(dims: &[i64]) -> [i64; MAX_DIM] {
 
 /// Product of `dims`, or `None` on overflow.
 #[must_use]
-pub fn checked_product(dims: &[i64]) -> Option<i64> {
+pub(crate) fn checked_product(dims: &[i64]) -> Option<i64> {
     dims.iter().try_fold(1i64, |acc, &d| acc.checked_mul(d))
 }
 

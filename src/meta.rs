@@ -8,11 +8,11 @@ use crate::error::{Error, Result};
 use crate::geometry::MAX_DIM;
 
 /// Name of the caterva metalayer.
-pub const CATERVA_META: &str = "caterva";
+pub(crate) const CATERVA_META: &str = "caterva";
 /// Name of the b2nd metalayer (c-blosc2 ≥ 2.7, python-blosc2).
-pub const B2ND_META: &str = "b2nd";
+pub(crate) const B2ND_META: &str = "b2nd";
 /// Version written in the caterva metalayer.
-pub const METALAYER_VERSION: u8 = 0;
+pub(crate) const METALAYER_VERSION: u8 = 0;
 
 /// The geometry recorded in a `caterva` or `b2nd` metalayer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ fn check_lengths(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Resul
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if the lengths differ or exceed [`MAX_DIM`].
-pub fn encode_caterva(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Result<Vec<u8>> {
+pub(crate) fn encode_caterva(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> Result<Vec<u8>> {
     check_lengths(shape, chunkshape, blockshape)?;
     let mut out = Vec::with_capacity(4 + 17 * shape.len());
     write_sections(&mut out, 5, shape, chunkshape, blockshape);
@@ -73,7 +73,7 @@ pub fn encode_caterva(shape: &[i64], chunkshape: &[i32], blockshape: &[i32]) -> 
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if the lengths differ or exceed [`MAX_DIM`].
-pub fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype: &str) -> Result<Vec<u8>> {
+pub(crate) fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype: &str) -> Result<Vec<u8>> {
     check_lengths(shape, chunkshape, blockshape)?;
     let mut out = Vec::with_capacity(11 + 17 * shape.len() + dtype.len());
     write_sections(&mut out, 7, shape, chunkshape, blockshape);
@@ -89,7 +89,7 @@ pub fn encode_b2nd(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype:
 /// the length of the dtype it was made with if longer) fits:
 /// c-blosc2 metalayers never grow. The encoding is zero-padded; readers
 /// decode from the front.
-pub const DTYPE_RESERVE: usize = 64;
+pub(crate) const DTYPE_RESERVE: usize = 64;
 
 /// The dtype written when the caller gives none: the unsigned integer of
 /// the item size, or raw bytes.
@@ -105,7 +105,7 @@ pub fn default_dtype(itemsize: usize) -> String {
 /// The longest dtype string: a record dtype's description grows with its
 /// fields (python-blosc2 sets no limit; the metalayer is read whole at
 /// every open).
-pub const MAX_DTYPE_LEN: usize = 1 << 20;
+pub(crate) const MAX_DTYPE_LEN: usize = 1 << 20;
 
 /// Check a NumPy dtype string: 1 byte to 1 MiB, no control
 /// characters, and for a simple type (`<f8`, `|u1`, `<U3`, `|V7`,
@@ -148,7 +148,12 @@ pub fn check_dtype(dtype: &str, itemsize: usize) -> Result<()> {
 ///
 /// # Errors
 /// As [`encode_b2nd`].
-pub fn encode_b2nd_reserved(shape: &[i64], chunkshape: &[i32], blockshape: &[i32], dtype: &str) -> Result<Vec<u8>> {
+pub(crate) fn encode_b2nd_reserved(
+    shape: &[i64],
+    chunkshape: &[i32],
+    blockshape: &[i32],
+    dtype: &str,
+) -> Result<Vec<u8>> {
     let mut out = encode_b2nd(shape, chunkshape, blockshape, dtype)?;
     out.resize(out.len() + DTYPE_RESERVE.saturating_sub(dtype.len()), 0);
     Ok(out)

@@ -104,19 +104,19 @@ impl AxisMap {
 /// How a new array's items come from an old array (and a buffer).
 pub(crate) struct Mapping<'a> {
     /// The old array.
-    pub old_geom: &'a Geometry,
+    pub(crate) old_geom: &'a Geometry,
     /// Its super-chunk.
-    pub old: &'a Store,
+    pub(crate) old: &'a Store,
     /// One map per new axis (`dims()` of the new geometry: a 0-dim array
     /// has one axis of length 1).
-    pub axes: Vec<AxisMap>,
+    pub(crate) axes: Vec<AxisMap>,
     /// The old axis each new axis reads; old axes no new axis reads have
     /// length 1 and are read at index 0 (squeezed away). `None` for the
     /// axis of a 0-dim new array.
-    pub kept: Vec<Option<usize>>,
+    pub(crate) kept: Vec<Option<usize>>,
     /// The buffer for [`Source::Buffer`] runs: C order, with the old shape
     /// except on the run's axis.
-    pub buffer: Option<(&'a [u8], Vec<i64>)>,
+    pub(crate) buffer: Option<(&'a [u8], Vec<i64>)>,
 }
 
 /// What happens to one new chunk.

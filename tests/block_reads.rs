@@ -125,7 +125,7 @@ fn special_and_missing_chunks_read_by_blocks() {
     let (start, stop) = ([0i64, 18, 0], [20i64, 36, 15]);
     let src = source(&mut rng);
     let part = expected(&src, &start, &stop);
-    arr.set_slice_buffer(&part, &[20, 18, 15], &start, &stop).unwrap();
+    arr.set_slice_buffer(&start, &stop, &part, &[20, 18, 15]).unwrap();
     for i in 0..20 {
         for j in 18..36 {
             let row = ((i * SHAPE[1] + j) * SHAPE[2]) as usize * 8;
@@ -163,7 +163,7 @@ fn writes_that_splice_blocks_read_back_whole_and_by_blocks() {
             let stop: Vec<i64> = start.iter().zip(SHAPE).map(|(&a, s)| (a + rng.range(1, 9)).min(s)).collect();
             let shape: Vec<i64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
             let vals: Vec<u8> = (0..shape.iter().product::<i64>() * 8).map(|_| rng.next() as u8).collect();
-            arr.set_slice_buffer(&vals, &shape, &start, &stop).unwrap();
+            arr.set_slice_buffer(&start, &stop, &vals, &shape).unwrap();
             let mut at = 0;
             for i in start[0]..stop[0] {
                 for j in start[1]..stop[1] {

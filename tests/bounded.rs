@@ -279,7 +279,7 @@ fn zeros(st: &StorageParams) -> Array {
 /// Zeros with one chunk written: its offsets index is a list.
 fn listed(st: &StorageParams) -> Array {
     let mut a = zeros(st);
-    a.set_slice_buffer(&[7; 6], &[6], &[12], &[18]).unwrap();
+    a.set_slice_buffer(&[12], &[18], &[7; 6], &[6]).unwrap();
     a
 }
 
@@ -296,7 +296,7 @@ fn big_list(st: &StorageParams) -> Array {
     let ctx = context(CParams::default(), false);
     let p = Params { itemsize: 2, shape: vec![1 << 24], dtype: None };
     let mut a = Array::zeros(&ctx, &p, &storage(&[1], &[1], st)).unwrap();
-    a.set_slice_buffer(&[1, 2], &[1], &[5], &[6]).unwrap();
+    a.set_slice_buffer(&[5], &[6], &[1, 2], &[1]).unwrap();
     a
 }
 

@@ -44,7 +44,7 @@ fn same_writes(arr: &mut Array, reference: &mut Array) {
     check(arr, reference, "created");
     let patch = items(5 * 9, 7);
     for a in [&mut *arr, &mut *reference] {
-        a.set_slice_buffer(&patch, &[5, 9], &[3, 4], &[8, 13]).unwrap();
+        a.set_slice_buffer(&[3, 4], &[8, 13], &patch, &[5, 9]).unwrap();
     }
     check(arr, reference, "set_slice_buffer");
     let slab = items(3 * 20, 8);
@@ -410,12 +410,12 @@ fn special_chunks_keep_their_checksums_through_frames_and_files() {
     for contiguous in [false, true] {
         type Change = fn(&mut Array);
         let changes: [(&str, Change); 3] = [
-            ("zeros over chunk 0", |a| a.set_slice_buffer(&[0; 8 * 7 * 4], &[8, 7], &[0, 0], &[8, 7]).unwrap()),
+            ("zeros over chunk 0", |a| a.set_slice_buffer(&[0, 0], &[8, 7], &[0; 8 * 7 * 4], &[8, 7]).unwrap()),
             ("resize, then delete", |a| {
                 a.resize(&[24, 21], None).unwrap();
                 a.delete(0, 0, 8).unwrap();
             }),
-            ("zeros everywhere", |a| a.set_slice_buffer(&[0; 16 * 14 * 4], &[16, 14], &[0, 0], &[16, 14]).unwrap()),
+            ("zeros everywhere", |a| a.set_slice_buffer(&[0, 0], &[16, 14], &[0; 16 * 14 * 4], &[16, 14]).unwrap()),
         ];
         for (what, change) in changes {
             let st = StorageParams { chunkshape: vec![8, 7], blockshape: vec![4, 4], contiguous, ..Default::default() };
@@ -596,7 +596,7 @@ fn version_1_tables_are_read_as_before() {
     let e = Array::open(&ctx(false), damaged.to_str().unwrap()).unwrap().to_vec().unwrap_err();
     assert!(matches!(e, Error::Corrupt { chunk: 2, .. }), "{e}");
     // Writes keep version 1.
-    arr.set_slice_buffer(&[7; 4], &[1, 1], &[9, 6], &[10, 7]).unwrap();
+    arr.set_slice_buffer(&[9, 6], &[10, 7], &[7; 4], &[1, 1]).unwrap();
     want[9 * 28 + 24..].copy_from_slice(&[7; 4]);
     drop(arr);
     let mut arr = Array::open(&ctx(false), &url).unwrap();

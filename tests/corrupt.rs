@@ -97,14 +97,14 @@ fn ragged_zstd(ctx: &Context, st: &StorageParams) -> caterva::Result<Array> {
 fn zeros_lz4(ctx: &Context, st: &StorageParams) -> caterva::Result<Array> {
     let p = Params { itemsize: 1, shape: vec![33], dtype: None };
     let mut a = Array::zeros(ctx, &p, &storage(&[10], &[4], st, false))?;
-    a.set_slice_buffer(&bytes_of(6, 7), &[6], &[12], &[18])?;
+    a.set_slice_buffer(&[12], &[18], &bytes_of(6, 7), &[6])?;
     Ok(a)
 }
 
 fn full_blosclz(ctx: &Context, st: &StorageParams) -> caterva::Result<Array> {
     let p = Params { itemsize: 4, shape: vec![9, 7], dtype: None };
     let mut a = Array::full(ctx, &p, &storage(&[4, 4], &[2, 4], st, true), &[1, 2, 3, 4])?;
-    a.set_slice_buffer(&bytes_of(4 * 4, 3), &[2, 2], &[5, 5], &[7, 7])?;
+    a.set_slice_buffer(&[5, 5], &[7, 7], &bytes_of(4 * 4, 3), &[2, 2])?;
     with_vlmeta(a)
 }
 
@@ -484,7 +484,7 @@ fn refused_later(opened: caterva::Result<Array>, what: &str, expect: &str) {
     assert!(!copy.exists(), "{what}: a refused save left a file");
     let (start, stop) = (vec![0; a.ndim()], vec![1; a.ndim()]);
     let one = vec![0u8; a.itemsize()];
-    invalid(a.set_slice_buffer(&one, &vec![1; a.ndim()], &start, &stop), &format!("{what} (write)"), expect);
+    invalid(a.set_slice_buffer(&start, &stop, &one, &vec![1; a.ndim()]), &format!("{what} (write)"), expect);
 }
 
 /// Apply `edit` to the frame buffer and the frame file of `w`; both must be

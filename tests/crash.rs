@@ -92,7 +92,7 @@ fn apply(arr: &mut Array, seed: u64, step: u64) {
             let (r0, c0) = (rng.range(0, rows - 1), rng.range(0, cols - 1));
             let (r1, c1) = (rng.range(r0 + 1, rows), rng.range(c0 + 1, cols));
             let data = items(&mut rng, (r1 - r0) * (c1 - c0));
-            arr.set_slice_buffer(&data, &[r1 - r0, c1 - c0], &[r0, c0], &[r1, c1])
+            arr.set_slice_buffer(&[r0, c0], &[r1, c1], &data, &[r1 - r0, c1 - c0])
         }
         40..=51 if rows < 120 => {
             let k = rng.range(1, 10);

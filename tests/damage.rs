@@ -103,7 +103,7 @@ fn f8_zstd(ctx: &Context, st: StorageParams) -> caterva::Result<Array> {
         ..st
     };
     let mut a = Array::zeros(ctx, &p, &st)?;
-    a.set_slice_buffer(&bytes_of(45 * 20 * 8, 1), &[45, 20], &[0, 0], &[45, 20])?;
+    a.set_slice_buffer(&[0, 0], &[45, 20], &bytes_of(45 * 20 * 8, 1), &[45, 20])?;
     a.vlmeta_add("history", b"written by the damage campaign; long enough to be compressed by the codec codec codec")?;
     a.vlmeta_add("attrs", &[0x82, 0xa1, b'a', 0x01, 0xa1, b'b', 0xc3])?;
     Ok(a)
@@ -139,7 +139,7 @@ fn u1_blosclz(ctx: &Context, st: StorageParams) -> caterva::Result<Array> {
     let p = Params { itemsize: 1, shape: vec![50, 50], dtype: None };
     let st = StorageParams { chunkshape: vec![20, 20], blockshape: vec![10, 10], ..st };
     let mut a = Array::full(ctx, &p, &st, &[7])?;
-    a.set_slice_buffer(&bytes_of(25 * 30, 3), &[25, 30], &[15, 5], &[40, 35])?;
+    a.set_slice_buffer(&[15, 5], &[40, 35], &bytes_of(25 * 30, 3), &[25, 30])?;
     a.vlmeta_add("history", b"filled with 7, then written over")?;
     Ok(a)
 }
@@ -172,7 +172,7 @@ fn f4_3d_uninit(ctx: &Context, st: StorageParams) -> caterva::Result<Array> {
         ..st
     };
     let mut a = Array::uninit(ctx, &p, &st)?;
-    a.set_slice_buffer(&bytes_of(30 * 40 * 20 * 4, 5), &[30, 40, 20], &[0, 0, 0], &[30, 40, 20])?;
+    a.set_slice_buffer(&[0, 0, 0], &[30, 40, 20], &bytes_of(30 * 40 * 20 * 4, 5), &[30, 40, 20])?;
     a.vlmeta_add("v1", &bytes_of(300, 6))?;
     a.vlmeta_add("v2", b"")?;
     a.vlmeta_add("v3", b"the third vlmetalayer")?;

@@ -256,7 +256,7 @@ impl Harness {
                 let sub = r.slice(&start, &stop);
                 let data = self.rng.bytes(sub.data.len());
                 let bshape = sub.shape.clone();
-                arr.set_slice_buffer(&data, &bshape, &start, &stop)
+                arr.set_slice_buffer(&start, &stop, &data, &bshape)
                     .unwrap_or_else(|e| self.fail(&format!("set_slice_buffer: {e}")));
                 let src = Ref { shape: bshape, item: r.item, data };
                 for idx in indices(&src.shape) {

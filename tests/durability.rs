@@ -47,7 +47,7 @@ fn make(c: &Context, path: &Path, contiguous: bool) -> Array {
 
 /// Row `row` set to `seed`'s items (one chunk of the array is rewritten).
 fn write_row(arr: &mut Array, row: i64, seed: u64) -> caterva::Result<()> {
-    arr.set_slice_buffer(&items(SHAPE[1], seed), &[1, SHAPE[1]], &[row, 0], &[row + 1, SHAPE[1]])
+    arr.set_slice_buffer(&[row, 0], &[row + 1, SHAPE[1]], &items(SHAPE[1], seed), &[1, SHAPE[1]])
 }
 
 /// The syncs (data or directory) and writes that `f` makes under `dir`.

@@ -256,7 +256,7 @@ fn expand_dims_inserts_an_axis_in_every_storage_and_matches_b2nd() {
                             let one = vec![0u8; 8];
                             let start = vec![0i64; want.len()];
                             let stop = vec![1i64; want.len()];
-                            r.set_slice_buffer(&one, &vec![1; want.len()], &start, &stop).unwrap();
+                            r.set_slice_buffer(&start, &stop, &one, &vec![1; want.len()]).unwrap();
                             assert_eq!(&r.to_vec().unwrap()[..8], &one[..]);
                         }
                         if kind == Kind::File && ci == 0 {
@@ -635,7 +635,7 @@ fn arrays_saved_into_one_file_open_at_their_offsets_here_and_in_python_blosc2() 
     // Read-only: every write is refused, and the file does not change.
     let before = std::fs::read(&pack).unwrap();
     let mut r = Array::open_offset(&plain, &pack_s, saved[0].0).unwrap();
-    let e = r.set_slice_buffer(&[0u8; 8], &[1, 1], &[0, 0], &[1, 1]).unwrap_err();
+    let e = r.set_slice_buffer(&[0, 0], &[1, 1], &[0u8; 8], &[1, 1]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
     assert!(e.to_string().contains("read-only"), "{e}");
     assert_eq!(r.append(&[0u8; 56], 0).unwrap_err().kind(), ErrorKind::InvalidStorage);
@@ -686,7 +686,7 @@ fn appending_to_an_array_file_makes_it_one_frame_of_many() {
     // The first array's handle no longer writes (that would overwrite the
     // frame after it): out of date, it is refreshed first, and the file is
     // no longer one array's frame (refused as a plain open refuses it).
-    let e = a.set_slice_buffer(&[0u8; 8], &[1], &[0], &[1]).unwrap_err();
+    let e = a.set_slice_buffer(&[0], &[1], &[0u8; 8], &[1]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidFormat, "{e}");
     assert_eq!(Array::open(&c, &url).unwrap_err().kind(), ErrorKind::InvalidFormat);
     assert_eq!(std::fs::metadata(&url).unwrap().len(), len);

@@ -180,7 +180,7 @@ fn writes() -> Vec<Write> {
             name: "set_slice",
             checksums: true,
             existing: true,
-            run: |_, _, _, a| on(a).set_slice_buffer(&items(18 * 12, 5), &[18, 12], &[2, 3], &[20, 15]),
+            run: |_, _, _, a| on(a).set_slice_buffer(&[2, 3], &[20, 15], &items(18 * 12, 5), &[18, 12]),
         },
         Write {
             name: "append",
@@ -668,7 +668,7 @@ fn power_cuts(w: &Write, contiguous: bool, durability: Durability, root: &Path) 
     let b = rec.changes().len();
     let s1 = reopened(&path);
     let mut h = epoch.unwrap_or_else(|| Array::open(&ctx, path.to_str().unwrap()).unwrap());
-    h.set_slice_buffer(&0xdead_beef_u32.to_le_bytes(), &[1, 1], &[0, 0], &[1, 1]).unwrap();
+    h.set_slice_buffer(&[0, 0], &[1, 1], &0xdead_beef_u32.to_le_bytes(), &[1, 1]).unwrap();
     drop(h);
     let changes = rec.changes();
     drop(rec);

@@ -115,9 +115,9 @@ fn reads_from_files_equal_reads_from_memory() {
                 let mut disk = Array::from_buffer(&c, &p, &storage(Some(url.clone()), contiguous), &data).unwrap();
                 // Zero chunks among the others.
                 let zeros = vec![0u8; 12 * 20 * 16 * 8];
-                disk.set_slice_buffer(&zeros, &[12, 20, 16], &[12, 20, 0], &[24, 40, 16]).unwrap();
+                disk.set_slice_buffer(&[12, 20, 0], &[24, 40, 16], &zeros, &[12, 20, 16]).unwrap();
                 let mut mem = mem.copy(&c, &storage(None, true)).unwrap();
-                mem.set_slice_buffer(&zeros, &[12, 20, 16], &[12, 20, 0], &[24, 40, 16]).unwrap();
+                mem.set_slice_buffer(&[12, 20, 0], &[24, 40, 16], &zeros, &[12, 20, 16]).unwrap();
                 let what = format!("{name}, {nthreads} threads, contiguous {contiguous}");
                 same_reads(&mem, &disk, &what);
                 let reopened = Array::open(&c, &url).unwrap();
@@ -195,9 +195,9 @@ fn the_block_cache_serves_repeated_reads_and_forgets_on_write() {
         assert_eq!(caterva::testing::bytes_read_from_files(), before, "a cached pass read the file");
         // A write through the handle empties the cache: reads see it.
         let ones = vec![1u8; 20 * 15 * 8];
-        arr.set_slice_buffer(&ones, &[1, 20, 15], &[5, 0, 0], &[6, 20, 15]).unwrap();
+        arr.set_slice_buffer(&[5, 0, 0], &[6, 20, 15], &ones, &[1, 20, 15]).unwrap();
         let mut mem = mem;
-        mem.set_slice_buffer(&ones, &[1, 20, 15], &[5, 0, 0], &[6, 20, 15]).unwrap();
+        mem.set_slice_buffer(&[5, 0, 0], &[6, 20, 15], &ones, &[1, 20, 15]).unwrap();
         for (s, e) in &windows {
             assert!(region(&arr, s, e) == region(&mem, s, e), "window {s:?} after a write");
         }

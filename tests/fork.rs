@@ -117,7 +117,7 @@ fn write_and_check(arr: &mut Array, reference: &mut [u8], salt: u32, what: &str)
     let source = filled(salt);
     for (start, stop) in &REGIONS[..2] {
         let data = cut(&source, start, stop);
-        arr.set_slice_buffer(&data, &shape_of(start, stop), start, stop).map_err(err(what))?;
+        arr.set_slice_buffer(start, stop, &data, &shape_of(start, stop)).map_err(err(what))?;
         for i in start[0]..stop[0] {
             for j in start[1]..stop[1] {
                 for k in start[2]..stop[2] {

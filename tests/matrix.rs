@@ -514,7 +514,7 @@ fn write_ours(dir: &Path) -> usize {
             "inserted" => arr.insert(&row(3), 0, 5).unwrap(),
             "deleted" => arr.delete(1, 2, 9).unwrap(),
             "resized" => arr.resize(&[o.shape[0] + 20, o.shape[1] + 3], Some(&[4, 0])).unwrap(),
-            "set" => arr.set_slice_buffer(&row(2)[..2 * 7 * o.itemsize], &[2, 7], &[11, 3], &[13, 10]).unwrap(),
+            "set" => arr.set_slice_buffer(&[11, 3], &[13, 10], &row(2)[..2 * 7 * o.itemsize], &[2, 7]).unwrap(),
             "appended" => {
                 for k in 1..4 {
                     arr.append(&row(k), 0).unwrap();

@@ -62,7 +62,7 @@ fn ramp() -> Vec<u8> {
 }
 
 fn write_all(arr: &mut Array, data: &[u8]) -> caterva::Result<()> {
-    arr.set_slice_buffer(data, &SHAPE, &[0, 0], &SHAPE)
+    arr.set_slice_buffer(&[0, 0], &SHAPE, data, &SHAPE)
 }
 
 /// The child roles (started by the tests below).

@@ -731,3 +731,178 @@ impl ArrayInfo { pub fn not_array() {} }
         ["f", "g", "i"]
     );
 }
+
+// ---------------------------------------------------------------------------
+// The public Rust items.
+//
+// `src/lib.rs` warns on `unreachable_pub` (an error in CI's clippy), so an
+// item written `pub` is one a user of the crate reaches: the list of `pub`
+// declarations is the public surface. `tests/registry/public_api.txt` holds
+// it, one line per declaration (file, the items it sits in, its head up to
+// its signature), so that an item made public by accident fails here, and
+// one made public on purpose is added there (`CATERVA_REGENERATE_PUBLIC_API=1
+// cargo test --test registry` rewrites the file). The C ABI (`src/ffi/`, held
+// by `tests/header.rs`) and the test hooks (`src/testing/`, feature
+// `testing`, hidden from the docs) are not part of it.
+
+/// The list of public declarations, relative to the crate root.
+const PUBLIC_API: &str = "tests/registry/public_api.txt";
+/// Folders under `src/` whose `pub` items are not the Rust API.
+const NOT_RUST_API: [&str; 2] = ["src/ffi/", "src/testing/"];
+
+/// The `pub` declarations of one Rust source: `context\thead` for each, where
+/// `context` names the items it sits in (`impl Array`, `struct Params`, `mod
+/// x`) and `head` is the declaration up to its signature (`pub fn name`,
+/// `pub struct Name`, `pub field`, a whole `pub use ...;`). Declarations
+/// inside function bodies and `mod tests` are left out.
+fn pub_items(src: &str) -> Vec<String> {
+    let text = blank_c_like(src, true);
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    // Each open brace's context: `None` for a body (a function's, a
+    // match's), whose contents are no API.
+    let mut stack: Vec<Option<String>> = Vec::new();
+    // Where the text that heads the next brace starts.
+    let mut head_from = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                stack.push(context_of(&text[head_from..i]));
+                head_from = i + 1;
+            }
+            b'}' => {
+                stack.pop();
+                head_from = i + 1;
+            }
+            b';' => head_from = i + 1,
+            b'p' if text[i..].starts_with("pub")
+                && (i == 0 || !is_ident(b[i - 1]))
+                && b.get(i + 3).is_some_and(|c| !is_ident(*c)) =>
+            {
+                let after = skip_ws(b, i + 3);
+                if b.get(after) != Some(&b'(') && stack.iter().all(|c| c.as_deref().is_some_and(|c| c != "mod tests")) {
+                    let end = if text[after..].starts_with("use") {
+                        text[i..].find(';').map_or(b.len(), |k| i + k + 1)
+                    } else {
+                        decl_end(b, after)
+                    };
+                    let head = text[i..end].split_whitespace().collect::<Vec<_>>().join(" ");
+                    let context = stack.iter().flatten().cloned().collect::<Vec<_>>().join(" / ");
+                    out.push(format!("{context}\t{head}"));
+                }
+                i += 3;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Where a declaration's head ends: at its signature (`(`, `<`, `{`, `;`,
+/// `=`, or a `:` that is not half of `::`).
+fn decl_end(b: &[u8], from: usize) -> usize {
+    let mut k = from;
+    while k < b.len() {
+        match b[k] {
+            b'(' | b'<' | b'{' | b';' | b'=' => return k,
+            b':' if b.get(k + 1) == Some(&b':') => k += 1,
+            b':' => return k,
+            _ => {}
+        }
+        k += 1;
+    }
+    k
+}
+
+/// The context a `{` opens, from the text that heads it: `impl X` (of `impl
+/// X`, `impl<T> Trait for X<T>`, without generics), `struct X`, `enum X`,
+/// `union X`, `trait X`, `mod x`; `None` for anything else (a body).
+fn context_of(head: &str) -> Option<String> {
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let kw = ["impl", "struct", "enum", "union", "trait", "mod"];
+    let at = words.iter().rposition(|w| kw.iter().any(|k| *w == *k || w.starts_with(&format!("{k}<"))))?;
+    // A `fn` after the keyword: the brace is that function's body.
+    if words[at..].iter().any(|w| *w == "fn" || w.starts_with("fn(")) {
+        return None;
+    }
+    let kind = kw.iter().find(|k| words[at] == **k || words[at].starts_with(&format!("{k}<")))?;
+    let rest = words[at + 1..].join(" ");
+    let rest = if *kind == "impl" {
+        // `impl<T> X<T> where ...`: drop the generics of `impl<..>` (already
+        // in words[at]), then take what follows `for` if any.
+        let rest = rest.split(" where ").next().unwrap_or_default();
+        rest.rsplit(" for ").next().unwrap_or_default().to_owned()
+    } else {
+        rest
+    };
+    let name: String = rest.chars().take_while(|c| is_ident(*c as u8) || *c == ':').collect();
+    (!name.is_empty()).then(|| format!("{kind} {name}"))
+}
+
+/// Every public declaration of the Rust API: `file\tcontext\thead`, sorted.
+fn public_api(rust: &BTreeMap<String, String>) -> Vec<String> {
+    let mut all = Vec::new();
+    for (file, src) in rust {
+        if NOT_RUST_API.iter().any(|d| file.starts_with(d)) {
+            continue;
+        }
+        all.extend(pub_items(src).into_iter().map(|item| format!("{file}\t{item}")));
+    }
+    all.sort();
+    all
+}
+
+#[test]
+fn the_public_rust_items_are_the_listed_api() {
+    let now = public_api(&sources().rust).join("\n") + "\n";
+    let path = root().join(PUBLIC_API);
+    if std::env::var_os("CATERVA_REGENERATE_PUBLIC_API").is_some() {
+        std::fs::write(&path, &now).unwrap();
+    }
+    let listed = std::fs::read_to_string(&path).unwrap_or_default();
+    let (listed, now): (BTreeSet<&str>, BTreeSet<&str>) = (listed.lines().collect(), now.lines().collect());
+    let added: Vec<_> = now.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&now).collect();
+    assert!(
+        added.is_empty() && gone.is_empty(),
+        "the public Rust items differ from {PUBLIC_API}:\n  new (made public by accident? else list them): {added:#?}\n  \
+         gone (an API change: remove them from the list): {gone:#?}\n\
+         (CATERVA_REGENERATE_PUBLIC_API=1 cargo test --test registry rewrites the list)"
+    );
+}
+
+#[test]
+fn the_public_item_scan_sees_what_is_public() {
+    let src = r#"
+pub struct Params { pub itemsize: usize, pub(crate) hidden: u8, shape: Vec<i64> }
+pub enum Kind { A, B }
+impl<T: Clone> std::fmt::Debug for Wrapper<T> { fn fmt() {} }
+impl Array {
+    /// pub fn in_doc() {}
+    pub fn get<'a>(&'a self, s: &str) -> char { let x = "pub fn in_string"; pub fn nested() {} 'c' }
+    pub(crate) fn crate_only() {}
+    pub(super) fn parent_only() {}
+    pub const MAX: usize = 3;
+}
+pub use a::{b, c as d};
+pub mod inner { pub fn f() {} }
+#[cfg(test)]
+mod tests { pub fn helper() {} }
+"#;
+    assert_eq!(
+        pub_items(src),
+        [
+            "\tpub struct Params",
+            "struct Params\tpub itemsize",
+            "\tpub enum Kind",
+            "impl Array\tpub fn get",
+            "impl Array\tpub const MAX",
+            "\tpub use a::{b, c as d};",
+            "\tpub mod inner",
+            "mod inner\tpub fn f",
+        ]
+    );
+}

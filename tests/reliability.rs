@@ -304,7 +304,7 @@ fn names_beside_an_array_are_ours_only_by_content() {
         std::fs::write(side(".caterva-journal"), b"not a journal, just notes\n").unwrap();
         let mut a = Array::open(&ctx(), &s(&url)).expect("opens despite a stray journal");
         assert_eq!(a.to_vec().unwrap(), values(30));
-        let e = a.set_slice_buffer(&7i64.to_le_bytes(), &[1], &[0], &[1]).unwrap_err();
+        let e = a.set_slice_buffer(&[0], &[1], &7i64.to_le_bytes(), &[1]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{e}");
         assert!(e.to_string().contains("in the way"), "{e}");
         assert_eq!(a.to_vec().unwrap(), values(30));
@@ -317,7 +317,7 @@ fn names_beside_an_array_are_ours_only_by_content() {
         std::fs::write(side(".caterva-old"), b"also mine").unwrap();
         let mut a = Array::open(&ctx(), &s(&url)).unwrap();
         assert_eq!(a.to_vec().unwrap(), values(30));
-        let e = a.set_slice_buffer(&7i64.to_le_bytes(), &[1], &[0], &[1]).unwrap_err();
+        let e = a.set_slice_buffer(&[0], &[1], &7i64.to_le_bytes(), &[1]).unwrap_err();
         assert!(e.to_string().contains("in the way"), "{e}");
         drop(a);
         assert_eq!(std::fs::read(side(".caterva-journal-tmp")).unwrap(), b"mine");

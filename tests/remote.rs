@@ -102,10 +102,10 @@ fn blosc2_reads_arrays_written_on_s3(ctx: &Context, dir: &Path, port: u16) {
             let shape: Vec<i64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
             let len = shape.iter().product::<i64>() as usize * 4;
             let fill = if w % 3 == 0 { 0 } else { 1 + w as u8 };
-            a.set_slice_buffer(&vec![fill; len], &shape, &start, &stop).unwrap();
+            a.set_slice_buffer(&start, &stop, &vec![fill; len], &shape).unwrap();
         }
         // A whole chunk of zeros too (stored as a special chunk: `cbytes` shrinks).
-        a.set_slice_buffer(&vec![0; 10 * 10 * 10 * 4], &[10, 10, 10], &[0, 0, 0], &[10, 10, 10]).unwrap();
+        a.set_slice_buffer(&[0, 0, 0], &[10, 10, 10], &vec![0; 10 * 10 * 10 * 4], &[10, 10, 10]).unwrap();
         let expected = dir.join(format!("{name}.expected"));
         std::fs::write(&expected, a.to_vec().unwrap()).unwrap();
         let got = dir.join(format!("downloaded-{name}"));
@@ -183,7 +183,7 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
                 // same write on the local copy reads.
                 let region = ([1, 2, 3], [5, 9, 7]);
                 let part = vec![0xC3u8; 4 * 4 * 7 * 4];
-                let write = |a: &mut Array| a.set_slice_buffer(&part, &[4, 7, 4], &region.0, &region.1);
+                let write = |a: &mut Array| a.set_slice_buffer(&region.0, &region.1, &part, &[4, 7, 4]);
                 if url.starts_with("s3://") {
                     write(&mut remote).unwrap_or_else(|e| panic!("{what}: {e}"));
                     let mut copy = Array::open(ctx, &back).unwrap();

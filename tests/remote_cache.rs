@@ -96,7 +96,7 @@ fn a_second_handle_reads_from_the_cache_and_never_an_older_version() {
             let mut writer = Array::open(&ctx, &url).unwrap();
             let mut second = first.clone();
             let plane: Vec<u32> = (0..40 * 36).map(|v| v ^ 0xdead_beef).collect();
-            writer.set_slice_buffer(&bytes(&plane), &[1, 40, 36], &[5, 0, 0], &[6, 40, 36]).unwrap();
+            writer.set_slice_buffer(&[5, 0, 0], &[6, 40, 36], &bytes(&plane), &[1, 40, 36]).unwrap();
             second[5 * 40 * 36..6 * 40 * 36].copy_from_slice(&plane);
             drop(writer);
             assert_eq!(read(&Array::open(&ctx, &url).unwrap()), second, "{what}: after a write");

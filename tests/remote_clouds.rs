@@ -3,7 +3,7 @@
 //! Azurite holds the conditional writes, the probe passes it), listed,
 //! copied back and removed, every value checked against the same
 //! operations on disk. (`gs://` has no test server: no GCS emulator from
-//! the registries CI reaches answers as the client needs; see the README.)
+//! the registries CI reaches answers as the client needs; see docs/src/guides/object-stores.md.)
 //!
 //! One test function: the client reads the emulator's settings from the
 //! environment, set once before the first client is made.
@@ -46,10 +46,10 @@ fn round_trip(ctx: &Context, base: &str, dir: &std::path::Path) {
         // Writes through two handles: the second publishes on the version
         // the first made (after losing the race and refreshing).
         let patch = vec![0xAB; 9 * 30 * 4];
-        remote.set_slice_buffer(&patch, &[9, 30], &[3, 2], &[12, 32]).unwrap();
-        disk.set_slice_buffer(&patch, &[9, 30], &[3, 2], &[12, 32]).unwrap();
-        other.set_slice_buffer(&[0; 20 * 16 * 4], &[20, 16], &[20, 16], &[40, 32]).unwrap();
-        disk.set_slice_buffer(&[0; 20 * 16 * 4], &[20, 16], &[20, 16], &[40, 32]).unwrap();
+        remote.set_slice_buffer(&[3, 2], &[12, 32], &patch, &[9, 30]).unwrap();
+        disk.set_slice_buffer(&[3, 2], &[12, 32], &patch, &[9, 30]).unwrap();
+        other.set_slice_buffer(&[20, 16], &[40, 32], &[0; 20 * 16 * 4], &[20, 16]).unwrap();
+        disk.set_slice_buffer(&[20, 16], &[40, 32], &[0; 20 * 16 * 4], &[20, 16]).unwrap();
         let back = Array::open(ctx, &url).unwrap();
         assert_eq!(back.to_vec().unwrap(), disk.to_vec().unwrap(), "{url}");
         assert!(back.verify(&mut |_, _| {}).unwrap().is_empty());

@@ -23,7 +23,7 @@ fn items(a: &Array) -> Vec<u32> {
 fn write(a: &mut Array, r: (i64, i64), c: (i64, i64), v: u32) -> caterva::Result<()> {
     let n = ((r.1 - r.0) * (c.1 - c.0)) as usize;
     let buf: Vec<u8> = std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect();
-    a.set_slice_buffer(&buf, &[r.1 - r.0, c.1 - c.0], &[r.0, c.0], &[r.1, c.1])
+    a.set_slice_buffer(&[r.0, c.0], &[r.1, c.1], &buf, &[r.1 - r.0, c.1 - c.0])
 }
 
 fn apply(want: &mut [u32], r: (i64, i64), c: (i64, i64), v: u32) {
@@ -174,7 +174,7 @@ fn faults_end_in_retried_successes_or_clear_errors() {
 /// A server that takes every request and never answers: each operation
 /// ends in an error naming the deadline, after one deadline per request it
 /// makes in sequence (here 2 s, set as a storage option; 30 s by default,
-/// as the README says), and the array reads again once the server answers.
+/// as the object-store guide says, docs/src/guides/object-stores.md), and the array reads again once the server answers.
 #[test]
 fn a_server_that_never_answers_is_reported_after_the_deadline() {
     let moto = servers::moto("silent");
@@ -213,7 +213,7 @@ fn a_server_that_never_answers_is_reported_after_the_deadline() {
             println!("{url}: {what}: {took:?}: {e}");
             assert!(e.to_string().contains("no answer within 2 s"), "{url}: {what}: {e}");
             assert!(took >= deadline, "{url}: {what}: {took:?}");
-            // (The README's figures: 60 s for an open or a read, 90 s for a write.)
+            // (The object-store guide's figures, docs/src/guides/object-stores.md: 60 s for an open or a read, 90 s for a write.)
             assert!(took < deadline * requests + Duration::from_millis(1500), "{url}: {what}: {took:?}, {requests}");
         };
         let t = Instant::now();

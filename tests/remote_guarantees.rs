@@ -42,7 +42,7 @@ fn write_at_once(ctx: &Context, url: &str, threads: i64) -> BTreeMap<i64, Result
                 let mut a = Array::open(ctx, url).unwrap();
                 for i in (t..N).step_by(threads as usize) {
                     let v = 1000 * (t as u32 + 1) + i as u32;
-                    let r = a.set_slice_buffer(&v.to_le_bytes(), &[1], &[i], &[i + 1]).map(|()| v);
+                    let r = a.set_slice_buffer(&[i], &[i + 1], &v.to_le_bytes(), &[1]).map(|()| v);
                     out.lock().unwrap().insert(i, r);
                 }
             });
@@ -76,7 +76,7 @@ fn a_server_without_conditional_writes_is_refused_or_written_by_one_writer_at_a_
     std::env::set_var("CATERVA_S3_WRITERS", "single");
     let mut a = Array::zeros(&ctx, &params, &storage(url)).unwrap();
     for i in 0..32 {
-        a.set_slice_buffer(&(i as u32 + 1).to_le_bytes(), &[1], &[i * 2], &[i * 2 + 1]).unwrap();
+        a.set_slice_buffer(&[i * 2], &[i * 2 + 1], &(i as u32 + 1).to_le_bytes(), &[1]).unwrap();
     }
     let got = items(&Array::open(&ctx, url).unwrap());
     let lost = (0..32).filter(|&i| got[i * 2] != i as u32 + 1).count();

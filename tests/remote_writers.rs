@@ -59,7 +59,7 @@ fn s3_writer() {
                 let mut a = Array::open(&ctx, url).unwrap();
                 let slots = WRITERS * THREADS;
                 for i in (slot(w, t)..N).step_by(slots as usize) {
-                    a.set_slice_buffer(&value(i).to_le_bytes(), &[1], &[i], &[i + 1]).unwrap();
+                    a.set_slice_buffer(&[i], &[i + 1], &value(i).to_le_bytes(), &[1]).unwrap();
                 }
             });
         }
@@ -156,7 +156,7 @@ fn a_stale_handle_on_s3_is_told_to_refresh() {
             // Every chunk rewritten through h2: the chunk objects h1's
             // version names are removed (sparse), the frame object replaced.
             let new: Vec<u8> = (0..N).flat_map(|i| (value(i) + 1).to_le_bytes()).collect();
-            h2.set_slice_buffer(&new, &[N], &[0], &[N]).unwrap();
+            h2.set_slice_buffer(&[0], &[N], &new, &[N]).unwrap();
             let what = format!("contiguous {contiguous}, checksums {checksums}");
             match h1.to_vec() {
                 Err(e) => assert_eq!(e.kind(), caterva::ErrorKind::Changed, "{what}: {e}"),
@@ -172,8 +172,8 @@ fn a_stale_handle_on_s3_is_told_to_refresh() {
             assert_eq!(h1.to_vec().unwrap(), new, "{what}");
             // A stale writer's write applies to the new version.
             let mut h3 = Array::open(&ctx, &url).unwrap();
-            h2.set_slice_buffer(&value(0).to_le_bytes(), &[1], &[0], &[1]).unwrap();
-            h3.set_slice_buffer(&value(5).to_le_bytes(), &[1], &[5], &[6]).unwrap();
+            h2.set_slice_buffer(&[0], &[1], &value(0).to_le_bytes(), &[1]).unwrap();
+            h3.set_slice_buffer(&[5], &[6], &value(5).to_le_bytes(), &[1]).unwrap();
             let got = Array::open(&ctx, &url).unwrap().to_vec().unwrap();
             assert_eq!(&got[..4], &value(0).to_le_bytes(), "{what}");
             assert_eq!(&got[20..24], &value(5).to_le_bytes(), "{what}");

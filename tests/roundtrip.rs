@@ -96,7 +96,7 @@ fn from_buffer_to_buffer_and_slices() {
                     assert_eq!(buf, ref_slice(&data, c.shape, item, &start, &stop));
                     // Overwrite that slice with 0xAB and check the whole array.
                     let fill = vec![0xABu8; buf.len()];
-                    arr.set_slice_buffer(&fill, &sshape, &start, &stop).unwrap();
+                    arr.set_slice_buffer(&start, &stop, &fill, &sshape).unwrap();
                     let mut expect = data.clone();
                     for i in box_indices(c.shape, &start, &stop) {
                         expect[i * item..(i + 1) * item].fill(0xAB);
@@ -200,10 +200,10 @@ fn failed_writes_leave_the_array_unchanged() {
     let st = StorageParams { chunkshape: vec![4, 4], blockshape: vec![2, 2], ..Default::default() };
     let data: Vec<u8> = (0..64).collect();
     let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
-    assert!(arr.set_slice_buffer(&[1; 16], &[4, 4], &[6, 6], &[10, 10]).is_err());
-    assert!(arr.set_slice_buffer(&[1; 15], &[4, 4], &[0, 0], &[4, 4]).is_err());
-    assert!(arr.set_slice_buffer(&[1; 16], &[2, 2], &[0, 0], &[4, 4]).is_err());
-    assert!(arr.set_slice_buffer(&[1; 16], &[4, 4], &[3, 0], &[2, 4]).is_err());
+    assert!(arr.set_slice_buffer(&[6, 6], &[10, 10], &[1; 16], &[4, 4]).is_err());
+    assert!(arr.set_slice_buffer(&[0, 0], &[4, 4], &[1; 15], &[4, 4]).is_err());
+    assert!(arr.set_slice_buffer(&[0, 0], &[4, 4], &[1; 16], &[2, 2]).is_err());
+    assert!(arr.set_slice_buffer(&[3, 0], &[2, 4], &[1; 16], &[4, 4]).is_err());
     assert_eq!(arr.to_vec().unwrap(), data);
     let mut out = vec![9u8; 4];
     assert!(arr.get_slice_buffer(&[0, 0], &[2, 3], &mut out, &[2, 2]).is_err());

@@ -28,7 +28,7 @@ fn create(dir: &std::path::Path, contiguous: bool, checksums: bool) -> String {
 fn fill(arr: &mut Array, start: [i64; 2], stop: [i64; 2], v: i32) -> caterva::Result<()> {
     let n = ((stop[0] - start[0]) * (stop[1] - start[1])) as usize;
     let buf: Vec<u8> = std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect();
-    arr.set_slice_buffer(&buf, &[stop[0] - start[0], stop[1] - start[1]], &start, &stop)
+    arr.set_slice_buffer(&start, &stop, &buf, &[stop[0] - start[0], stop[1] - start[1]])
 }
 
 fn values(arr: &Array) -> Vec<i32> {
@@ -126,14 +126,14 @@ fn shared_slice_writes_compress_outside_the_lock() {
         let chunk = |v: i32, n: usize| -> Vec<u8> { std::iter::repeat(v.to_le_bytes()).take(n).flatten().collect() };
         // Whole chunks (the last row of chunks ends with the array) from two
         // handles, each out of date when the other has written.
-        b.set_slice_shared(&chunk(1, 200), &[20, 10], &[0, 0], &[20, 10]).unwrap();
-        a.set_slice_shared(&chunk(2, 400), &[20, 20], &[20, 10], &[40, 30]).unwrap();
-        b.set_slice_shared(&chunk(3, 200), &[20, 10], &[20, 0], &[40, 10]).unwrap();
+        b.set_slice_shared(&[0, 0], &[20, 10], &chunk(1, 200), &[20, 10]).unwrap();
+        a.set_slice_shared(&[20, 10], &[40, 30], &chunk(2, 400), &[20, 20]).unwrap();
+        b.set_slice_shared(&[20, 0], &[40, 10], &chunk(3, 200), &[20, 10]).unwrap();
         // A part of a chunk: built under the lock from the current chunk.
-        a.set_slice_shared(&chunk(4, 5), &[1, 5], &[0, 5], &[1, 10]).unwrap();
+        a.set_slice_shared(&[0, 5], &[1, 10], &chunk(4, 5), &[1, 5]).unwrap();
         // A reshape by another handle between two writes: the write starts again on the new shape.
         b.exclusive(|b| b.resize(&[60, 30], None)).unwrap();
-        a.set_slice_shared(&chunk(5, 200), &[20, 10], &[0, 10], &[20, 20]).unwrap();
+        a.set_slice_shared(&[0, 10], &[20, 20], &chunk(5, 200), &[20, 10]).unwrap();
         assert_eq!(a.shape(), &[60, 30]);
         let v = values(&Array::open(&ctx(true), &url).unwrap());
         for i in 0..60 {
@@ -151,10 +151,10 @@ fn shared_slice_writes_compress_outside_the_lock() {
         }
         // Bad arguments are refused before anything is built or locked.
         assert_eq!(
-            a.set_slice_shared(&chunk(1, 10), &[20, 10], &[0, 0], &[20, 10]).unwrap_err().kind(),
+            a.set_slice_shared(&[0, 0], &[20, 10], &chunk(1, 10), &[20, 10]).unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
-        assert!(a.set_slice_shared(&chunk(1, 200), &[20, 10], &[50, 0], &[70, 10]).is_err());
+        assert!(a.set_slice_shared(&[50, 0], &[70, 10], &chunk(1, 200), &[20, 10]).is_err());
         assert!(!a.refresh().unwrap());
         drop((a, b));
         std::fs::remove_dir_all(&d).unwrap();

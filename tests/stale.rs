@@ -98,7 +98,7 @@ fn a_stale_handle_reads_or_is_told_to_refresh() {
             // 40 appends and item writes through h2.
             for i in 0..40i64 {
                 h2.append(&rows(1000 + i as u64, 1), 0).unwrap();
-                h2.set_slice_buffer(&rows(2000 + i as u64, 1), &[1, COLS], &[i % FIXED, 0], &[i % FIXED + 1, COLS])
+                h2.set_slice_buffer(&[i % FIXED, 0], &[i % FIXED + 1, COLS], &rows(2000 + i as u64, 1), &[1, COLS])
                     .unwrap();
             }
             // h1's reads: the refresh error, nothing else.
@@ -111,7 +111,7 @@ fn a_stale_handle_reads_or_is_told_to_refresh() {
                 assert!(e.to_string().contains("refresh"), "{e}");
             }
             // h1's writes go into the array as it is now: a row, then an append at its end.
-            h1.set_slice_buffer(&rows(3000, 1), &[1, COLS], &[5, 0], &[6, COLS]).unwrap();
+            h1.set_slice_buffer(&[5, 0], &[6, COLS], &rows(3000, 1), &[1, COLS]).unwrap();
             assert_eq!(h1.shape()[0], FIXED + 40, "{what}: the write brought h1 up to date");
             h1.append(&rows(3001, 1), 0).unwrap();
             // h2 is stale now: refresh, then it reads what h1 wrote.
@@ -144,7 +144,7 @@ fn a_chunk_rewritten_in_place_is_read_whole_at_its_new_content() {
     let mut h1 = Array::open(&cached, &url).unwrap();
     let mut h2 = Array::open(&ctx(false), &url).unwrap();
     for gen in 1..50u64 {
-        h2.set_slice_buffer(&rows(gen, 8), &[8, COLS], &[8, 0], &[16, COLS]).unwrap();
+        h2.set_slice_buffer(&[8, 0], &[16, COLS], &rows(gen, 8), &[8, COLS]).unwrap();
         match h1.to_vec() {
             Ok(v) => assert_eq!(gens(&v).unwrap()[8..16], [gen; 8], "generation {gen}"),
             Err(e) => {
@@ -226,7 +226,7 @@ fn role(kind: &str, url: &str, checksums: bool, level: Durability, seconds: f64,
                     0 => {
                         let (row, n) = ((next() % FIXED as u64) as i64, 1 + (next() % 4) as i64);
                         let n = n.min(FIXED - row);
-                        a.set_slice_buffer(&rows(gen, n), &[n, COLS], &[row, 0], &[row + n, COLS])
+                        a.set_slice_buffer(&[row, 0], &[row + n, COLS], &rows(gen, n), &[n, COLS])
                             .map(|()| format!("set {row} {n} {gen}"))
                     }
                     1 => a.append(&rows(gen, 1), 0).map(|()| format!("append {gen}")),

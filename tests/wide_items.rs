@@ -42,7 +42,7 @@ fn items_over_255_bytes_keep_their_bytes_everywhere() {
                 assert_eq!(a.itemsize(), itemsize);
                 // A box written, then read back with the rest.
                 let patch: Vec<u8> = (0..3 * 2 * itemsize).map(|i| (i % 251) as u8).collect();
-                a.set_slice_buffer(&patch, &[3, 2], &[4, 1], &[7, 3]).unwrap();
+                a.set_slice_buffer(&[4, 1], &[7, 3], &patch, &[3, 2]).unwrap();
                 for r in 0..3 {
                     for c in 0..2 {
                         let at = ((4 + r) * 7 + 1 + c) * itemsize;

@@ -287,7 +287,7 @@ fn describe(p: &Path, kind: Kind) -> caterva::Result<serde_json::Map<String, Val
                 m.insert(format!("{prefix}chunklen"), json!(c.chunklen));
                 m.insert(format!("{prefix}nchunks"), json!(c.nchunks()));
                 m.insert(format!("{prefix}cparams"), c.cparams.clone());
-                m.insert(format!("{prefix}attrs"), blz::json::Json::Object(c.attrs.clone()).to_value_lossy());
+                m.insert(format!("{prefix}attrs"), blz::Json::Object(c.attrs.clone()).to_value_lossy());
             }
         }
         Kind::Bloscpack => {

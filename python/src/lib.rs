@@ -320,7 +320,7 @@ impl PyArray {
             let mut g = self.write();
             let a = g.as_mut().ok_or_else(closed)?;
             // SAFETY: `data` stays exported until this returns.
-            a.set_slice_shared(unsafe { raw.slice() }, &shape, &start, &stop).map_err(to_py)
+            a.set_slice_shared(&start, &stop, unsafe { raw.slice() }, &shape).map_err(to_py)
         })?;
         drop(data);
         Ok(())

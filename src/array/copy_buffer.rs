@@ -136,7 +136,7 @@ mod tests {
         ];
         for (sp, ss, st, dp, ds) in bad {
             let e = copy_buffer(1, &src, sp, ss, st, &mut dst, dp, ds).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{sp:?} {ss:?} {st:?} {dp:?} {ds:?}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::InvalidArgument, "{sp:?} {ss:?} {st:?} {dp:?} {ds:?}");
             assert_eq!(dst, [0; 16]);
         }
         assert!(copy_buffer(0, &src, &[4], &[0], &[1], &mut dst, &[4], &[0]).is_err());

@@ -140,8 +140,8 @@ impl Array {
 
 /// Whether `e`, a chunk's failure, says the storage could not be read
 /// (rather than that what it read is damaged).
-fn unreadable(e: &crate::Error) -> bool {
-    matches!(e.kind(), crate::ErrorKind::Io | crate::ErrorKind::InvalidStorage)
+fn unreadable(e: &crate::error::Error) -> bool {
+    matches!(e.kind(), crate::error::ErrorKind::Io | crate::error::ErrorKind::InvalidStorage)
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ impl Array {
     }
 
     /// Write `buffer`, a C-order array of shape `buffershape`, into
-    /// `array[start..stop]`. Either every touched chunk is written or, on an
+    /// `array[start..stop]` (the arguments in [`Array::get_slice_buffer`]'s
+    /// order; C's `caterva_set_slice_buffer` takes the buffer first). Either every touched chunk is written or, on an
     /// error, none is.
     ///
     /// # Errors
@@ -52,7 +53,7 @@ impl Array {
     /// changed the array meanwhile; otherwise the handle is brought up to
     /// date and the write made again (for up to two minutes), so no
     /// writer's items are lost.
-    pub fn set_slice_buffer(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
+    pub fn set_slice_buffer(&mut self, start: &[i64], stop: &[i64], buffer: &[u8], buffershape: &[i64]) -> Result<()> {
         self.optimistically(|a| {
             let region = a.geom.region(start, stop)?;
             engine::check_user_buffer(&a.geom, &region, buffershape, buffer.len())?;

@@ -59,16 +59,16 @@ impl Array {
     ///
     /// # Errors
     /// As [`Array::set_slice_buffer`] and [`Array::refresh`].
-    pub fn set_slice_shared(&mut self, buffer: &[u8], buffershape: &[i64], start: &[i64], stop: &[i64]) -> Result<()> {
+    pub fn set_slice_shared(&mut self, start: &[i64], stop: &[i64], buffer: &[u8], buffershape: &[i64]) -> Result<()> {
         if self.store.is_versioned() {
             // No lock to share: every write is optimistic there.
-            return self.set_slice_buffer(buffer, buffershape, start, stop);
+            return self.set_slice_buffer(start, stop, buffer, buffershape);
         }
         let region = self.geom.region(start, stop)?;
         engine::check_user_buffer(&self.geom, &region, buffershape, buffer.len())?;
         let parts = engine::plan(&self.geom, &region)?;
         if !parts.iter().all(|p| p.covers_chunk) {
-            return self.exclusive(|a| a.set_slice_buffer(buffer, buffershape, start, stop)).map(|((), _)| ());
+            return self.exclusive(|a| a.set_slice_buffer(start, stop, buffer, buffershape)).map(|((), _)| ());
         }
         let geom = self.geom.clone();
         let built = engine::build_chunks(&self.ctx, None, &geom, &region, &parts, buffer, buffershape, None)?;
@@ -80,7 +80,7 @@ impl Array {
             self.store.write(|tx| tx.update_chunks(&built))
         } else {
             // Another handle reshaped the array meanwhile: start again on what it is now.
-            self.set_slice_buffer(buffer, buffershape, start, stop)
+            self.set_slice_buffer(start, stop, buffer, buffershape)
         };
         drop(held);
         result

@@ -211,7 +211,7 @@ fn write_str(out: &mut String, s: &str) {
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] (saying where) for text that is not JSON.
-pub fn parse(text: &[u8]) -> Result<Json> {
+pub(crate) fn parse(text: &[u8]) -> Result<Json> {
     let mut p = Parser { s: text, at: 0 };
     p.ws();
     let v = p.value(0)?;

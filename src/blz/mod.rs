@@ -5,8 +5,8 @@
 //! - [`bloscpack`](crate::blz::bloscpack): the `blpk` file format (headers, metadata, offsets,
 //!   every checksum kind), a streaming [`Reader`](crate::blz::bloscpack::Reader) and a writer;
 //! - [`attrs`](crate::blz::attrs): attributes as vlmetalayers (names that cannot be one
-//!   go into [`ATTRS_VLMETA`](crate::blz::ATTRS_VLMETA)); [`json`](crate::blz::json): Python's JSON
-//!   (`NaN`, `Infinity`, ASCII output); [`msgpack`](crate::blz::msgpack): JSON values as msgpack;
+//!   go into [`ATTRS_VLMETA`](crate::blz::ATTRS_VLMETA)), held as [`Json`](crate::blz::Json) values:
+//!   Python's JSON (`NaN`, `Infinity`, ASCII output), stored as msgpack;
 //! - [`carray`](crate::blz::carray): bcolz's directory layout ([`CArray`](crate::blz::carray::CArray), [`CTable`](crate::blz::carray::CTable));
 //! - [`import`](mod@crate::blz::import): streamed import into caterva arrays;
 //! - [`export`](mod@crate::blz::export): caterva arrays to carrays, ctables and Bloscpack files
@@ -26,8 +26,8 @@ pub mod bloscpack;
 pub mod carray;
 pub mod export;
 pub mod import;
-pub mod json;
-pub mod msgpack;
+mod json;
+mod msgpack;
 
 pub use attrs::{ATTRS_VLMETA, DFLT_VLMETA};
 pub use bloscpack::Checksum;
@@ -36,3 +36,4 @@ pub use import::{
     default_partitions, detect, import, import_bloscpack, import_carray, import_column, import_ctable,
     import_ctable_records, source_shape, Kind, Progress,
 };
+pub use json::{Attributes, Json};

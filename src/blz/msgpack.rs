@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// # Errors
 /// [`Error::InvalidArgument`] for an integer beyond 64 bits, which msgpack
 /// cannot hold (python-blosc2 refuses to pack one too).
-pub fn encode(v: &Json) -> Result<Vec<u8>> {
+pub(crate) fn encode(v: &Json) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     put(&mut out, v)?;
     Ok(out)
@@ -66,7 +66,7 @@ fn too_big(digits: &str) -> Error {
 /// # Errors
 /// [`Error::InvalidFormat`] for anything else (bin, that is bytes, and
 /// ext values: JSON has nothing to hold them) or trailing bytes.
-pub fn decode(bytes: &[u8]) -> Result<Json> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Json> {
     let mut rd = bytes;
     let v = get(&mut rd, 0)?;
     if !rd.is_empty() {

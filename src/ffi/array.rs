@@ -486,7 +486,7 @@ pub unsafe extern "C" fn caterva_set_slice_buffer(
         // SAFETY: caller's contract.
         let buf = unsafe { bytes(buffer.cast::<u8>(), buffersize, "buffer") }?;
         // Sync also after an error: undoing a failed write reloads the super-chunk.
-        let r = a.array.set_slice_buffer(buf, shape, start, stop);
+        let r = a.array.set_slice_buffer(start, stop, buf, shape);
         a.sync();
         r.map(|()| CATERVA_SUCCEED)
     })

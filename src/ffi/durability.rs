@@ -128,28 +128,6 @@ pub unsafe extern "C" fn caterva_ctx_set_durability(ctx: *mut caterva_ctx_t, lev
     })
 }
 
-/// The environment variable that sets the level of the arrays a new C
-/// context makes and opens.
-const DEFAULT_ENV: &str = "CATERVA_DURABILITY";
-
-/// The level of the arrays a new C context (`caterva_ctx_new`) makes and
-/// opens: `CATERVA_DURABILITY` from the environment (`full`, `normal` or
-/// `process`), else [`Durability::Normal`]: never torn by a power loss,
-/// at a small part of [`Durability::Full`]'s syncs (the original library
-/// made none; README, "Durability").
-///
-/// # Errors
-/// [`crate::Error::InvalidArgument`] naming the variable if it holds
-/// another value.
-pub(crate) fn c_default() -> Result<Durability> {
-    match std::env::var(DEFAULT_ENV) {
-        Ok(v) => v.parse().map_err(|e: crate::Error| {
-            crate::Error::InvalidArgument(format!("{DEFAULT_ENV}={v:?} in the environment: {}", e.message()))
-        }),
-        Err(_) => Ok(Durability::Normal),
-    }
-}
-
 /// The level of a `CATERVA_DURABILITY_*` value.
 fn durability_level(level: c_int) -> Result<Durability> {
     match level {

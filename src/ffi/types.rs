@@ -7,7 +7,7 @@ use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
 use super::{handles, slice, slots, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
-use crate::context::{Config, Context};
+use crate::context::{Config, Context, Durability};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
 use crate::store::blosc::{CParams, Prefilter};
@@ -364,10 +364,32 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Pr
         checksums: false,
         require_checksums: false,
         block_cache: 0,
-        durability: super::durability::c_default()?,
+        durability: c_default()?,
     };
     let prefilter = cfg.prefilter.is_some().then_some(Prefilter { func: cfg.prefilter, params: cfg.pparams });
     Ok((config, prefilter))
+}
+
+/// The environment variable that sets the level of the arrays a new C
+/// context makes and opens.
+const DEFAULT_ENV: &str = "CATERVA_DURABILITY";
+
+/// The level of the arrays a new C context (`caterva_ctx_new`) makes and
+/// opens: `CATERVA_DURABILITY` from the environment (`full`, `normal` or
+/// `process`), else [`Durability::Normal`]: never torn by a power loss,
+/// at a small part of [`Durability::Full`]'s syncs (the original library
+/// made none; README, "Durability").
+///
+/// # Errors
+/// [`crate::Error::InvalidArgument`] naming the variable if it holds
+/// another value.
+pub(crate) fn c_default() -> Result<Durability> {
+    match std::env::var(DEFAULT_ENV) {
+        Ok(v) => v.parse().map_err(|e: Error| {
+            Error::InvalidArgument(format!("{DEFAULT_ENV}={v:?} in the environment: {}", e.message()))
+        }),
+        Err(_) => Ok(Durability::Normal),
+    }
 }
 
 /// `ndim` as a checked count.

@@ -1,7 +1,7 @@
 //! The only module that calls c-blosc2: a thin, policy-free safe binding.
 //! An RAII super-chunk, compression and decompression contexts, special
 //! chunks, (vl)metalayers and frames. It knows nothing of journals,
-//! checksums or arrays: [`super::Store`] adds those, and the super-chunk's
+//! checksums or arrays: `Store` adds those, and the super-chunk's
 //! writing methods are visible to the `store` module alone, so every write
 //! goes through the store's transaction.
 //!
@@ -39,7 +39,7 @@ use super::frame_check::{self, Chunks};
 use super::io;
 use super::location::local::LocalObject;
 use super::location::Object;
-use super::location::Site;
+use super::location::{Located, Site};
 use crate::error::{Error, Result};
 use crate::fork::{ForkHooks, PerProcess};
 
@@ -329,9 +329,9 @@ pub(crate) struct Layout {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Storage {
     /// One contiguous frame (true) or a sparse frame / separate chunks (false).
-    pub contiguous: bool,
+    pub(crate) contiguous: bool,
     /// A file (contiguous) or directory (sparse) path; `None` keeps it in memory.
-    pub urlpath: Option<String>,
+    pub(crate) urlpath: Option<String>,
 }
 
 /// A compression context (one per worker; not shared between threads).
@@ -864,11 +864,11 @@ unsafe fn raw_bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ChunkInfo {
     /// Uncompressed bytes.
-    pub nbytes: usize,
+    pub(crate) nbytes: usize,
     /// Compressed bytes.
-    pub cbytes: usize,
+    pub(crate) cbytes: usize,
     /// Blosc block size in bytes.
-    pub blocksize: usize,
+    pub(crate) blocksize: usize,
 }
 
 /// A compressed chunk fetched from a super-chunk (owned or borrowed).
@@ -1284,6 +1284,15 @@ impl SChunk {
             }
             e
         })
+    }
+
+    /// [`SChunk::check`] of the array `at` names.
+    ///
+    /// # Errors
+    /// As [`SChunk::open`].
+    pub(crate) fn check_located(at: &Located, chunks: Chunks) -> Result<frame_check::FrameSummary> {
+        init();
+        frame_check::check_located(at, chunks, inflate)
     }
 
     /// c-blosc2's parse of the frame at `urlpath`, which [`SChunk::check`]
@@ -1791,7 +1800,7 @@ impl SChunk {
     }
 
     /// Fetch compressed chunk `n` (borrowed from memory or read from disk),
-    /// unchecked: [`super::Store::chunk`] checks it against its checksum.
+    /// unchecked: `Store::chunk` checks it against its checksum.
     /// A chunk the super-chunk has never initialised comes back empty.
     ///
     /// # Errors

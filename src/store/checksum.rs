@@ -98,12 +98,12 @@ use super::chunk_header::{ChunkHeader, HEADER_LEN as CHUNK_HEADER};
 use crate::error::{Error, Result};
 
 /// The vlmetalayer holding the table. Reserved: users cannot add or update it.
-pub const VLMETA_NAME: &str = "caterva.xxh3";
+pub(crate) const VLMETA_NAME: &str = "caterva.xxh3";
 /// The fixed-size metalayer (in the header) marking that the trailer holds
 /// the table. Reserved.
-pub const MARKER_NAME: &str = "caterva.xxh3";
+pub(crate) const MARKER_NAME: &str = "caterva.xxh3";
 /// The marker's content: a MessagePack `bin` of one byte, the marker's format (1).
-pub const MARKER_CONTENT: &[u8] = &[0xc4, 0x01, 0x01];
+pub(crate) const MARKER_CONTENT: &[u8] = &[0xc4, 0x01, 0x01];
 
 /// The table format of version 1: raw chunk hashes only.
 const V1: u8 = 1;
@@ -116,14 +116,14 @@ const SPECIAL_PREFIX: &[u8] = b"caterva special chunk";
 
 /// XXH3-64 of some bytes.
 #[must_use]
-pub fn xxh3(bytes: &[u8]) -> u64 {
+pub(crate) fn xxh3(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
 /// The version-2 checksum of a compressed chunk: of its bytes, or of what
 /// it means for a special chunk.
 #[must_use]
-pub fn hash_v2(chunk: &[u8]) -> u64 {
+pub(crate) fn hash_v2(chunk: &[u8]) -> u64 {
     match special_meaning(chunk) {
         Some(canonical) => xxh3(&canonical),
         None => xxh3(chunk),

@@ -2,11 +2,9 @@
 //! handle, and the environment's say over syncing.
 
 use crate::error::{Error, Result};
-#[cfg(doc)]
-use crate::Config;
 
 /// What a persisted array's writes survive, and what they cost: a setting
-/// of each handle ([`Config::durability`] for the arrays a context makes or
+/// of each handle ([`Config::durability`](crate::context::Config::durability) for the arrays a context makes or
 /// opens, [`crate::Array::set_durability`] for one handle), not stored in
 /// the file. Arrays in memory have nothing to sync.
 ///

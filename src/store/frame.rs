@@ -279,17 +279,17 @@ pub(crate) fn data_section(head: &[u8], len: u64) -> Option<(u64, u64)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sections {
     /// Header length: the data section (or, sparse, the offsets chunk) starts here.
-    pub header_len: u64,
+    pub(crate) header_len: u64,
     /// Uncompressed bytes of all chunks (the header's `nbytes`).
-    pub nbytes: i64,
+    pub(crate) nbytes: i64,
     /// Compressed bytes of the stored chunks (the header's `cbytes`).
-    pub cbytes: i64,
+    pub(crate) cbytes: i64,
     /// The chunk size the header gives.
-    pub chunksize: i32,
+    pub(crate) chunksize: i32,
     /// Where the trailer starts (the offsets chunk ends).
-    pub trailer_at: u64,
+    pub(crate) trailer_at: u64,
     /// The frame's length (the file's, or the index's).
-    pub len: u64,
+    pub(crate) len: u64,
 }
 
 impl Sections {
@@ -335,13 +335,13 @@ pub(crate) fn patch_header(header: &mut [u8], len: u64, nbytes: i64, cbytes: i64
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Appended {
     /// The whole new offsets index (the old entries, then one per new chunk).
-    pub offsets: Vec<i64>,
+    pub(crate) offsets: Vec<i64>,
     /// The new chunks that are stored (not special), in order: their index
     /// among the new chunks and where they go (the byte offset in the data
     /// section of a contiguous frame, the chunk file number of a sparse one).
-    pub stored: Vec<(usize, i64)>,
+    pub(crate) stored: Vec<(usize, i64)>,
     /// Compressed bytes the stored chunks add.
-    pub cbytes: i64,
+    pub(crate) cbytes: i64,
 }
 
 /// Plan appending `chunks` (each its `cbytes` bytes, `cbytes[i]`) to a frame

@@ -156,9 +156,9 @@ const METADATA_RATIO: i64 = 4;
 
 /// What a frame holds, once it has passed the checks.
 #[derive(Debug)]
-pub struct FrameSummary {
+pub(crate) struct FrameSummary {
     /// A sparse frame (a directory) rather than a contiguous one.
-    pub sparse: bool,
+    pub(crate) sparse: bool,
     /// For a frame file (or a sparse frame's index) checked with
     /// [`Chunks::Later`]: everything the check read of it, which is all
     /// c-blosc2 reads to open it (see [`super::blosc_io::Serving`]), and the file.
@@ -174,7 +174,7 @@ pub(crate) struct Kept {
 
 /// When a check reads the headers of a frame file's stored chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Chunks {
+pub(crate) enum Chunks {
     /// Now: every distinct stored chunk's header (and, in a sparse frame,
     /// every chunk file) is read and checked.
     Now,
@@ -195,7 +195,10 @@ pub enum Chunks {
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
-pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>) -> Result<FrameSummary> {
+pub(crate) fn check_cframe(
+    buf: &[u8],
+    inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+) -> Result<FrameSummary> {
     let mut frame = Frame { name: "frame buffer".into(), src: Src::Mem(buf), chunks_at: None, chunks: Chunks::Now };
     frame.check(inflate)
 }
@@ -207,12 +210,25 @@ pub fn check_cframe(buf: &[u8], inflate: impl FnMut(&[u8], usize, usize) -> Resu
 /// # Errors
 /// [`Error::InvalidStorage`] if nothing is at `urlpath`; [`Error::Io`] if it
 /// cannot be read; [`Error::InvalidFormat`] naming the first problem and where.
-pub fn check_path(
+pub(crate) fn check_path(
     urlpath: &str,
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    let (loc, key) = location::locate(urlpath)?;
+    check_located(&location::Located::resolve(urlpath)?, chunks, inflate)
+}
+
+/// [`check_path`] of the array `at` names.
+///
+/// # Errors
+/// As [`check_path`].
+pub(crate) fn check_located(
+    at: &location::Located,
+    chunks: Chunks,
+    inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+) -> Result<FrameSummary> {
+    let (loc, key) = (at.location.clone(), at.key.clone());
+    let urlpath = at.url();
     use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
     let cannot = |e: std::io::Error| Error::storage(Some(urlpath), format!("cannot open '{urlpath}': {e}"));
     // A frame file, usually: one open. Else a sparse frame's prefix: the
@@ -295,7 +311,7 @@ pub fn check_path(
 /// cannot be read; [`Error::InvalidFormat`] if it is not a regular file, no
 /// frame header fits at `offset`, the frame runs past the file's end, or
 /// the frame is not sound.
-pub fn check_path_at(
+pub(crate) fn check_path_at(
     urlpath: &str,
     offset: u64,
     chunks: Chunks,

@@ -34,6 +34,8 @@ use std::path::{Path, PathBuf};
 
 /// What a changing operation is, for the fault plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// Reached from outside through `caterva::testing` (feature `testing`) only.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub enum Op {
     /// Bytes written to a file.
     Write,

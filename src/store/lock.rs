@@ -3,7 +3,7 @@
 //! `flock`.
 //!
 //! Whoever changes or inspects an array's files as a whole holds the lock
-//! exclusively for the duration: a write transaction ([`super::Store::write`]),
+//! exclusively for the duration: a write transaction (`Store::write`),
 //! opening (recovery, then parsing the frame), creating, replacing (save,
 //! squeeze's relayout) and removing. So an opener never sees a write half
 //! done, nor rolls back a live one; two writers take turns.
@@ -39,11 +39,10 @@ use crate::error::{Error, Result};
 /// Suffix of the lock file beside an array's urlpath.
 pub(super) const LOCK_SUFFIX: &str = ".caterva-lock";
 
-/// How long a call waits for another handle's operation to finish.
-pub(super) const WAIT: Duration = Duration::from_secs(30);
+pub(super) use super::data_file::WAIT;
 
+use super::data_file;
 use super::identity::{self, Id};
-use super::readers;
 
 /// The locks this process holds: by which thread ([`this_thread`]), how
 /// many times. A `BTreeMap`, not a `HashMap`: its nodes are reached through
@@ -97,19 +96,19 @@ pub(crate) struct Lock {
     /// The locked description, in the outermost holder only.
     file: Option<File>,
     /// The array's data file, locked exclusively against readers
-    /// ([`readers::exclude`]), in the outermost holder only.
+    /// ([`data_file::exclude`]), in the outermost holder only.
     data: Option<File>,
 }
 
 impl Lock {
     /// Mark the array as changed by the holder: its data file's
     /// modification time is left later than any a reader may have
-    /// recorded before the lock was taken ([`readers::settle`]), so that
+    /// recorded before the lock was taken ([`data_file::settle`]), so that
     /// every reader sees that something changed. Call it after each write,
     /// while the lock is held.
     pub(crate) fn settle(&self) {
         let Some(floor) = held(|m| m.get(&self.id).and_then(|h| h.floor)) else { return };
-        if let Some(now) = readers::settle(&self.url, floor) {
+        if let Some(now) = data_file::settle(&self.url, floor) {
             held(|m| {
                 if let Some(h) = m.get_mut(&self.id) {
                     h.floor = Some(now);
@@ -207,7 +206,7 @@ pub(crate) fn acquire(urlpath: &str, wait: Wait) -> Result<Got> {
                 held(|m| m.insert(id, Holder { thread: me, depth: 1, floor: None }));
                 let mut lock = Lock { path, id, url, file: Some(file), data: None };
                 // Then the reads in flight finish (if this fails, dropping the lock lets go).
-                let Some(excluded) = readers::exclude(urlpath, wait == Wait::Patiently)? else {
+                let Some(excluded) = data_file::exclude(urlpath, wait == Wait::Patiently)? else {
                     return Ok(Got::Busy);
                 };
                 if let Some((data, mtime)) = excluded {

@@ -1,5 +1,5 @@
 //! Where stores live on disk: what a new store may replace or
-//! [`super::Store::remove`] may delete (arrays only), whether two paths name the same
+//! `Store::remove` may delete (arrays only), whether two paths name the same
 //! array ([`overlap`]), how a store is written beside its target and renamed
 //! into place, and cleaning up after creations that failed or were killed.
 //!
@@ -357,7 +357,7 @@ pub(crate) fn write_beside(
 /// unless `CATERVA_JOURNAL_SYNC=0`, see [`journal`]).
 pub(super) fn make_durable(urlpath: &str) -> Result<()> {
     let sync = BESIDE.with(|b| b.borrow().as_ref().map_or(true, |(p, sync)| p != urlpath || *sync));
-    if !sync || !super::env_syncs() {
+    if !sync || !super::durability::env_syncs() {
         return Ok(());
     }
     let p = Path::new(trimmed(urlpath));

@@ -12,7 +12,7 @@
 //!
 //! - **The data file** (a contiguous frame's file, a sparse frame's index
 //!   `chunks.b2frame`) is locked with `flock`: shared for the duration of a
-//!   read operation ([`Store::read_section`]: every chunk it reads, and
+//!   read operation (`Store::read_section`: every chunk it reads, and
 //!   each block of them, comes from one state of the array), exclusive by
 //!   whoever holds the array's lock (`<urlpath>.caterva-lock`, see
 //!   [`super::lock`]), from taking it until letting go. Several readers, in
@@ -47,143 +47,19 @@
 
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::data_file::{data_path, poll, try_flock, unlock, Stamp, WAIT};
 use super::fs::sidecar;
-use super::lock::{self, LOCK_SUFFIX, WAIT};
-use super::Store;
+use super::lock::{self, LOCK_SUFFIX};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
 
-/// The file whose `flock` stands for the array at `urlpath` (a sparse
-/// frame's index, or the frame file), if it is there.
-pub(super) fn data_path(urlpath: &str) -> Option<PathBuf> {
-    let p = Path::new(urlpath);
-    let md = std::fs::metadata(p).ok()?;
-    if md.is_dir() {
-        let index = p.join(super::frame::SPARSE_INDEX);
-        index.is_file().then_some(index)
-    } else {
-        md.is_file().then(|| p.to_path_buf())
-    }
-}
-
-/// What a data file's metadata says of its state: which file, how long,
-/// when last changed (to the nanosecond it records).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Stamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(md: &std::fs::Metadata) -> Stamp {
-        Stamp { dev: md.dev(), ino: md.ino(), len: md.len(), mtime: (md.mtime(), md.mtime_nsec()) }
-    }
-
-    fn at(path: &Path) -> std::io::Result<Stamp> {
-        std::fs::metadata(path).map(|m| Stamp::of(&m))
-    }
-}
-
-/// How long a reader lets writers go first ([`Store::read_section`]).
+/// How long a reader lets writers go first (`Store::read_section`).
 const PATIENCE: Duration = Duration::from_millis(50);
-
-/// `flock` without waiting: whether it was taken.
-fn try_flock(file: &File, how: libc::c_int) -> std::io::Result<bool> {
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    if e.kind() == std::io::ErrorKind::WouldBlock {
-        return Ok(false);
-    }
-    Err(e)
-}
-
-fn unlock(file: &File) {
-    // SAFETY: as try_flock.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
-}
-
-/// Poll `ready` with a pause that grows from 1 to 8 ms, until it answers
-/// or [`WAIT`] has passed (`Ok(None)`).
-fn poll<T>(mut ready: impl FnMut() -> Result<Option<T>>) -> Result<Option<T>> {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(v) = ready()? {
-            return Ok(Some(v));
-        }
-        if start.elapsed() >= WAIT {
-            return Ok(None);
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(8));
-    }
-}
-
-/// The data file and its modification time, as [`exclude`] locked them.
-pub(super) type Excluded = Option<(File, (i64, i64))>;
-
-/// The writer's side: the data file of the array at `urlpath` locked
-/// exclusively, once the reads in flight are done (`Some(None)` when there
-/// is no data file yet), with its modification time then. Without
-/// `patient`, `None` if a read is in flight.
-///
-/// # Errors
-/// [`Error::InvalidStorage`] if reads keep it for more than [`WAIT`];
-/// [`Error::Io`] if it cannot be locked.
-pub(super) fn exclude(urlpath: &str, patient: bool) -> Result<Option<Excluded>> {
-    let Some(path) = data_path(urlpath) else { return Ok(Some(None)) };
-    let file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(None)),
-        Err(e) => return Err(Error::io("opening", Some(&path), &e)),
-    };
-    let take = || try_flock(&file, libc::LOCK_EX).map_err(|e| Error::io("locking", Some(&path), &e));
-    let got = if patient { poll(|| Ok(take()?.then_some(())))? } else { take()?.then_some(()) };
-    if got.is_none() && !patient {
-        return Ok(None);
-    }
-    if got.is_none() {
-        return Err(Error::storage(
-            Some(urlpath),
-            format!("'{urlpath}' is being read by other handles, which kept it for more than {} s", WAIT.as_secs()),
-        ));
-    }
-    let md = file.metadata().map_err(|e| Error::io("reading", Some(&path), &e))?;
-    Ok(Some(Some((file, (md.mtime(), md.mtime_nsec())))))
-}
-
-/// Leave the data file of the array at `urlpath` with a modification time
-/// later than `floor` (set to one nanosecond past it if it is not), and
-/// return the time it has: what a write does before letting go of the
-/// array's lock, so that its [`Stamp`] differs from every one taken before.
-pub(super) fn settle(urlpath: &str, floor: (i64, i64)) -> Option<(i64, i64)> {
-    let path = data_path(urlpath)?;
-    let md = std::fs::metadata(&path).ok()?;
-    let now = (md.mtime(), md.mtime_nsec());
-    if now > floor {
-        return Some(now);
-    }
-    let next = if floor.1 >= 999_999_999 { (floor.0 + 1, 0) } else { (floor.0, floor.1 + 1) };
-    let times = [
-        libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
-        libc::timespec { tv_sec: next.0 as libc::time_t, tv_nsec: next.1 as libc::c_long },
-    ];
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: a NUL-terminated path and two timespecs, as utimensat reads them.
-    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) };
-    (rc == 0).then_some(next)
-}
 
 /// A handle's side: its shared lock, while read sections are open, and
 /// what it last knew of the data file.
@@ -197,12 +73,12 @@ pub(super) struct Gate {
     /// thread may hold for ever in the child, is left alone).
     state: PerProcess<Mutex<State>>,
     /// Operations of this handle now holding the array's lock (its
-    /// writers, [`Store::lock_fresh`]'s callers): the reads they make, on
+    /// writers, `Store::lock_fresh`'s callers): the reads they make, on
     /// whatever thread, need no section.
     owners: Arc<AtomicUsize>,
 }
 
-/// The array's lock held by an operation of the handle ([`Store::owning`]).
+/// The array's lock held by an operation of the handle (`Store::owning`).
 pub(crate) struct Owning(Option<Arc<AtomicUsize>>);
 
 impl Owning {
@@ -253,8 +129,15 @@ impl Gate {
     }
 }
 
-/// An open read section ([`Store::read_section`]); closed when dropped.
+/// An open read section ([`Gate::section`]); closed when dropped.
 pub(crate) struct Section<'a>(Option<&'a Gate>);
+
+impl Section<'_> {
+    /// For a handle with no read sections (in memory, on object stores).
+    pub(crate) fn none() -> Self {
+        Section(None)
+    }
+}
 
 impl Drop for Section<'_> {
     fn drop(&mut self) {
@@ -299,21 +182,21 @@ fn writer(lock_path: &Path) -> Writer {
     }
 }
 
-impl Store {
+impl Gate {
     /// Mark an operation of this handle as holding the array's lock, until
     /// the result is dropped: its reads, on whatever thread (the worker
     /// threads too), need no read section, and must not wait for one
     /// (the lock they would wait for is their own operation's).
-    pub(crate) fn owning(&self) -> Owning {
-        Owning(self.gate.as_ref().map(|g| {
-            g.owners.fetch_add(1, Ordering::AcqRel);
-            g.owners.clone()
-        }))
+    pub(super) fn own(&self) -> Owning {
+        self.owners.fetch_add(1, Ordering::AcqRel);
+        Owning(Some(self.owners.clone()))
     }
 
-    /// Open a read section: until it is dropped, no writer (of any handle,
-    /// in any process) changes the array, and this handle's view of it is
-    /// current. Sections nest and may be open in several threads of one
+    /// Open a read section of the handle this gate is: until it is
+    /// dropped, no writer (of any handle, in any process) changes the
+    /// array, and the handle's view of it is current (`view_holds` says
+    /// whether it is, once the data file changed; `in_place` is told of a
+    /// change that left the view as it was). Sections nest and may be open in several threads of one
     /// handle at once; only the outermost takes the lock. Every read of
     /// chunks runs in one (each chunk read opens one of its own if the
     /// operation has none). A thread that holds the array's lock (a
@@ -321,11 +204,11 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::Changed`] if another handle changed the array since this
-    /// one opened, wrote or refreshed it; [`Error::InvalidStorage`] if a
+    /// one opened, wrote or refreshed it (`view_holds` says no); [`Error::InvalidStorage`] if a
     /// writer keeps the array for more than 30 s; [`Error::Io`] if the data
     /// file cannot be opened or locked.
-    pub(crate) fn read_section(&self) -> Result<Section<'_>> {
-        let Some(gate) = &self.gate else { return Ok(Section(None)) };
+    pub(super) fn section(&self, view_holds: impl FnOnce() -> bool, in_place: impl FnOnce()) -> Result<Section<'_>> {
+        let gate = self;
         if gate.owners.load(Ordering::Acquire) > 0 {
             return Ok(Section(None));
         }
@@ -394,16 +277,14 @@ impl Store {
             ));
         };
         if st.stamp != Some(now) {
-            if self.seen.is_none() || self.fingerprint() != self.seen {
+            if !view_holds() {
                 if let Some((f, _, _)) = &st.file {
                     unlock(f);
                 }
                 return Err(Error::Changed { path: url.to_owned() });
             }
             // Changed in place only: the view holds, cached blocks may not.
-            if let Some(c) = &self.cache {
-                c.clear();
-            }
+            in_place();
             st.stamp = Some(now);
         }
         st.depth = 1;

@@ -54,7 +54,7 @@ type Write = fn(&mut Array) -> Result<()>;
 /// Every public write of an array, on a {1, 12, 10} array of u16 in
 /// {1, 5, 4} chunks with a user metalayer "m" and a vlmetalayer "note".
 const WRITES: &[(&str, Write)] = &[
-    ("set_slice_buffer", |a| a.set_slice_buffer(&[7; 2 * 36], &[1, 6, 6], &[0, 3, 2], &[1, 9, 8])),
+    ("set_slice_buffer", |a| a.set_slice_buffer(&[0, 3, 2], &[1, 9, 8], &[7; 2 * 36], &[1, 6, 6])),
     ("set_orthogonal_selection", |a| a.set_orthogonal_selection(&[&[0], &[1, 7, 11], &[0, 9]], &[5; 12], &[1, 3, 2])),
     ("resize (grow)", |a| a.resize(&[1, 17, 13], None)),
     ("resize (shrink, inside)", |a| a.resize(&[1, 6, 10], Some(&[0, 2, 0]))),
@@ -171,7 +171,7 @@ fn a_borrowed_frame_is_copied_before_a_write() {
     // SAFETY: `frame` outlives the array.
     let store = unsafe { super::Store::from_cframe(frame.as_ptr(), frame.len(), false) }.unwrap();
     let mut b = Array::wrap(&ctx, store).unwrap();
-    b.set_slice_buffer(&[9; 2], &[1, 1, 1], &[0, 0, 0], &[1, 1, 1]).unwrap();
+    b.set_slice_buffer(&[0, 0, 0], &[1, 1, 1], &[9; 2], &[1, 1, 1]).unwrap();
     b.append(&[1; 2 * 12], 2).unwrap();
     assert_eq!(frame, keep, "the caller's buffer was written");
     assert_eq!(b.to_vec().unwrap()[..2], [9, 9]);

@@ -113,7 +113,7 @@ impl Permit {
     /// and a second writer that slipped past the lease with the same base
     /// version can publish after this one an index that still names them
     /// (s3rver, 4 writers: an index naming a removed chunk object, the
-    /// array unreadable); they are left to [`super::Store::remove_orphans`].
+    /// array unreadable); they are left to `Store::remove_orphans`.
     pub(crate) fn removes_superseded(&self) -> bool {
         self.lease.is_none()
     }

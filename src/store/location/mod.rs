@@ -453,6 +453,44 @@ pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
     Ok((Arc::new(local::Local::new(dir)), name.to_owned()))
 }
 
+/// An array's URL resolved once ([`Located::resolve`]): the location that
+/// serves it and its key there. The store's entry points resolve the URL
+/// they are given, and what they call takes this value, not the text.
+#[derive(Clone, Debug)]
+pub(crate) struct Located {
+    pub(crate) location: Arc<dyn Location>,
+    pub(crate) key: String,
+    /// The URL as it was given (messages name it so).
+    given: String,
+}
+
+impl Located {
+    /// Resolve `urlpath` (as [`locate`]).
+    ///
+    /// # Errors
+    /// As [`locate`].
+    pub(crate) fn resolve(urlpath: &str) -> Result<Located> {
+        let (location, key) = locate(urlpath)?;
+        Ok(Located { location, key, given: urlpath.to_owned() })
+    }
+
+    /// The array's site, laid out as `contiguous` says, its frame at byte
+    /// `offset` of the object where one is given.
+    pub(crate) fn site(&self, contiguous: bool, offset: Option<u64>) -> Site {
+        Site { location: self.location.clone(), key: self.key.clone(), contiguous, offset }
+    }
+
+    /// The URL as it was given.
+    pub(crate) fn url(&self) -> &str {
+        &self.given
+    }
+
+    /// How changes to arrays there are made safe.
+    pub(crate) fn protocol(&self) -> Protocol {
+        self.location.protocol()
+    }
+}
+
 /// Where one array's frame lives: its location, its key there, its layout
 /// and, for a frame inside a larger object, where the frame starts.
 #[derive(Clone, Debug)]
@@ -471,8 +509,12 @@ impl Site {
     /// # Errors
     /// As [`locate`].
     pub(crate) fn new(urlpath: &str, contiguous: bool, offset: Option<u64>) -> Result<Site> {
-        let (location, key) = locate(urlpath)?;
-        Ok(Site { location, key, contiguous, offset })
+        Ok(Located::resolve(urlpath)?.site(contiguous, offset))
+    }
+
+    /// Where the site is, without its layout.
+    pub(crate) fn located(&self) -> Located {
+        Located { location: self.location.clone(), key: self.key.clone(), given: self.url() }
     }
 
     /// How the array's name is spelt.

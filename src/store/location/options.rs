@@ -42,6 +42,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
+use std::sync::Arc;
+
+use super::read_cache::{self, ReadCache};
 use crate::error::{Error, Result};
 
 /// Settings of the remote storage under a URL prefix (see the module docs
@@ -86,6 +89,35 @@ fn canonical(name: &str) -> Option<&'static str> {
 }
 
 impl StorageOptions {
+    /// The cache the storage options (over the environment) ask for, if any.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a budget that is not a size;
+    /// [`Error::Io`] for a directory that cannot be made.
+    pub(crate) fn read_cache(&self) -> Result<Option<Arc<ReadCache>>> {
+        let dir = match self.get("cache") {
+            Some(d) => d.to_owned(),
+            None => match std::env::var("CATERVA_REMOTE_CACHE") {
+                Ok(d) if !d.trim().is_empty() => d.trim().to_owned(),
+                _ => return Ok(None),
+            },
+        };
+        if dir.eq_ignore_ascii_case("off") {
+            return Ok(None);
+        }
+        let budget = match self
+            .get("cache_size")
+            .map(str::to_owned)
+            .or_else(|| std::env::var("CATERVA_REMOTE_CACHE_SIZE").ok().filter(|v| !v.trim().is_empty()))
+        {
+            Some(v) => read_cache::parse_budget(&v).ok_or_else(|| {
+                Error::InvalidArgument(format!("remote cache size '{v}' is not a size (bytes, or 512M, 2G...)"))
+            })?,
+            None => read_cache::DEFAULT_BUDGET,
+        };
+        ReadCache::at(std::path::Path::new(&dir), budget).map(Some)
+    }
+
     /// No options: everything from the environment.
     #[must_use]
     pub fn new() -> Self {
@@ -143,7 +175,7 @@ impl StorageOptions {
             "writers" if !matches!(value, "many" | "single") => return bad("'many' or 'single'"),
             "cache" if value.is_empty() => return bad("not a directory (or 'off')"),
             #[cfg(feature = "remote")]
-            "cache_size" if super::read_cache::parse_budget(value).is_none() => {
+            "cache_size" if read_cache::parse_budget(value).is_none() => {
                 return bad("not a size of at least 256K (bytes, or 512M, 2G...)")
             }
             _ => {}
@@ -266,5 +298,19 @@ mod tests {
         assert_eq!(for_url(&format!("{b}x.b2nd")).get("AWS_REGION"), Some("one"));
         assert!(set("/local/path", StorageOptions::new()).is_err());
         set(&a, StorageOptions::new()).unwrap();
+    }
+
+    #[test]
+    fn settings_come_from_options_then_the_environment() {
+        let d = std::env::temp_dir().join(format!("caterva-cache-options-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let o = StorageOptions::parse(&format!("cache={}; cache_size=2M", d.display())).unwrap();
+        let c = o.read_cache().unwrap().unwrap();
+        assert_eq!(c.budget(), 2 << 20);
+        assert!(d.is_dir());
+        assert!(StorageOptions::parse("cache=off").unwrap().read_cache().unwrap().is_none());
+        assert!(StorageOptions::parse("cache_size=lots").is_err());
+        assert!(StorageOptions::parse("cache_size=1K").is_err(), "less than a page");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

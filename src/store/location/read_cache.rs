@@ -45,7 +45,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use super::options::StorageOptions;
 use super::CacheTag;
 use crate::error::{Error, Result};
 
@@ -84,41 +83,18 @@ pub(crate) struct ReadCache {
 /// Stripes of [`ReadCache::fetching`].
 const STRIPES: usize = 256;
 
-/// The cache the storage options (over the environment) ask for, if any.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for a budget that is not a size;
-/// [`Error::Io`] for a directory that cannot be made.
-pub(crate) fn for_options(options: &StorageOptions) -> Result<Option<Arc<ReadCache>>> {
-    let dir = match options.get("cache") {
-        Some(d) => d.to_owned(),
-        None => match std::env::var("CATERVA_REMOTE_CACHE") {
-            Ok(d) if !d.trim().is_empty() => d.trim().to_owned(),
-            _ => return Ok(None),
-        },
-    };
-    if dir.eq_ignore_ascii_case("off") {
-        return Ok(None);
-    }
-    let budget = match options
-        .get("cache_size")
-        .map(str::to_owned)
-        .or_else(|| std::env::var("CATERVA_REMOTE_CACHE_SIZE").ok().filter(|v| !v.trim().is_empty()))
-    {
-        Some(v) => parse_budget(&v).ok_or_else(|| {
-            Error::InvalidArgument(format!("remote cache size '{v}' is not a size (bytes, or 512M, 2G...)"))
-        })?,
-        None => DEFAULT_BUDGET,
-    };
-    ReadCache::at(Path::new(&dir), budget).map(Some)
-}
-
 /// A cache budget: a size of at least one page.
 pub(crate) fn parse_budget(v: &str) -> Option<u64> {
     crate::cache::parse_size(v).map(|b| b as u64).filter(|&b| b >= PAGE)
 }
 
 impl ReadCache {
+    /// The bytes it may keep.
+    #[cfg(test)]
+    pub(crate) fn budget(&self) -> u64 {
+        self.budget
+    }
+
     /// The cache in `dir` (made if missing) with `budget` bytes: one
     /// instance per directory and budget in a process.
     ///
@@ -395,19 +371,6 @@ mod tests {
             s.put(p, &page, 100 * PAGE);
         }
         assert!(!temp.exists());
-        fs::remove_dir_all(&d).unwrap();
-    }
-
-    #[test]
-    fn settings_come_from_options_then_the_environment() {
-        let d = dir("options");
-        let o = StorageOptions::parse(&format!("cache={}; cache_size=2M", d.display())).unwrap();
-        let c = for_options(&o).unwrap().unwrap();
-        assert_eq!(c.budget, 2 << 20);
-        assert!(d.is_dir());
-        assert!(for_options(&StorageOptions::parse("cache=off").unwrap()).unwrap().is_none());
-        assert!(StorageOptions::parse("cache_size=lots").is_err());
-        assert!(StorageOptions::parse("cache_size=1K").is_err(), "less than a page");
         fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -35,7 +35,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use super::options::{self, StorageOptions};
-use super::read_cache::{self, ReadCache, Scope, PAGE};
+use super::read_cache::{ReadCache, Scope, PAGE};
 use super::{check_name, CacheTag, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
 use crate::fork::PerProcess;
 
@@ -296,7 +296,7 @@ pub(crate) fn locate(url: &str) -> io::Result<(Arc<Remote>, String)> {
     };
     let base =
         if root.is_empty() { format!("{scheme}://{authority}/") } else { format!("{scheme}://{authority}/{root}/") };
-    let cache = read_cache::for_options(&options).map_err(|e| bad(e.to_string()))?;
+    let cache = options.read_cache().map_err(|e| bad(e.to_string()))?;
     let remote =
         Remote { store, root: root.to_owned(), base, writable, server, deadline: deadline(&options), cache, signer };
     Ok((Arc::new(remote), key.to_owned()))
