@@ -7,11 +7,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use crate::blosc2::{CCtx, CParams, Compression, DCtx, Prefilter};
 use crate::codec::{self, filter};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
 use crate::geometry::Geometry;
-use crate::store::blosc::{CCtx, CParams, Compression, DCtx, Prefilter};
 pub use crate::store::Durability;
 
 /// Settings shared by the arrays made with a context.

@@ -34,6 +34,7 @@
 // The public API is the safe one: contexts, arrays, their parameters,
 // geometry and regions, codec ids, errors. Everything else is the crate's own.
 mod array;
+mod blosc2;
 /// BLZ/bcolz data (carrays, ctables, Bloscpack files) into caterva arrays and back.
 /// (Rust types only, which include/caterva.h leaves out: the line below tells cbindgen.)
 ///
@@ -66,11 +67,11 @@ pub use array::{
     blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, Reduce, ReduceLayout, ReduceOptions, Reduced,
     StorageParams,
 };
+pub use blosc2::CParams;
 pub use context::{Config, Context, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};
 pub use meta::check_dtype;
 pub use partition::{propose_cparams, propose_partitions, Access, PartitionHints, Partitions};
-pub use store::blosc::CParams;
 pub use store::listing::{list, Listed};
 pub use store::location::options::{set as set_storage_options, StorageOptions};

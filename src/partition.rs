@@ -17,10 +17,10 @@
 //! near-equal parts and blocks split the chunk into near-equal parts, so
 //! that little padding is stored or decompressed.
 
+use crate::blosc2::CParams;
 use crate::codec;
 use crate::error::{invalid, Result};
 use crate::geometry::{div_ceil, Geometry, MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_DIM, MAX_ITEMSIZE};
-use crate::store::blosc::CParams;
 
 /// How an array will mostly be read; it decides the sizes and the shapes of
 /// the chunks and blocks that [`propose_partitions`] proposes.

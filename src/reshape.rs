@@ -16,13 +16,13 @@
 
 use std::sync::Arc;
 
+use crate::blosc2::repeat_chunk;
 use crate::buffer;
 use crate::context::Context;
 use crate::context::{Buffers, Worker};
 use crate::engine::{self, UserBuf};
 use crate::error::Result;
 use crate::geometry::{c_strides, for_each_index, ChunkPart, Geometry, MAX_DIM};
-use crate::store::blosc::repeat_chunk;
 use crate::store::{Store, Tx};
 
 /// Where a run of new indices on one axis comes from. The index is that of

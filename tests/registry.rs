@@ -782,7 +782,7 @@ fn pub_items(src: &str) -> Vec<String> {
             {
                 let after = skip_ws(b, i + 3);
                 if b.get(after) != Some(&b'(') && stack.iter().all(|c| c.as_deref().is_some_and(|c| c != "mod tests")) {
-                    let end = if text[after..].starts_with("use") {
+                    let end = if text[after..].starts_with("use") && b.get(after + 3).is_some_and(|c| !is_ident(*c)) {
                         text[i..].find(';').map_or(b.len(), |k| i + k + 1)
                     } else {
                         decl_end(b, after)
@@ -877,7 +877,7 @@ fn the_public_rust_items_are_the_listed_api() {
 #[test]
 fn the_public_item_scan_sees_what_is_public() {
     let src = r#"
-pub struct Params { pub itemsize: usize, pub(crate) hidden: u8, shape: Vec<i64> }
+pub struct Params { pub itemsize: usize, pub user: bool, pub(crate) hidden: u8, shape: Vec<i64> }
 pub enum Kind { A, B }
 impl<T: Clone> std::fmt::Debug for Wrapper<T> { fn fmt() {} }
 impl Array {
@@ -897,6 +897,7 @@ mod tests { pub fn helper() {} }
         [
             "\tpub struct Params",
             "struct Params\tpub itemsize",
+            "struct Params\tpub user",
             "\tpub enum Kind",
             "impl Array\tpub fn get",
             "impl Array\tpub const MAX",

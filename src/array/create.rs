@@ -3,6 +3,8 @@
 //! of `squeeze`); persisting and removing them.
 
 use super::{Array, Metalayer, Params, StorageParams};
+use crate::blosc2;
+use crate::blosc2::{Special, MAX_METALAYERS};
 use crate::context::Context;
 use crate::engine;
 #[cfg(doc)]
@@ -11,7 +13,7 @@ use crate::error::{invalid, Result};
 use crate::geometry::Geometry;
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Built, Mapping};
-use crate::store::blosc::{self, Layout, Special, Storage, MAX_METALAYERS};
+use crate::store::schunk::{Layout, Storage};
 use crate::store::{overlap, overlap_error, Batch, Overlap, Store, Tx};
 
 /// How a new array's chunks are initialised.
@@ -399,7 +401,7 @@ impl Array {
                 tx.fill_special(g.nchunks(), g.chunk_nbytes(), Special::Nan)
             } else {
                 let chunk =
-                    blosc::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), &value)?;
+                    blosc2::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), &value)?;
                 tx.append_repeated(&chunk, g.nchunks())
             }
         })
@@ -413,7 +415,7 @@ fn fill_chunks(ctx: &Context, tx: &mut Tx<'_>, g: &Geometry, fill: Fill<'_>) -> 
         Fill::Special(kind) => tx.fill_special(nchunks, g.chunk_nbytes(), kind),
         Fill::Value(v) if v.iter().all(|&b| b == 0) => tx.fill_special(nchunks, g.chunk_nbytes(), Special::Zeros),
         Fill::Value(v) => {
-            let chunk = blosc::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), v)?;
+            let chunk = blosc2::repeat_chunk(ctx.compression(), g.itemsize(), g.block_nbytes(), g.chunk_nbytes(), v)?;
             tx.append_repeated(&chunk, nchunks)
         }
         Fill::Buffer(buf) => {

@@ -1,7 +1,8 @@
 //! [`Array::info`]: how an array is stored and compressed, in one struct.
 
 use crate::array::Array;
-use crate::store::blosc::{self, CParams};
+use crate::blosc2;
+use crate::blosc2::CParams;
 
 /// How an array is stored and compressed: what `caterva info` shows beyond
 /// the shape and dtype ([`Array::shape`], [`Array::dtype`]…).
@@ -64,7 +65,7 @@ impl Array {
 /// The version of the c-blosc2 library in use (`"2.15.2"`…).
 #[must_use]
 pub fn blosc2_version() -> String {
-    blosc::blosc2_version()
+    blosc2::blosc2_version()
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! NumPy dtype of the `b2nd` metalayer.
 
 use super::{Array, Metalayer};
+use crate::blosc2::{MAX_METALAYERS, METALAYER_NAME_MAXLEN};
 use crate::error::{invalid, Error, Result};
 use crate::meta::{self, B2ND_META, CATERVA_META};
-use crate::store::blosc::{MAX_METALAYERS, METALAYER_NAME_MAXLEN};
 use crate::store::{one_off, CHECKSUM_MARKER, CHECKSUM_VLMETA};
 
 impl Array {

@@ -46,7 +46,7 @@ use crate::context::{Context, Durability};
 use crate::error::{Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self as metalayer, B2ND_META, CATERVA_META};
-use crate::store::blosc::Storage;
+use crate::store::schunk::Storage;
 use crate::store::{Replaced, Store};
 
 /// Element size and shape of a new array (`caterva_params_t`).

@@ -11,7 +11,7 @@ use crate::error::{invalid, Error, Result};
 use crate::geometry::{Geometry, MAX_DIM};
 use crate::meta::{self, B2ND_META, CATERVA_META};
 use crate::reshape::{self, AxisMap, Mapping, Source};
-use crate::store::blosc::Storage;
+use crate::store::schunk::Storage;
 use crate::store::{Batch, Tx};
 
 impl Array {

@@ -2,7 +2,7 @@
 //! (bcolz-zipline) opens, and to Bloscpack files that `bloscpack` unpacks.
 //!
 //! Chunks are compressed by c-blosc2 in its Blosc1-compatible mode
-//! (`store::blosc::compress_blosc1`), since bcolz embeds c-blosc
+//! (`store::blosc2::compress_blosc1`), since bcolz embeds c-blosc
 //! 1.x. A directory is written beside its path and renamed into place; a
 //! failure leaves nothing there.
 
@@ -16,8 +16,8 @@ use super::bloscpack::{self, Checksum, Header};
 use super::import::Progress;
 use super::json::Json;
 use crate::array::Array;
+use crate::blosc2::compress_blosc1;
 use crate::error::{Error, Result};
-use crate::store::blosc::compress_blosc1;
 
 /// How exported chunks are compressed and cut.
 #[derive(Clone, Debug, PartialEq, Eq)]

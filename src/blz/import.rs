@@ -15,13 +15,14 @@ use super::bloscpack::Reader;
 use super::carray::{numpy_typestr, CArray, CTable};
 use super::json::Json;
 use crate::array::{Array, Params, StorageParams};
+use crate::blosc2;
+use crate::blosc2::DCtx;
 use crate::buffer;
 use crate::context::Context;
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::geometry::Geometry;
 use crate::partition::{propose_partitions, Access, PartitionHints};
-use crate::store::blosc::{self, DCtx};
 use crate::store::Tx;
 
 /// Also here, where it was first defined (`caterva::blz::import::DFLT_VLMETA`).
@@ -47,7 +48,7 @@ trait Source {
 fn decompress(dctx: &mut DCtx, chunk: &[u8], out: &mut Vec<u8>, what: &dyn Fn() -> String) -> Result<()> {
     let nbytes = u32::from_le_bytes(chunk[4..8].try_into().unwrap_or([0; 4])) as usize;
     buffer::zeroed(out, nbytes)?;
-    blosc::decompress_into(dctx, chunk, out).map_err(|e| match e {
+    blosc2::decompress_into(dctx, chunk, out).map_err(|e| match e {
         Error::Blosc { op, code } => Error::Blosc { op: format!("{op} of {}", what()), code },
         Error::InvalidFormat(m) => Error::InvalidFormat(format!("{}: {m}", what())),
         e => e,

@@ -5,11 +5,11 @@
 use super::copy::{copy_block, copy_lone_block, debug_assert_distinct, Dir, UserBuf};
 use super::plan::{check_user_buffer, plan};
 use super::tasks::{run_tasks, Lease, Split};
+use crate::blosc2::DCtx;
 use crate::buffer::zeroed;
 use crate::context::{kept, Codecs, Context, Worker};
 use crate::error::{Error, Result};
 use crate::geometry::{BlockPart, ChunkPart, Geometry, Region};
-use crate::store::blosc::DCtx;
 use crate::store::{Store, Want};
 
 impl Codecs {

@@ -5,11 +5,12 @@
 use super::copy::{copy_block, Dir, UserBuf};
 use super::plan::check_user_buffer;
 use super::tasks::{run_tasks, write_split, Split};
+use crate::blosc2;
+use crate::blosc2::{Compression, DCtx};
 use crate::buffer::{sized, zeroed};
 use crate::context::{kept, Codecs, Context, Worker};
 use crate::error::Result;
 use crate::geometry::{BlockPart, ChunkPart, Geometry, Region};
-use crate::store::blosc::{self, Compression, DCtx};
 use crate::store::Store;
 
 impl Codecs {
@@ -107,9 +108,9 @@ impl Spares {
 
 /// Chunk `part.nchunk` of `sc` with the items of `part` written from
 /// `user`, recompressing only the blocks the region touches and keeping
-/// the others' compressed streams ([`blosc::splice`]): a plane across a
+/// the others' compressed streams ([`blosc2::splice`]): a plane across a
 /// chunk of 4 block layers recompresses a quarter of it. `Ok(None)` when
-/// the chunk cannot be patched so (see [`blosc::block_spans`]) or every
+/// the chunk cannot be patched so (see [`blosc2::block_spans`]) or every
 /// block is touched: the caller rebuilds the whole chunk then.
 ///
 /// # Errors
@@ -126,7 +127,7 @@ fn patch_blocks(
     user: UserBuf,
 ) -> Result<Option<Vec<u8>>> {
     let chunk = sc.chunk(part.nchunk)?;
-    let Some(spans) = blosc::block_spans(chunk.bytes(), geom.chunk_nbytes(), geom.block_nbytes())? else {
+    let Some(spans) = blosc2::block_spans(chunk.bytes(), geom.chunk_nbytes(), geom.block_nbytes())? else {
         return Ok(None);
     };
     let mut touched = Vec::new();
@@ -153,5 +154,5 @@ fn patch_blocks(
         unsafe { copy_block(geom, region, part, &local, block, user, Dir::Write) };
         new[b.nblock as usize] = Some(codecs.compress(comp, geom, block, 1)?);
     }
-    Ok(blosc::splice(chunk.bytes(), &spans, &new))
+    Ok(blosc2::splice(chunk.bytes(), &spans, &new))
 }

@@ -7,10 +7,10 @@ use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
 use super::{handles, slice, slots, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
+use crate::blosc2::{CParams, Prefilter};
 use crate::context::{Config, Context, Durability};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
-use crate::store::blosc::{CParams, Prefilter};
 
 /// Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
 #[repr(C)]

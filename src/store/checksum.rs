@@ -93,8 +93,10 @@
 //! the records above; [`crate::Array::enable_checksums`] upgrades one to
 //! version 2 after checking every chunk against it.
 
-use super::blosc::{Chunk, SChunk};
-use super::chunk_header::{ChunkHeader, HEADER_LEN as CHUNK_HEADER};
+use crate::blosc2::Chunk;
+
+use super::schunk::SChunk;
+use crate::blosc2::chunk_header::{ChunkHeader, HEADER_LEN as CHUNK_HEADER};
 use crate::error::{Error, Result};
 
 /// The vlmetalayer holding the table. Reserved: users cannot add or update it.
@@ -150,7 +152,7 @@ fn special_meaning(chunk: &[u8]) -> Option<Vec<u8>> {
     out.extend_from_slice(&header[4..8]);
     if u32::from(kind) == blosc2_sys::BLOSC2_SPECIAL_VALUE {
         // The value follows the header (all of cbytes when it is wider than
-        // a header's typesize: `blosc::wide_value`); a chunk cut short
+        // a header's typesize: `blosc2::wide_value`); a chunk cut short
         // hashes what it has.
         let width = usize::try_from(h.cbytes).unwrap_or(0).saturating_sub(CHUNK_HEADER).max(usize::from(typesize));
         let end = (CHUNK_HEADER + width).min(chunk.len());

@@ -8,8 +8,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::blosc_io::Served;
-use super::chunk_header::{ChunkHeader, HEADER_LEN};
 use super::location::{self, Generation, Object, Protocol, Site, Slice};
+use crate::blosc2::chunk_header::{ChunkHeader, HEADER_LEN};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
 pub(crate) const HEADER_MINLEN: usize = 87;
@@ -403,7 +403,7 @@ mod tests {
     /// A chunk header whose special kind is `kind`, of `len` bytes.
     fn chunk(kind: u8, len: usize) -> Vec<u8> {
         let mut c = vec![0u8; len];
-        c[crate::store::chunk_header::POS_BLOSC2_FLAGS] = kind << 4;
+        c[crate::blosc2::chunk_header::POS_BLOSC2_FLAGS] = kind << 4;
         c
     }
 

@@ -44,7 +44,7 @@
 //!
 //! The offsets index is itself a Blosc2 chunk: its header is checked here,
 //! then the caller's `inflate` decompresses it a window of offsets at a
-//! time (in this crate `blosc::inflate`: c-blosc2's `blosc2_getitem`, which
+//! time (in this crate `blosc2::inflate`: c-blosc2's `blosc2_getitem`, which
 //! is safe on a chunk whose header holds, and is how c-blosc2 reads the
 //! index itself). Chunk payloads are not decompressed here; c-blosc2's
 //! decoder checks them against the (now sound) headers.
@@ -118,7 +118,6 @@ use std::sync::Arc;
 use blosc2_sys as b;
 
 use super::blosc_io::Served;
-use super::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
 use super::frame::{
     self, chunk_name, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
     POS_CBYTES, POS_CHUNKSIZE, POS_FILTERS, POS_FRAME_LEN, POS_FRAME_TYPE, POS_GENERAL_FLAGS, POS_HAS_VLMETA,
@@ -126,6 +125,7 @@ use super::frame::{
     TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
 };
 use super::location::{self, Kind, Location, Object, Slice};
+use crate::blosc2::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
 use crate::error::{Error, Result};
 
 /// The newest frame format version read: c-blosc2 3.x's
@@ -191,7 +191,7 @@ pub(crate) enum Chunks {
 ///
 /// `inflate(chunk, start, nitems)` must decompress items `start..start +
 /// nitems` of a chunk whose header has been checked into exactly `nitems`
-/// items of its typesize (see `blosc::inflate`).
+/// items of its typesize (see `blosc2::inflate`).
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] naming the first problem and its byte offset.
@@ -317,7 +317,21 @@ pub(crate) fn check_path_at(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    let (loc, key) = location::locate(urlpath)?;
+    check_located_at(&location::Located::resolve(urlpath)?, offset, chunks, inflate)
+}
+
+/// [`check_path_at`] of the object `at` names.
+///
+/// # Errors
+/// As [`check_path_at`].
+pub(crate) fn check_located_at(
+    at: &location::Located,
+    offset: u64,
+    chunks: Chunks,
+    inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
+) -> Result<FrameSummary> {
+    let (loc, key) = (at.location.clone(), at.key.clone());
+    let urlpath = at.url();
     if let Err(e) | Ok(Err(e)) =
         loc.stat(&key).map(|st| st.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)))
     {
@@ -1148,7 +1162,7 @@ fn check_chunk_header(
         0 => None,
         // c-blosc2 3.x stores a value wider than a header's typesize (more
         // than 255 bytes) whole, its width given by cbytes alone
-        // (`blosc::wide_value`): any multiple of the typesize that divides the chunk.
+        // (`blosc2::wide_value`): any multiple of the typesize that divides the chunk.
         b::BLOSC2_SPECIAL_VALUE => {
             let width = cbytes - CHUNK_HEADER as i64;
             let wide = width > i64::from(typesize) && width % i64::from(typesize) == 0 && nbytes % width == 0;

@@ -5,7 +5,6 @@
 //! protocol of where it lives (`journaled.rs`, `versioned.rs`).
 
 use super::backend::unchangeable;
-use super::blosc::{self, Chunk, Layout, SChunk, Storage};
 use super::blosc_io;
 use super::checksum::{checked_chunk, load_checksums, Table, VLMETA_NAME};
 use super::durability::Durability;
@@ -16,7 +15,10 @@ use super::location::{Protocol, Site};
 use super::paths;
 use super::reader::{self, Want};
 use super::readers::{self, Owning, Section};
+use super::schunk::{Layout, SChunk, Storage};
 use super::tx::Tx;
+use crate::blosc2;
+use crate::blosc2::Chunk;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 
@@ -158,11 +160,27 @@ impl Store {
         Ok(Self::assemble(sc, sums, headers))
     }
 
+    /// [`Store::adopt`] of a super-chunk opened at `site` (resolved by the
+    /// caller: c-blosc2's path for it may be a stand-in).
+    ///
+    /// # Errors
+    /// As [`Store::adopt`].
+    pub(super) fn adopt_at(sc: SChunk, headers: HeaderCheck, site: Site) -> Result<Store> {
+        let sums = load_checksums(&sc)?;
+        Ok(Self::assemble_at(sc, sums, headers, Some(site)))
+    }
+
     /// A store over `sc` with checksums `sums`, nothing else known yet.
     pub(super) fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
         let st = sc.storage();
         // c-blosc2 made or opened the frame at this path: it has a site.
         let site = st.urlpath.as_deref().and_then(|url| Site::new(url, st.contiguous, None).ok());
+        Self::assemble_at(sc, sums, headers, site)
+    }
+
+    /// [`Store::assemble`] where the frame lives at `site`.
+    fn assemble_at(sc: SChunk, sums: Option<Table>, headers: HeaderCheck, site: Option<Site>) -> Store {
+        let st = sc.storage();
         let local = site.as_ref().is_some_and(|s| s.location.protocol() == Protocol::Journaled);
         let gate = st.urlpath.as_deref().filter(|_| local).map(readers::Gate::new);
         Store {
@@ -195,8 +213,8 @@ impl Store {
         }
         let url = self.sc.storage().urlpath.unwrap_or_default();
         match self.offset() {
-            Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc::inflate),
-            None => frame_check::check_path(&url, Chunks::Now, blosc::inflate),
+            Some(at) => frame_check::check_path_at(&url, at, Chunks::Now, blosc2::inflate),
+            None => frame_check::check_path(&url, Chunks::Now, blosc2::inflate),
         }?;
         let _ = self.headers.passed.set(());
         Ok(())
@@ -403,7 +421,7 @@ impl Store {
     pub(crate) fn storage(&self) -> Storage {
         self.sc.storage()
     }
-    pub(crate) fn cparams(&self) -> blosc::CParams {
+    pub(crate) fn cparams(&self) -> blosc2::CParams {
         self.sc.cparams()
     }
     pub(crate) fn meta_names(&self) -> Vec<String> {
@@ -449,7 +467,7 @@ impl Store {
         unsafe {
             let v = std::slice::from_raw_parts(p, len as usize).to_vec();
             if needs_free {
-                blosc::free(p.cast());
+                blosc2::free(p.cast());
             }
             Ok(v)
         }

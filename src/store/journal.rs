@@ -18,7 +18,7 @@
 //!   file numbered as for an append if the chunk was special; a delete
 //!   removes the chunk's file.
 //! - An append of many chunks at once (`Tx::append_chunks`, written by
-//!   `blosc::append_on_disk` rather than by c-blosc2) writes the same places
+//!   `super::schunk::append_on_disk` rather than by c-blosc2) writes the same places
 //!   as that many appends: the new chunks from `header_len + cbytes` on (new
 //!   chunk files numbered past every number in use), then the offsets chunk
 //!   and trailer after them, the truncation, the header. It is one
@@ -195,8 +195,6 @@ use std::sync::OnceLock;
 #[cfg(doc)]
 use super::durability::Durability;
 
-use super::blosc::SChunk;
-use super::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
 use super::frame::{self, chunk_file, chunk_id, HEADER_MINLEN, SPARSE_INDEX};
 use super::fs::read_at;
 use super::fs::{
@@ -205,6 +203,8 @@ use super::fs::{
 use super::identity;
 use super::io::{self, OpenOptions};
 use super::lock::try_lock;
+use super::schunk::SChunk;
+use crate::blosc2::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
 use crate::error::{Error, Result};
 
 /// Suffix of the journal beside an array's urlpath.

@@ -21,13 +21,13 @@
 
 use std::path::Path;
 
-use super::blosc::{Layout, SChunk, Storage};
 use super::durability::Durability;
 use super::frame_check::{self, Chunks};
 use super::handle::{HeaderCheck, Store};
 use super::journal::TxJournal;
 use super::paths::{self, check_replaceable, write_beside};
 use super::readers::Owning;
+use super::schunk::{Layout, SChunk, Storage};
 use super::tx::Tx;
 use super::{blosc_io, frame, fs, io, journal, lock};
 use crate::error::{Error, Result};

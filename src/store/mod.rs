@@ -31,10 +31,8 @@
 //!   its own last change is refused before it writes (see [`journal`]).
 
 mod backend;
-pub(crate) mod blosc;
 pub(crate) mod blosc_io;
 mod checksum;
-mod chunk_header;
 mod data_file;
 mod durability;
 mod frame;
@@ -53,6 +51,7 @@ mod lock;
 mod paths;
 pub(crate) mod reader;
 mod readers;
+pub(crate) mod schunk;
 mod tx;
 mod versioned;
 mod writers;
@@ -61,8 +60,8 @@ mod writers;
 mod tests;
 
 use backend::{unchangeable, Backend};
-use blosc::{Layout, Storage};
 use handle::Change;
+use schunk::{Layout, Storage};
 
 use crate::error::{Error, Result};
 
@@ -83,7 +82,7 @@ pub(crate) fn journal_path(urlpath: &str) -> std::path::PathBuf {
 /// Run the frame validator on a buffer (for the fuzzers).
 #[cfg(feature = "testing")]
 pub(crate) fn check_cframe(data: &[u8]) -> Result<()> {
-    frame_check::check_cframe(data, blosc::inflate).map(drop)
+    frame_check::check_cframe(data, crate::blosc2::inflate).map(drop)
 }
 
 /// The entry points: each resolves the URL it is given once

@@ -16,9 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::blosc::Storage;
 use super::fs::{parent_dir, remove_frame_dir, remove_leftover, remove_own, replace_dir, sync_dir, trimmed};
 use super::lock::{self, Got, Wait, LOCK_SUFFIX};
+use super::schunk::Storage;
 use super::{frame, identity, io, journal};
 use crate::error::{Error, Result};
 

@@ -38,10 +38,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::chunk_header::{block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES};
 use super::frame_check::Kept;
 use super::location::{self, CacheTag, Location, Object, Range, Site};
 use super::{frame, frame_check};
+use crate::blosc2::chunk_header::{
+    block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES,
+};
 use crate::buffer;
 use crate::error::{Error, Result};
 
@@ -569,8 +571,8 @@ fn read_upto(f: &dyn Object, buf: &mut [u8], at: u64) -> std::io::Result<usize> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::blosc::{Chunk, DCtx};
     use super::Want;
+    use crate::blosc2::{Chunk, DCtx};
     use crate::{Array, Config, Context, Params, StorageParams};
 
     /// A partial read packs the wanted blocks behind the header: fewer bytes

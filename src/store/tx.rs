@@ -1,10 +1,14 @@
 //! Changing a store: a transaction ([`Tx`]), whose operations are the
 //! only writes there are, and [`Batch`], chunks appended by the many.
 
-use super::blosc::{self, SChunk, Special, MAX_METALAYERS};
+use crate::blosc2;
+
+use super::schunk::SChunk;
+
 use super::checksum::{checked_chunk, chunk_hash, Layer, Table, MARKER_CONTENT, MARKER_NAME, VLMETA_NAME};
 use super::frame_check;
 use super::journal::{Journal, Op, TxJournal};
+use crate::blosc2::{Special, MAX_METALAYERS};
 use crate::error::{Error, Result};
 
 /// Chunks appended by the many: each pushed chunk waits until enough of
@@ -176,7 +180,7 @@ impl Tx<'_> {
                 // given hash as c-blosc2 hands them back (version 1 reads them back).
                 let c = refs[i as usize];
                 let h = if t.version() >= 2 {
-                    t.hash(blosc::chunk_info(c).map_or(c, |info| &c[..info.cbytes]))
+                    t.hash(blosc2::chunk_info(c).map_or(c, |info| &c[..info.cbytes]))
                 } else {
                     chunk_hash(self.sc, t, n + i)?
                 };
@@ -203,7 +207,7 @@ impl Tx<'_> {
     /// Replace several chunks, in order (journaled in one go).
     pub(crate) fn update_chunks<C: AsRef<[u8]>>(&mut self, chunks: &[(i64, C)]) -> Result<()> {
         // An unreadable header: blosc2 refuses it below, but save as if it fitted.
-        let cbytes = |c: &C| blosc::chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
+        let cbytes = |c: &C| blosc2::chunk_info(c.as_ref()).map_or(0, |i| i.cbytes as u64);
         let ops: Vec<Op> = chunks.iter().map(|(n, c)| Op::Update { nchunk: *n, cbytes: cbytes(c) }).collect();
         self.place_marker()?;
         self.before(&ops)?;
@@ -299,13 +303,13 @@ impl Tx<'_> {
         name: &str,
         content: &[u8],
         update: bool,
-        cparams: &blosc::CParams,
+        cparams: &blosc2::CParams,
     ) -> Result<()> {
         // Stored only if an open will accept it, by the rules an open
         // applies. Up to METADATA_FREE bytes it always will; above, the
         // chunk c-blosc2 will store decides.
         if content.len() as i64 > frame_check::METADATA_FREE {
-            frame_check::check_vlmetalayer(name, &blosc::compress_vlmeta(content, cparams)?)?;
+            frame_check::check_vlmetalayer(name, &super::schunk::compress_vlmeta(content, cparams)?)?;
         }
         self.before(&[Op::Meta])?;
         self.sc.vlmeta_put(name, content, update, cparams)?;
@@ -372,7 +376,7 @@ impl Tx<'_> {
             )));
         }
         let update = self.sc.vlmeta_exists(VLMETA_NAME)?;
-        let r = self.vlmeta_put(VLMETA_NAME, &content, update, &blosc::CParams::default());
+        let r = self.vlmeta_put(VLMETA_NAME, &content, update, &blosc2::CParams::default());
         if r.is_err() {
             self.sums.as_mut().map(Table::mark_dirty);
         }

@@ -35,15 +35,16 @@
 //! [`refresh`]: Store::refresh_versioned
 
 use super::backend::unchangeable;
-use super::blosc::{self, SChunk, Storage};
 use super::blosc_io::{Draft, Serving};
 use super::frame;
 use super::frame_check::{Chunks, Kept};
 use super::handle::{HeaderCheck, Store};
 use super::journal::TxJournal;
 use super::location::{self, Condition, Generation, Located, Location, PutError, Site};
+use super::schunk::{SChunk, Storage};
 use super::tx::Tx;
 use super::writers::Permit;
+use crate::blosc2;
 use crate::error::{Error, Result};
 
 impl Store {
@@ -82,18 +83,18 @@ impl Store {
         };
         // c-blosc2 reads the offsets index again later: from this version.
         super::blosc_io::pin_frame(sc.io_params(), frame::frame_object(&site), object.clone());
-        let mut store = Self::adopt(sc, HeaderCheck::due())?;
+        let mut store = Self::adopt_at(sc, HeaderCheck::due(), site)?;
         store.seen = seen.map(|content| frame::with_generation(content, object.generation()));
-        store.site = Some(site);
         store.kept = Some(Kept { served, object });
         Ok(store)
     }
+
     /// [`Store::open_offset`] at a versioned location: one version of the
     /// object, read-only: nothing to lock or roll back.
     pub(super) fn open_offset_versioned(at: &Located, offset: u64) -> Result<Store> {
         let site = at.site(true, Some(offset));
-        let mut store = Self::adopt(SChunk::open_site(&site, Chunks::Later)?, HeaderCheck::due())?;
-        store.site = Some(site);
+        let sc = SChunk::open_site(&site, Chunks::Later)?;
+        let mut store = Self::adopt_at(sc, HeaderCheck::due(), site)?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -460,8 +461,8 @@ fn index_offsets(url: &str, index: &[u8]) -> Result<(Vec<i64>, Vec<i64>, frame::
     let offsets = if chunk.is_empty() {
         Vec::new()
     } else {
-        let n = blosc::chunk_info(chunk)?.nbytes / 8;
-        blosc::inflate(chunk, 0, n)?
+        let n = blosc2::chunk_info(chunk)?.nbytes / 8;
+        blosc2::inflate(chunk, 0, n)?
             .chunks_exact(8)
             .map(|b| i64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
             .collect()
@@ -472,7 +473,7 @@ fn index_offsets(url: &str, index: &[u8]) -> Result<(Vec<i64>, Vec<i64>, frame::
 /// `index` with its offsets replaced by `offsets` (compressed as c-blosc2
 /// does) and its header's length updated; the trailer follows unchanged.
 fn rebuild_index(index: &[u8], s: &frame::Sections, offsets: &[i64]) -> Result<Vec<u8>> {
-    let chunk = blosc::compress_offsets(offsets)?;
+    let chunk = blosc2::compress_offsets(offsets)?;
     let mut out = Vec::with_capacity(index.len() + 64);
     out.extend_from_slice(&index[..s.header_len as usize]);
     out.extend_from_slice(&chunk);
@@ -770,7 +771,7 @@ impl Early {
 /// Whether `bytes` (a chunk file's) hold a whole chunk: as many bytes as
 /// its header says it takes.
 fn whole_chunk(bytes: &[u8]) -> bool {
-    let pos = super::chunk_header::POS_CBYTES;
+    let pos = crate::blosc2::chunk_header::POS_CBYTES;
     bytes.get(pos..pos + 4).is_some_and(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize == bytes.len())
 }
 
@@ -918,7 +919,7 @@ struct FreshIds {
 /// The largest chunk object number c-blosc2 3.x accepts in a sparse frame
 /// whose header says `cbytes` (see [`FreshIds`]).
 fn cblosc2_bound(cbytes: i64) -> i64 {
-    cbytes.saturating_sub(super::chunk_header::HEADER_LEN as i64)
+    cbytes.saturating_sub(crate::blosc2::chunk_header::HEADER_LEN as i64)
 }
 
 impl FreshIds {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 pub mod proxy;
 pub mod servers;
 
+use crate::blosc2;
 use crate::error::Result;
-use crate::store::blosc;
 use crate::{Array, Context};
 
 pub use crate::meta::{decode as decode_meta, default_dtype, MetaGeometry};
@@ -56,7 +56,7 @@ pub fn chunk(arr: &Array, n: i64) -> Result<Vec<u8>> {
 /// # Errors
 /// If it does not decompress to `nbytes` bytes.
 pub fn decompress(chunk: &[u8], nbytes: usize) -> Result<Vec<u8>> {
-    blosc::inflate_whole(chunk, nbytes)
+    blosc2::inflate_whole(chunk, nbytes)
 }
 
 /// The undo journal's path for an array at `urlpath`.
@@ -92,6 +92,6 @@ pub unsafe fn from_cframe_borrowed(ctx: &Context, frame: &[u8]) -> Result<Array>
 /// # Errors
 /// If `chunk` is not a complete chunk.
 pub fn chunk_sizes(chunk: &[u8]) -> Result<(usize, usize, usize)> {
-    let i = blosc::chunk_info(chunk)?;
+    let i = blosc2::chunk_info(chunk)?;
     Ok((i.nbytes, i.cbytes, i.blocksize))
 }

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::store::blosc::{repeat_chunk, CCtx, CParams, Compression};
+use crate::blosc2::{repeat_chunk, CCtx, CParams, Compression};
 use crate::store::Store;
 use crate::{Array, Config, Context, Params, StorageParams};
 
