@@ -991,7 +991,7 @@ fn samples_run() {
     }
 
     // Python: this tree's package, built into the venv as tests/python.rs does.
-    let python = samples.iter().any(|s| s.lang == "python").then(python_venv);
+    let python = samples.iter().any(|s| s.lang == "python").then(common::pycaterva_python);
     if let Some(py) = &python {
         for s in samples.iter().filter(|s| s.lang == "python" && s.mode == Mode::NoRun) {
             let o = Command::new(py)
@@ -1069,34 +1069,4 @@ fn samples_run() {
         }
     }
     assert!(problems.is_empty(), "documentation samples:\n{}", problems.join("\n\n"));
-}
-
-/// The venv's Python, with this tree's package built into it (tests/python.rs).
-fn python_venv() -> PathBuf {
-    let root = root();
-    let venv = std::env::var_os("CATERVA_PYTHON_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/interop/pycaterva"));
-    let python = venv.join("bin/python");
-    assert!(python.exists(), "{} is missing: run .ci/setup", python.display());
-    let status = Command::new(venv.join("bin/maturin"))
-        .args(["develop", "--release", "-q", "-m"])
-        .arg(root.join("python/Cargo.toml"))
-        .env("VIRTUAL_ENV", &venv)
-        .status()
-        .expect("maturin runs");
-    assert!(status.success(), "maturin develop failed");
-    let out = Command::new(&python)
-        .args(["-c", "import os, caterva; print(os.path.realpath(caterva.__file__))"])
-        .current_dir("/")
-        .output()
-        .expect("python runs");
-    assert!(out.status.success(), "caterva does not import: {}", String::from_utf8_lossy(&out.stderr));
-    let imported = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    assert_eq!(
-        imported,
-        root.join("python/caterva/__init__.py"),
-        "the venv imports caterva from elsewhere than this tree"
-    );
-    python
 }

@@ -218,20 +218,7 @@ impl SChunk {
             if st.is_null() || (*st).cparams.is_null() || (*st).dparams.is_null() {
                 return false;
             }
-            let mut cp = *(*st).cparams;
-            cp.schunk = sc.cast();
-            let mut dp = *(*st).dparams;
-            dp.schunk = sc.cast();
-            let cctx = b::blosc2_create_cctx(cp);
-            let dctx = b::blosc2_create_dctx(dp);
-            if cctx.is_null() || dctx.is_null() {
-                for c in [cctx, dctx] {
-                    if !c.is_null() {
-                        b::blosc2_free_ctx(c);
-                    }
-                }
-                return false;
-            }
+            let Some((cctx, dctx)) = contexts_for(sc, *(*st).cparams, *(*st).dparams) else { return false };
             (*sc).cctx = cctx;
             (*sc).dctx = dctx;
         }
@@ -691,6 +678,33 @@ impl SChunk {
         drop(unsafe { ptr::read(&this.lock) });
         this.ptr.as_ptr()
     }
+}
+
+/// A compression and a decompression context for the super-chunk `sc`,
+/// made from `cp` and `dp` (their `schunk` set to it); `None` if c-blosc2
+/// cannot make both (neither is left then).
+///
+/// # Safety
+/// `sc` is a live super-chunk.
+unsafe fn contexts_for(
+    sc: *mut b::blosc2_schunk,
+    mut cp: b::blosc2_cparams,
+    mut dp: b::blosc2_dparams,
+) -> Option<(*mut b::blosc2_context, *mut b::blosc2_context)> {
+    cp.schunk = sc.cast();
+    dp.schunk = sc.cast();
+    // SAFETY: the parameters are passed by value; NULL returns are handled.
+    let (cctx, dctx) = unsafe { (b::blosc2_create_cctx(cp), b::blosc2_create_dctx(dp)) };
+    if cctx.is_null() || dctx.is_null() {
+        for c in [cctx, dctx] {
+            if !c.is_null() {
+                // SAFETY: a context made just above, used by nothing.
+                unsafe { b::blosc2_free_ctx(c) };
+            }
+        }
+        return None;
+    }
+    Some((cctx, dctx))
 }
 
 impl Drop for SChunk {

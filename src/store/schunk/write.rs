@@ -8,7 +8,7 @@ use super::super::frame_check::Chunks;
 use super::super::location::local::LocalObject;
 use super::super::location::Object;
 use super::super::{frame, frame_check, io};
-use super::{writing, SChunk};
+use super::{contexts_for, writing, SChunk};
 use crate::blosc2::{chunk_info, compress_offsets, free, inflate, raw_bytes, Special};
 use crate::error::{Error, Result};
 
@@ -204,16 +204,7 @@ impl SChunk {
             let mut dp = *(*to).dparams;
             dp.nthreads = (*(*from).dparams).nthreads;
             dp.schunk = sc.cast();
-            let cctx = b::blosc2_create_cctx(cp);
-            let dctx = b::blosc2_create_dctx(dp);
-            if cctx.is_null() || dctx.is_null() {
-                for c in [cctx, dctx] {
-                    if !c.is_null() {
-                        b::blosc2_free_ctx(c);
-                    }
-                }
-                return;
-            }
+            let Some((cctx, dctx)) = contexts_for(sc, cp, dp) else { return };
             *(*to).cparams = cp;
             *(*to).dparams = dp;
             for c in [(*sc).cctx, (*sc).dctx] {
