@@ -42,8 +42,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
+#[cfg(feature = "remote")]
 use std::sync::Arc;
 
+#[cfg(feature = "remote")]
 use super::read_cache::{self, ReadCache};
 use crate::error::{Error, Result};
 
@@ -94,6 +96,7 @@ impl StorageOptions {
     /// # Errors
     /// [`Error::InvalidArgument`] for a budget that is not a size;
     /// [`Error::Io`] for a directory that cannot be made.
+    #[cfg(feature = "remote")]
     pub(crate) fn read_cache(&self) -> Result<Option<Arc<ReadCache>>> {
         let dir = match self.get("cache") {
             Some(d) => d.to_owned(),
@@ -300,6 +303,7 @@ mod tests {
         set(&a, StorageOptions::new()).unwrap();
     }
 
+    #[cfg(feature = "remote")]
     #[test]
     fn settings_come_from_options_then_the_environment() {
         let d = std::env::temp_dir().join(format!("caterva-cache-options-{}", std::process::id()));
