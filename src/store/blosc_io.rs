@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use blosc2_sys as b;
 
 use super::io::{gate, note_failure, write_all_at, Op};
-use super::location::{self, Location, Object, Site};
+use super::location::{self, Location, Object, Site, Stamp};
 
 /// Our Blosc2 I/O backend's id (in c-blosc2's range for registered
 /// backends, 160..=255) and name. Not stored in frames: any reader opens them.
@@ -50,8 +50,9 @@ struct Stream {
     file: Option<std::fs::File>,
     /// The file's path, or the URL of a stream through a [`StandIn`].
     path: PathBuf,
-    /// For a stream through a [`StandIn`]: the object's location and name.
-    remote: Option<(Arc<dyn Location>, String)>,
+    /// For a stream through a [`StandIn`]: the object's location and name,
+    /// and for a sparse frame's chunk object the index version naming it.
+    remote: Option<(Arc<dyn Location>, String, Option<Stamp>)>,
     append: bool,
     served: Option<std::rc::Rc<Served>>,
     /// A stream of an object of a [`Draft`]: its bytes are the draft's image.
@@ -64,7 +65,7 @@ impl Stream {
             return Ok(o);
         }
         let o = match &self.remote {
-            Some((loc, name)) => loc.open(name)?,
+            Some((loc, name, by)) => location::open_named_by(&**loc, name, by.as_ref())?,
             None => open_object(&self.path)?,
         };
         Ok(self.object.get_or_init(|| o))
@@ -303,14 +304,28 @@ fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<Stand
         })
     });
     Some(found.map(|name| {
-        let pinned = pinned.filter(|(f, _)| *f == name).map(|(_, o)| o);
-        (r.location.clone(), name, draft, pinned)
+        // The frame object is read as pinned; a sparse frame's other
+        // objects as its pinned index names them.
+        let (pinned, named_by) = match pinned {
+            Some((f, o)) if f == name => (Some(o), None),
+            Some((_, o)) if !r.contiguous => (None, o.stamp().cloned()),
+            _ => (None, None),
+        };
+        StandInName { location: r.location.clone(), name, draft, pinned, named_by }
     }))
 }
 
-/// An object of a stand-in's frame: its location, its name there, and the
-/// stand-in's [`Draft`] if a write is under way.
-type StandInName = (Arc<dyn Location>, String, Option<Arc<Mutex<Draft>>>, Option<Arc<dyn Object>>);
+/// An object of a stand-in's frame: its location, its name there, the
+/// stand-in's [`Draft`] if a write is under way, the version it is pinned
+/// to (the frame object), or the index version that names it (a sparse
+/// frame's chunk object).
+struct StandInName {
+    location: Arc<dyn Location>,
+    name: String,
+    draft: Option<Arc<Mutex<Draft>>>,
+    pinned: Option<Arc<dyn Object>>,
+    named_by: Option<Stamp>,
+}
 
 /// Open the object c-blosc2 names `path` (a local path or a URL) for reading.
 fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
@@ -427,23 +442,26 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
     }
     let read_only = mode == b"rb" || mode == b"r";
     let remote = match remote_name(params, path) {
-        Some(Ok((loc, name, Some(draft), pinned))) => match Draft::open(&draft, &*loc, &name, mode) {
-            Ok(Some(stream)) => return Box::into_raw(Box::new(stream)).cast(),
-            Ok(None) => Some((loc, name, pinned)),
-            Err(e) => {
-                // A missing object opened to read is c-blosc2's to report.
-                if !read_only {
-                    note_failure("opening", Path::new(&loc.url(&name)), e);
+        Some(Ok(n)) => match &n.draft {
+            Some(draft) => match Draft::open(draft, &*n.location, &n.name, mode) {
+                Ok(Some(stream)) => return Box::into_raw(Box::new(stream)).cast(),
+                Ok(None) => Some(n),
+                Err(e) => {
+                    // A missing object opened to read is c-blosc2's to report.
+                    if !read_only {
+                        note_failure("opening", Path::new(&n.location.url(&n.name)), e);
+                    }
+                    return std::ptr::null_mut();
                 }
+            },
+            None if read_only => Some(n),
+            None => {
+                let e =
+                    std::io::Error::new(std::io::ErrorKind::PermissionDenied, "objects there are not written in place");
+                note_failure("writing", Path::new(&n.location.url(&n.name)), e);
                 return std::ptr::null_mut();
             }
         },
-        Some(Ok((loc, name, None, pinned))) if read_only => Some((loc, name, pinned)),
-        Some(Ok((loc, name, None, _))) => {
-            let e = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "objects there are not written in place");
-            note_failure("writing", Path::new(&loc.url(&name)), e);
-            return std::ptr::null_mut();
-        }
         Some(Err(e)) => {
             note_failure("opening", path, e);
             return std::ptr::null_mut();
@@ -451,14 +469,14 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
         None => None,
     };
     if read_only {
-        let path = remote.as_ref().map_or_else(|| path.to_owned(), |(loc, name, _)| PathBuf::from(loc.url(name)));
+        let path = remote.as_ref().map_or_else(|| path.to_owned(), |n| PathBuf::from(n.location.url(&n.name)));
         let served = SERVED.with(|s| s.borrow().as_ref().filter(|s| s.path == path).cloned());
         let object = std::cell::OnceCell::new();
-        let remote = remote.map(|(loc, name, pinned)| {
-            if let Some(o) = pinned {
+        let remote = remote.map(|n| {
+            if let Some(o) = n.pinned {
                 let _ = object.set(o);
             }
-            (loc, name)
+            (n.location, n.name, n.named_by)
         });
         let stream = Stream { object, file: None, path, remote, append, served, draft: None };
         if stream.served.is_none() && stream.object().is_err() {

@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::frame_check::Kept;
-use super::location::{self, CacheTag, Location, Object, Range, Site};
+use super::location::{self, Location, Object, Range, Site, Stamp};
 use super::{frame, frame_check};
 use crate::blosc2::chunk_header::{
     block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES,
@@ -104,7 +104,7 @@ pub(super) struct Placement {
     staged: Mutex<HashMap<i64, Staged>>,
     /// The version of a sparse frame's index these offsets were read from,
     /// as a read cache names it: chunk objects are cached as of it.
-    within: Option<CacheTag>,
+    within: Option<Stamp>,
 }
 
 #[derive(Debug, Default)]
@@ -177,7 +177,7 @@ impl Placement {
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
         let remote = location.local_path(&key).is_none();
-        let within = if contiguous { None } else { kept.and_then(|k| k.object.cache_tag().cloned()) };
+        let within = if contiguous { None } else { kept.and_then(|k| k.object.stamp().cloned()) };
         Ok(Placement {
             location,
             key,
@@ -510,7 +510,7 @@ fn open_chunk_file(
     name: &str,
     url: &str,
     n: i64,
-    within: Option<&CacheTag>,
+    within: Option<&Stamp>,
 ) -> Result<Arc<dyn Object>> {
     // Chunk objects at versioned locations are never written over.
     let opened = match location.protocol() {

@@ -25,7 +25,9 @@
 //!   and never published are removed by [`sweep`] once old enough; chunk
 //!   objects a new version no longer names are removed by its writer where
 //!   the server's conditions were checked, left to [`sweep`] under a lease
-//!   (`writers::Permit::removes_superseded`).
+//!   (`writers::Permit::removes_superseded`). A removed object's number may
+//!   be drawn again ([`FreshIds`]): readers of an older version check what
+//!   they read is what their version named (`location::check_named_by`).
 //! - **Refused** with [`Error::InvalidStorage`], before anything is
 //!   written: any change on a web server (read-only), and what rewrites an
 //!   array as a new one there (creating one, saving or appending a frame
@@ -175,6 +177,13 @@ impl Store {
         })?;
         self.ensure_checked()?;
         let permit = super::writers::admit(&site)?;
+        // Under a lease (a server whose conditional writes may not hold),
+        // the version this handle read may have been replaced before the
+        // lease was taken, and the conditional replace below would not
+        // catch it there: the write would undo the other writer's.
+        if permit.leased() && self.replaced_since_read() {
+            return Err(conflict(&url));
+        }
         let frame_name = frame::frame_object(&site);
         let len = usize::try_from(base.len()).map_err(|_| Error::storage(Some(&url), "the frame is too large"))?;
         let base_bytes = base.read_vec(0, len).map_err(|e| read_error(&url, &e))?;

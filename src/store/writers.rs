@@ -118,6 +118,11 @@ impl Permit {
         self.lease.is_none()
     }
 
+    /// Whether this write holds a lease ([`Writers::Single`]).
+    pub(crate) fn leased(&self) -> bool {
+        self.lease.is_some()
+    }
+
     /// Just before the frame object is replaced: the lease (if any) is still this writer's.
     ///
     /// # Errors

@@ -8,10 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
+use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range, Stamp};
 
 /// What was asked of a bucket, as a remote store would count requests:
 /// metadata requests (opens, stats, listings), rounds of range reads
@@ -46,6 +46,9 @@ pub(crate) struct Memory {
     /// How its objects' names are spelt before their name (`mem://<bucket>/`;
     /// `memory://` for an unnamed one).
     base: String,
+    /// Whether objects are dated in whole seconds, as S3's `Last-Modified`
+    /// dates them (nanoseconds otherwise).
+    pub(crate) seconds: AtomicBool,
 }
 
 /// The buckets `mem://<bucket>/<key>` URLs name, made at their first use:
@@ -83,6 +86,7 @@ pub(crate) struct MemObject {
     generation: Generation,
     requests: Arc<Requests>,
     made: std::time::SystemTime,
+    stamp: Stamp,
 }
 
 impl Object for MemObject {
@@ -92,6 +96,14 @@ impl Object for MemObject {
 
     fn generation(&self) -> &Generation {
         &self.generation
+    }
+
+    fn stamp(&self) -> Option<&Stamp> {
+        Some(&self.stamp)
+    }
+
+    fn modified_ns(&self) -> Option<i128> {
+        Some(self.stamp.modified_ns)
     }
 
     fn read_ranges(&self, ranges: &mut [Range<'_>]) -> io::Result<()> {
@@ -118,9 +130,10 @@ impl Object for MemObject {
     }
 }
 
-fn tag() -> Generation {
+/// A new entity tag.
+fn tag() -> String {
     static N: AtomicU64 = AtomicU64::new(1);
-    Generation::Tag(format!("\"m{}\"", N.fetch_add(1, Ordering::Relaxed)))
+    format!("\"m{}\"", N.fetch_add(1, Ordering::Relaxed))
 }
 
 impl Memory {
@@ -226,14 +239,17 @@ impl Location for Memory {
         if !cond.holds(objects.get(name).map(|o| &o.generation)) {
             return Err(PutError::Conflict);
         }
-        let generation = tag();
+        let etag = tag();
+        let generation = Generation::Tag(etag.clone());
         let requests = self.requests.clone();
-        let object = MemObject {
-            bytes: bytes.to_vec(),
-            generation: generation.clone(),
-            requests,
-            made: std::time::SystemTime::now(),
-        };
+        let mut made = std::time::SystemTime::now();
+        if self.seconds.load(Ordering::Relaxed) {
+            let since = made.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            made = std::time::UNIX_EPOCH + std::time::Duration::from_secs(since.as_secs());
+        }
+        let ns = made.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        let stamp = Stamp::new(name, generation.clone(), Some(&etag), ns, bytes.len() as u64);
+        let object = MemObject { bytes: bytes.to_vec(), generation: generation.clone(), requests, made, stamp };
         objects.insert(name.to_owned(), Arc::new(object));
         Ok(generation)
     }

@@ -85,19 +85,72 @@ impl fmt::Display for Generation {
     }
 }
 
-/// What names one version of an object for a read cache
-/// (`read_cache.rs`): its entity tag, modification time (ns since the
-/// epoch) and length, as the server gave them.
+/// One version of an object as the server described it: what names it in
+/// a read cache (`read_cache.rs`: its entity tag, modification time in ns
+/// since the epoch, and length) and what tells whether it is still the one
+/// there (its name and [`Generation`]). A sparse frame's index version
+/// stamps the chunk objects read under it ([`check_named_by`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct CacheTag {
+pub(crate) struct Stamp {
     pub(crate) text: String,
     pub(crate) modified_ns: i128,
+    /// The object's name in its location.
+    pub(crate) name: String,
+    pub(crate) generation: Generation,
 }
 
-impl CacheTag {
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
-    pub(crate) fn new(etag: Option<&str>, modified_ns: i128, len: u64) -> CacheTag {
-        CacheTag { text: format!("{}|{modified_ns}|{len}", etag.unwrap_or("")), modified_ns }
+impl Stamp {
+    #[cfg_attr(not(any(test, feature = "remote")), allow(dead_code))]
+    pub(crate) fn new(name: &str, generation: Generation, etag: Option<&str>, modified_ns: i128, len: u64) -> Stamp {
+        Stamp {
+            text: format!("{}|{modified_ns}|{len}", etag.unwrap_or("")),
+            modified_ns,
+            name: name.to_owned(),
+            generation,
+        }
+    }
+}
+
+/// Check that the chunk object `object`, last modified at `modified_ns`
+/// (where the server says), is the one the index version `by` named, and
+/// not a later object under the same name.
+///
+/// A sparse frame's chunk objects are never written over, but the name of
+/// one that a newer version no longer names is removed and may be drawn
+/// again for a new chunk (`store/versioned.rs`: the numbers must stay
+/// below the frame's `cbytes` for Blosc2 readers, so they are few). A
+/// reader still on the older version would then read another chunk's
+/// bytes. Every object the version named was made before its index was
+/// put, so one modified before the index is it; one modified at the same
+/// time or later (servers give seconds) is it only while that version is
+/// still the one there, which one request tells. Otherwise it is reported
+/// as gone ([`io::ErrorKind::NotFound`]): the store then finds the version
+/// replaced and says [`Error::Changed`].
+///
+/// `current` asks the storage for the generation of the object at
+/// `by.name` now (`None`: nothing there).
+///
+/// # Errors
+/// [`io::ErrorKind::NotFound`] as above; as `current` fails.
+pub(crate) fn check_named_by(
+    by: &Stamp,
+    object: &str,
+    modified_ns: Option<i128>,
+    current: impl FnOnce(&str) -> io::Result<Option<Generation>>,
+) -> io::Result<()> {
+    match modified_ns {
+        // What the storage does not date cannot be told apart.
+        None => Ok(()),
+        Some(m) if m < by.modified_ns => Ok(()),
+        Some(_) if current(&by.name)?.as_ref() == Some(&by.generation) => Ok(()),
+        Some(_) => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "'{object}' is newer than the version of '{}' that names it, which has been replaced since: \
+                 the object it named was removed and its name used again",
+                by.name
+            ),
+        )),
     }
 }
 
@@ -200,10 +253,16 @@ pub(crate) trait Object: Send + Sync + fmt::Debug {
     /// Its generation (when it was opened).
     fn generation(&self) -> &Generation;
 
-    /// What names this version in a read cache, where one serves its
-    /// location: the objects a sparse frame's index names are cached as
-    /// of the index's version ([`Location::open_immutable`]).
-    fn cache_tag(&self) -> Option<&CacheTag> {
+    /// This version as the server described it, where it did: the chunk
+    /// objects a sparse frame's index names are read (and cached) as of
+    /// the index's version ([`Location::open_immutable`]).
+    fn stamp(&self) -> Option<&Stamp> {
+        None
+    }
+
+    /// When this version was made (ns since the epoch), where the storage
+    /// says and it was asked when the object was opened.
+    fn modified_ns(&self) -> Option<i128> {
         None
     }
 
@@ -317,14 +376,16 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// and a read past its end fails rather than stopping short.
     ///
     /// `within` is the version of the object that names it (a sparse
-    /// frame's index: [`Object::cache_tag`]): a read cache keeps its bytes
-    /// as of that version; none without it.
+    /// frame's index: [`Object::stamp`]): what is read is checked to be the
+    /// object that version named ([`check_named_by`]: a name removed and
+    /// used again reads as missing), and a read cache keeps its bytes as of
+    /// that version.
     ///
     /// # Errors
     /// As [`Location::open`] (a backend that skips the request reports a
-    /// missing object at the first read).
-    fn open_immutable(&self, name: &str, _within: Option<&CacheTag>) -> io::Result<Arc<dyn Object>> {
-        self.open(name)
+    /// missing object, or one made after `within`, at the first read).
+    fn open_immutable(&self, name: &str, within: Option<&Stamp>) -> io::Result<Arc<dyn Object>> {
+        open_named_by(self, name, within)
     }
 
     /// What is at `name`, if anything.
@@ -382,6 +443,24 @@ pub(crate) trait Location: Send + Sync + fmt::Debug {
     /// [`PutError::Conflict`] if the object changed or went; [`PutError::Io`]
     /// if the storage failed.
     fn remove(&self, name: &str, expected: Option<&Generation>) -> std::result::Result<(), PutError>;
+}
+
+/// [`Location::open`] of `name`, a chunk object that the index version
+/// `by` names: checked to be the object that version named
+/// ([`check_named_by`]).
+///
+/// # Errors
+/// As [`Location::open`] and [`check_named_by`].
+pub(crate) fn open_named_by<L: Location + ?Sized>(
+    loc: &L,
+    name: &str,
+    by: Option<&Stamp>,
+) -> io::Result<Arc<dyn Object>> {
+    let o = loc.open(name)?;
+    if let Some(by) = by {
+        check_named_by(by, &loc.url(name), o.modified_ns(), |index| Ok(loc.stat(index)?.map(|e| e.generation)))?;
+    }
+    Ok(o)
 }
 
 /// Refuse a name that could leave its location or name nothing: absolute,

@@ -13,7 +13,7 @@
 //!
 //! **What is cached.** Pages of [`PAGE`] bytes of one *version* of an
 //! object, keyed by the object's URL and what names that version
-//! ([`CacheTag`]: its entity tag, modification time and length, as the
+//! ([`Stamp`]: its entity tag, modification time and length, as the
 //! server gave them when the handle opened it). A newer version of the
 //! object (another writer, another process, another machine) has another
 //! tag and so other entries: a handle never reads a version other than the
@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use super::CacheTag;
+use super::Stamp;
 use crate::error::{Error, Result};
 
 /// Bytes of an object per cache entry: a miss fetches the pages that
@@ -122,7 +122,7 @@ impl ReadCache {
     }
 
     /// The entries of the version `tag` names of the object at `url`.
-    pub(crate) fn scope(self: &Arc<Self>, url: &str, tag: &CacheTag) -> Scope {
+    pub(crate) fn scope(self: &Arc<Self>, url: &str, tag: &Stamp) -> Scope {
         let key = xxhash_rust::xxh3::xxh3_128(format!("{url}\n{}", tag.text).as_bytes());
         Scope { cache: self.clone(), key, modified_ns: tag.modified_ns }
     }
@@ -303,6 +303,10 @@ impl Scope {
 mod tests {
     use super::*;
 
+    fn stamp(etag: &str, modified_ns: i128) -> Stamp {
+        Stamp::new("x", super::super::Generation::Tag(etag.to_owned()), Some(etag), modified_ns, 10)
+    }
+
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("caterva-cache-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
@@ -313,7 +317,7 @@ mod tests {
     fn pages_are_kept_per_version_and_checked() {
         let d = dir("versions");
         let c = ReadCache::at(&d, DEFAULT_BUDGET).unwrap();
-        let (v1, v2) = (CacheTag::new(Some("\"a\""), 1, 10), CacheTag::new(Some("\"b\""), 2, 10));
+        let (v1, v2) = (stamp("\"a\"", 1), stamp("\"b\"", 2));
         let (s1, s2) = (c.scope("s3://b/x", &v1), c.scope("s3://b/x", &v2));
         assert_eq!(s1.get(0), None);
         s1.put(0, b"version one", 11);
@@ -348,7 +352,7 @@ mod tests {
         let d = dir("budget");
         // Ten pages' room.
         let c = ReadCache::at(&d, 10 * (PAGE + HEADER as u64)).unwrap();
-        let s = c.scope("s3://b/x", &CacheTag::new(Some("t"), 0, 0));
+        let s = c.scope("s3://b/x", &stamp("t", 0));
         let page = vec![7u8; PAGE as usize];
         for p in 0..10 {
             s.put(p, &page, 100 * PAGE);

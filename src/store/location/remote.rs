@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::ops::Range as Span;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::stream::{StreamExt, TryStreamExt};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
@@ -36,7 +36,7 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, P
 
 use super::options::{self, StorageOptions};
 use super::read_cache::{ReadCache, Scope, PAGE};
-use super::{check_name, CacheTag, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range};
+use super::{check_name, Condition, Entry, Generation, Kind, Location, Object, Protocol, PutError, Range, Stamp};
 use crate::fork::PerProcess;
 
 /// Ranges closer than this are fetched as one request. The requests of a
@@ -494,8 +494,9 @@ impl Remote {
     /// The version `meta` describes of the object at `path`.
     fn version(&self, path: ObjectPath, meta: object_store::ObjectMeta) -> RemoteObject {
         let generation = generation_of(&meta);
-        let tag = CacheTag::new(meta.e_tag.as_deref(), modified_ns(&meta), meta.size);
-        let scope = self.cache.as_ref().map(|c| c.scope(&self.url(&self.relative(&path)), &tag));
+        let name = self.relative(&path);
+        let stamp = Stamp::new(&name, generation.clone(), meta.e_tag.as_deref(), modified_ns(&meta), meta.size);
+        let scope = self.cache.as_ref().map(|c| c.scope(&self.url(&name), &stamp));
         RemoteObject {
             store: self.store.clone(),
             deadline: self.deadline,
@@ -503,7 +504,8 @@ impl Remote {
             len: meta.size,
             etag: meta.e_tag,
             generation,
-            tag: Some(tag),
+            stamp: Some(stamp),
+            named_by: None,
             scope,
         }
     }
@@ -587,10 +589,15 @@ impl Location for Remote {
         Ok((Arc::new(object), bytes.to_vec()))
     }
 
-    fn open_immutable(&self, name: &str, within: Option<&CacheTag>) -> io::Result<Arc<dyn Object>> {
+    fn open_immutable(&self, name: &str, within: Option<&Stamp>) -> io::Result<Arc<dyn Object>> {
         // Never written over: no HEAD for a length or a tag to read against.
+        // Each answer is checked to be the object `within` named.
         let path = self.path(name)?;
         let scope = self.cache.as_ref().zip(within).map(|(c, w)| c.scope(&self.url(name), w));
+        let named_by = match within {
+            Some(w) => Some(NamedBy { stamp: w.clone(), index: self.path(&w.name)?, checked: Mutex::default() }),
+            None => None,
+        };
         let object = RemoteObject {
             store: self.store.clone(),
             deadline: self.deadline,
@@ -598,7 +605,8 @@ impl Location for Remote {
             len: u64::MAX,
             etag: None,
             generation: Generation::Tag(String::new()),
-            tag: None,
+            stamp: None,
+            named_by,
             scope,
         };
         Ok(Arc::new(object))
@@ -780,6 +788,15 @@ impl Location for Remote {
     }
 }
 
+/// The index version that names a chunk object, and the chunk object's
+/// entity tag once an answer passed the check against it.
+struct NamedBy {
+    stamp: Stamp,
+    /// The index object's path.
+    index: ObjectPath,
+    checked: Mutex<Option<String>>,
+}
+
 /// One version of a remote object.
 struct RemoteObject {
     store: Arc<dyn ObjectStore>,
@@ -791,8 +808,11 @@ struct RemoteObject {
     len: u64,
     etag: Option<String>,
     generation: Generation,
-    /// What names this version in a read cache.
-    tag: Option<CacheTag>,
+    /// This version as the server described it (opened with a request).
+    stamp: Option<Stamp>,
+    /// For a chunk object opened without a request: the index version
+    /// that names it, which every answer is checked against.
+    named_by: Option<NamedBy>,
     /// Its pages in the read cache, if one serves the location.
     scope: Option<Scope>,
 }
@@ -853,8 +873,31 @@ impl RemoteObject {
             e => io_error(e),
         })?;
         for (span, bytes, meta) in fetched {
+            if let Some(by) = &self.named_by {
+                self.check_named_by(by, &meta)?;
+            }
             each(span, &bytes, &meta)?;
         }
+        Ok(())
+    }
+
+    /// Check that an answer (`meta`) for this chunk object came from the
+    /// object the index version `by` names ([`super::check_named_by`]).
+    /// An entity tag that passed is not checked again.
+    fn check_named_by(&self, by: &NamedBy, meta: &object_store::ObjectMeta) -> io::Result<()> {
+        let checked = || by.checked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if meta.e_tag.is_some() && *checked() == meta.e_tag {
+            return Ok(());
+        }
+        super::check_named_by(&by.stamp, self.path.as_ref(), Some(modified_ns(meta)), |_| {
+            let (store, index, d) = (self.store.clone(), by.index.clone(), self.deadline);
+            match wait(async move { within(d, store.head(&index)).await })? {
+                Ok(m) => Ok(Some(generation_of(&m))),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(io_error(e)),
+            }
+        })?;
+        *checked() = meta.e_tag.clone();
         Ok(())
     }
 
@@ -955,8 +998,12 @@ impl Object for RemoteObject {
         &self.generation
     }
 
-    fn cache_tag(&self) -> Option<&CacheTag> {
-        self.tag.as_ref()
+    fn stamp(&self) -> Option<&Stamp> {
+        self.stamp.as_ref()
+    }
+
+    fn modified_ns(&self) -> Option<i128> {
+        self.stamp.as_ref().map(|s| s.modified_ns)
     }
 
     fn read_upto(&self, at: u64, buf: &mut [u8]) -> io::Result<usize> {
