@@ -1,5 +1,6 @@
-//! The codecs and filters c-blosc2 ships, by id ([`CParams::codec`],
-//! [`CParams::filters`]) and by name.
+//! The codecs and filters c-blosc2 ships, by id (what [`Codec::id`] and
+//! [`Filter::id`] give for [`CParams::codec`] and [`CParams::filters`])
+//! and by name.
 //!
 //! ```
 //! use caterva::codec::{self, filter};
@@ -10,6 +11,8 @@
 //!
 //! [`CParams::codec`]: crate::CParams::codec
 //! [`CParams::filters`]: crate::CParams::filters
+//! [`Codec::id`]: crate::Codec::id
+//! [`Filter::id`]: crate::Filter::id
 
 /// The BloscLZ codec.
 pub const BLOSCLZ: u8 = blosc2_sys::BLOSC_BLOSCLZ as u8;

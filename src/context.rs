@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use crate::blosc2::{CCtx, CParams, Compression, DCtx, Prefilter};
+use crate::blosc2::{CCtx, CParams, Compression, DCtx, Filter, Prefilter};
 use crate::codec::{self, filter};
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
@@ -161,7 +161,9 @@ impl Context {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a compression level above 9, zero
-    /// threads or an unknown split mode; [`Error::Io`] if no thread can be started.
+    /// threads, or a codec or filter c-blosc2 cannot run (an id it does not
+    /// ship below 32, or a plugin id nothing is registered under);
+    /// [`Error::Io`] if no thread can be started.
     pub fn new(config: Config) -> Result<Self> {
         Self::with_prefilter(config, None)
     }
@@ -169,12 +171,7 @@ impl Context {
     /// [`Context::new`] with a C caller's Blosc2 prefilter.
     pub(crate) fn with_prefilter(config: Config, prefilter: Option<Prefilter>) -> Result<Self> {
         let cp = &config.cparams;
-        if cp.clevel > 9 {
-            return Err(Error::InvalidArgument(format!("complevel {} is not in 0..=9", cp.clevel)));
-        }
-        if !(1..=4).contains(&cp.splitmode) {
-            return Err(Error::InvalidArgument(format!("splitmode {} is not a BLOSC_*_SPLIT value", cp.splitmode)));
-        }
+        check_clevel(cp.clevel)?;
         if config.nthreads == 0 || config.nthreads > i16::MAX as usize {
             return Err(Error::InvalidArgument(format!("nthreads {} is not in 1..=32767", config.nthreads)));
         }
@@ -240,6 +237,14 @@ impl Context {
     }
 }
 
+/// Refuse a compression level above 9 (the first check of [`Context::new`]).
+pub(crate) fn check_clevel(clevel: u8) -> Result<()> {
+    if clevel > 9 {
+        return Err(Error::InvalidArgument(format!("complevel {clevel} is not in 0..=9")));
+    }
+    Ok(())
+}
+
 /// Ids from this one up name plugins: codecs and filters registered with
 /// c-blosc2 at run time (`blosc2_register_codec`, `blosc2_register_filter`).
 const FIRST_PLUGIN: u8 = 32;
@@ -249,13 +254,15 @@ const FIRST_PLUGIN: u8 = 32;
 /// [`FIRST_PLUGIN`] that c-blosc2 does not ship, or a plugin id with which
 /// a trial compression fails (nothing registered under it).
 fn check_pipeline(cp: &CParams) -> Result<()> {
-    if cp.codec < FIRST_PLUGIN && codec::name(cp.codec).is_none() {
-        return Err(Error::InvalidArgument(format!("codec {} is not a Blosc2 codec", cp.codec)));
+    // By id: a hand-made `Other` with a named one's id runs as that one.
+    let (codec_id, filter_ids) = (cp.codec.id(), cp.filters.map(Filter::id));
+    if codec_id < FIRST_PLUGIN && codec::name(codec_id).is_none() {
+        return Err(Error::InvalidArgument(format!("codec {codec_id} is not a Blosc2 codec")));
     }
-    if let Some(f) = cp.filters.iter().find(|&&f| f < FIRST_PLUGIN && filter::describe(f, 0).is_none()) {
+    if let Some(f) = filter_ids.iter().find(|&&f| f < FIRST_PLUGIN && filter::describe(f, 0).is_none()) {
         return Err(Error::InvalidArgument(format!("filter {f} is not a Blosc2 filter")));
     }
-    let plugins = std::iter::once(cp.codec).chain(cp.filters).any(|id| id >= FIRST_PLUGIN);
+    let plugins = std::iter::once(codec_id).chain(filter_ids).any(|id| id >= FIRST_PLUGIN);
     if !plugins {
         return Ok(());
     }
@@ -267,8 +274,8 @@ fn check_pipeline(cp: &CParams) -> Result<()> {
         Error::InvalidArgument(format!(
             "codec {} with filters {:?}: c-blosc2 cannot compress with them ({}); a plugin id (32 and up) \
              must be registered with blosc2_register_codec or blosc2_register_filter first",
-            cp.codec,
-            cp.filters,
+            codec_id,
+            filter_ids,
             e.message()
         ))
     })

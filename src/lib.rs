@@ -67,7 +67,7 @@ pub use array::{
     blosc2_version, Array, ArrayInfo, ChunkProblem, Metalayer, Params, Reduce, ReduceLayout, ReduceOptions, Reduced,
     StorageParams,
 };
-pub use blosc2::CParams;
+pub use blosc2::{CParams, Codec, Filter, SplitMode};
 pub use context::{Config, Context, Durability};
 pub use error::{Error, ErrorKind, Result};
 pub use geometry::{for_each_index, Geometry, Region, MAX_DIM, MAX_ITEMSIZE};

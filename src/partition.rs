@@ -17,8 +17,7 @@
 //! near-equal parts and blocks split the chunk into near-equal parts, so
 //! that little padding is stored or decompressed.
 
-use crate::blosc2::CParams;
-use crate::codec;
+use crate::blosc2::{CParams, Codec};
 use crate::error::{invalid, Result};
 use crate::geometry::{div_ceil, Geometry, MAX_CHUNKS, MAX_CHUNK_BYTES, MAX_DIM, MAX_ITEMSIZE};
 
@@ -91,7 +90,7 @@ impl Access {
 /// `CATERVA_CONFIG_DEFAULTS`, ZSTD 5, for the programs written against it.)
 #[must_use]
 pub fn propose_cparams() -> CParams {
-    CParams { codec: codec::LZ4, clevel: 5, ..CParams::default() }
+    CParams { codec: Codec::Lz4, clevel: 5, ..CParams::default() }
 }
 
 /// What [`propose_partitions`] aims for: the access pattern and, when

@@ -7,7 +7,10 @@
 
 mod common;
 
-use caterva::{Array, CParams, Config, Context, Params, StorageParams};
+use caterva::{Array, CParams, Codec, Config, Context, Filter, Params, StorageParams};
+
+/// An empty slot of the filter pipeline.
+const N: Filter = Filter::NoFilter;
 use common::Rng;
 
 const SHAPE: [i64; 3] = [40, 36, 30];
@@ -78,7 +81,8 @@ fn block_task_reads_match_the_source_everywhere() {
     let mut rng = Rng(0x0b10c5);
     let src = source(&mut rng);
     let p = Params { itemsize: 8, shape: SHAPE.to_vec(), dtype: None };
-    let zstd = CParams { codec: 5, clevel: 5, filters: [0, 0, 0, 0, 0, 1], ..CParams::default() };
+    let zstd =
+        CParams { codec: Codec::Zstd, clevel: 5, filters: [N, N, N, N, N, Filter::Shuffle], ..CParams::default() };
     let dict = CParams { use_dict: true, ..zstd };
     for (name, cp) in [("zstd", zstd), ("zstd dict", dict)] {
         for (nthreads, cache) in [(4, 0), (8, 0), (4, 1 << 20)] {
@@ -148,9 +152,14 @@ fn writes_that_splice_blocks_read_back_whole_and_by_blocks() {
     let mut rng = Rng(0x5_911ce);
     let p = Params { itemsize: 8, shape: SHAPE.to_vec(), dtype: None };
     let codecs = [
-        CParams { codec: 5, clevel: 5, filters: [0, 0, 0, 0, 0, 1], ..CParams::default() },
-        CParams { codec: 1, clevel: 5, filters: [0, 0, 0, 0, 0, 2], ..CParams::default() },
-        CParams { codec: 0, clevel: 5, filters: [0, 0, 0, 0, 3, 1], ..CParams::default() },
+        CParams { codec: Codec::Zstd, clevel: 5, filters: [N, N, N, N, N, Filter::Shuffle], ..CParams::default() },
+        CParams { codec: Codec::Lz4, clevel: 5, filters: [N, N, N, N, N, Filter::BitShuffle], ..CParams::default() },
+        CParams {
+            codec: Codec::BloscLz,
+            clevel: 5,
+            filters: [N, N, N, N, Filter::Delta, Filter::Shuffle],
+            ..CParams::default()
+        },
     ];
     for (k, cp) in codecs.into_iter().enumerate() {
         let one = Context::new(Config { nthreads: 1, cparams: cp, ..Config::default() }).unwrap();

@@ -36,7 +36,7 @@ use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
-use caterva::{Array, CParams, Config, Context, Error, Metalayer, Params, StorageParams};
+use caterva::{Array, CParams, Codec, Config, Context, Error, Metalayer, Params, StorageParams};
 
 /// The address space a case may add to what its child already uses, besides
 /// [`BUDGET_PER_BYTE`] per byte of input.
@@ -225,8 +225,8 @@ fn replace_trailer(f: &[u8], trailer: &[u8]) -> Vec<u8> {
 // ---------------------------------------------------------------------------
 // Base arrays.
 
-fn cparams(codec: u32, clevel: u8) -> CParams {
-    CParams { codec: codec as u8, clevel, ..CParams::default() }
+fn cparams(codec: Codec, clevel: u8) -> CParams {
+    CParams { codec, clevel, ..CParams::default() }
 }
 
 fn context(cp: CParams, checksums: bool) -> Context {
@@ -271,7 +271,7 @@ fn small(st: &StorageParams) -> Array {
 
 /// Zeros, never written: its offsets index is one special value.
 fn zeros(st: &StorageParams) -> Array {
-    let ctx = context(cparams(b::BLOSC_LZ4, 9), false);
+    let ctx = context(cparams(Codec::Lz4, 9), false);
     let p = Params { itemsize: 1, shape: vec![33], dtype: None };
     Array::zeros(&ctx, &p, &storage(&[10], &[4], st)).unwrap()
 }

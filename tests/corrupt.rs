@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use blosc2_sys as b;
-use caterva::{Array, CParams, Config, Context, Error, Metalayer, Params, StorageParams};
+use caterva::{Array, CParams, Codec, Config, Context, Error, Filter, Metalayer, Params, StorageParams};
 
 /// splitmix64: a small, seedable, portable PRNG.
 struct Rng(u64);
@@ -54,8 +54,11 @@ struct Base {
     build: fn(&Context, &StorageParams) -> caterva::Result<Array>,
 }
 
-fn cparams(codec: u32, clevel: u8, filters: [u8; 6]) -> CParams {
-    CParams { codec: codec as u8, clevel, filters, ..CParams::default() }
+/// Compression with `codec` at `clevel` and the pipeline `filters`, right-aligned in the six slots.
+fn cparams(codec: Codec, clevel: u8, filters: &[Filter]) -> CParams {
+    let mut cp = CParams { codec, clevel, filters: [Filter::NoFilter; 6], ..CParams::default() };
+    cp.filters[6 - filters.len()..].copy_from_slice(filters);
+    cp
 }
 
 fn config(cp: CParams) -> Config {
@@ -67,7 +70,7 @@ fn summed(cp: CParams) -> Config {
     Config { checksums: true, ..config(cp) }
 }
 
-const SHUFFLE: [u8; 6] = [0, 0, 0, 0, 0, b::BLOSC_SHUFFLE as u8];
+const SHUFFLE: &[Filter] = &[Filter::Shuffle];
 
 fn bytes_of(n: usize, seed: u8) -> Vec<u8> {
     (0..n).map(|i| (i / 3) as u8 ^ seed).collect()
@@ -125,15 +128,15 @@ fn empty(ctx: &Context, st: &StorageParams) -> caterva::Result<Array> {
 
 fn bases() -> Vec<Base> {
     let zstd = config(CParams::default());
-    let delta = [0, 0, 0, 0, b::BLOSC_DELTA as u8, b::BLOSC_SHUFFLE as u8];
+    let delta = &[Filter::Delta, Filter::Shuffle];
     vec![
         Base { name: "ragged-zstd", config: zstd, build: ragged_zstd },
-        Base { name: "zeros-lz4", config: config(cparams(b::BLOSC_LZ4, 9, SHUFFLE)), build: zeros_lz4 },
-        Base { name: "full-blosclz", config: summed(cparams(b::BLOSC_BLOSCLZ, 5, delta)), build: full_blosclz },
-        Base { name: "memcpyed-3d", config: summed(cparams(b::BLOSC_ZSTD, 0, SHUFFLE)), build: memcpyed_3d },
+        Base { name: "zeros-lz4", config: config(cparams(Codec::Lz4, 9, SHUFFLE)), build: zeros_lz4 },
+        Base { name: "full-blosclz", config: summed(cparams(Codec::BloscLz, 5, delta)), build: full_blosclz },
+        Base { name: "memcpyed-3d", config: summed(cparams(Codec::Zstd, 0, SHUFFLE)), build: memcpyed_3d },
         Base {
             name: "bitshuffle-zlib",
-            config: config(cparams(b::BLOSC_ZLIB, 6, [0, 0, 0, 0, 0, b::BLOSC_BITSHUFFLE as u8])),
+            config: config(cparams(Codec::Zlib, 6, &[Filter::BitShuffle])),
             build: bitshuffle_zlib,
         },
         Base { name: "empty", config: zstd, build: empty },

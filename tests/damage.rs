@@ -42,8 +42,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use blosc2_sys as b;
-use caterva::{Array, CParams, Config, Context, Error, ErrorKind, Metalayer, Params, StorageParams};
+use caterva::{Array, CParams, Codec, Config, Context, Error, ErrorKind, Filter, Metalayer, Params, StorageParams};
 use common::Rng;
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -83,8 +82,11 @@ fn bytes_of(n: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn cparams(codec: u32, clevel: u8, filters: [u8; 6]) -> CParams {
-    CParams { codec: codec as u8, clevel, filters, ..CParams::default() }
+/// Compression with `codec` at `clevel` and the pipeline `filters`, right-aligned in the six slots.
+fn cparams(codec: Codec, clevel: u8, filters: &[Filter]) -> CParams {
+    let mut cp = CParams { codec, clevel, filters: [Filter::NoFilter; 6], ..CParams::default() };
+    cp.filters[6 - filters.len()..].copy_from_slice(filters);
+    cp
 }
 
 fn metas(names: &[(&str, &[u8])]) -> Vec<Metalayer> {
@@ -180,7 +182,6 @@ fn f4_3d_uninit(ctx: &Context, st: StorageParams) -> caterva::Result<Array> {
 }
 
 fn bases() -> Vec<Base> {
-    let shuffle = [0, 0, 0, 0, 0, b::BLOSC_SHUFFLE as u8];
     vec![
         Base {
             name: "f8-2d-zstd",
@@ -191,28 +192,28 @@ fn bases() -> Vec<Base> {
         },
         Base {
             name: "i2-3d-lz4",
-            cparams: cparams(b::BLOSC_LZ4, 9, shuffle),
+            cparams: cparams(Codec::Lz4, 9, &[Filter::Shuffle]),
             build: i2_lz4,
             region: (&[3, 4, 1], &[9, 11, 8]),
             converted: false,
         },
         Base {
             name: "u1-2d-blosclz-delta",
-            cparams: cparams(b::BLOSC_BLOSCLZ, 5, [0, 0, 0, 0, b::BLOSC_DELTA as u8, b::BLOSC_SHUFFLE as u8]),
+            cparams: cparams(Codec::BloscLz, 5, &[Filter::Delta, Filter::Shuffle]),
             build: u1_blosclz,
             region: (&[12, 0], &[47, 44]),
             converted: false,
         },
         Base {
             name: "f4-3d-zstd-uninit",
-            cparams: cparams(b::BLOSC_ZSTD, 1, [0, 0, 0, 0, 0, b::BLOSC_BITSHUFFLE as u8]),
+            cparams: cparams(Codec::Zstd, 1, &[Filter::BitShuffle]),
             build: f4_3d_uninit,
             region: (&[7, 15, 9], &[17, 33, 24]),
             converted: false,
         },
         Base {
             name: "u4-2d-zlib-converted",
-            cparams: cparams(b::BLOSC_ZLIB, 6, [0, 0, 0, 0, 0, b::BLOSC_BITSHUFFLE as u8]),
+            cparams: cparams(Codec::Zlib, 6, &[Filter::BitShuffle]),
             build: u4_converted,
             region: (&[5, 3], &[29, 19]),
             converted: true,

@@ -8,7 +8,10 @@
 //! threads); and a plane along the first axis must read less than the
 //! chunks it touches.
 
-use caterva::{Array, CParams, Config, Context, Params, StorageParams};
+use caterva::{Array, CParams, Codec, Config, Context, Filter, Params, StorageParams};
+
+/// An empty slot of the filter pipeline.
+const N: Filter = Filter::NoFilter;
 
 /// The tests here take turns: two of them count the bytes read from files
 /// by the whole process.
@@ -96,10 +99,21 @@ fn reads_from_files_equal_reads_from_memory() {
     let data = items(n);
     let p = Params { itemsize: 8, shape: SHAPE.to_vec(), dtype: None };
     let codecs = [
-        ("zstd shuffle", CParams { codec: 5, clevel: 5, filters: [0, 0, 0, 0, 0, 1], ..CParams::default() }),
-        ("lz4 bitshuffle", CParams { codec: 1, clevel: 9, filters: [0, 0, 0, 0, 0, 2], ..CParams::default() }),
-        ("blosclz no filter", CParams { codec: 0, clevel: 1, filters: [0; 6], ..CParams::default() }),
-        ("memcpy", CParams { codec: 0, clevel: 0, filters: [0; 6], ..CParams::default() }),
+        (
+            "zstd shuffle",
+            CParams { codec: Codec::Zstd, clevel: 5, filters: [N, N, N, N, N, Filter::Shuffle], ..CParams::default() },
+        ),
+        (
+            "lz4 bitshuffle",
+            CParams {
+                codec: Codec::Lz4,
+                clevel: 9,
+                filters: [N, N, N, N, N, Filter::BitShuffle],
+                ..CParams::default()
+            },
+        ),
+        ("blosclz no filter", CParams { codec: Codec::BloscLz, clevel: 1, filters: [N; 6], ..CParams::default() }),
+        ("memcpy", CParams { codec: Codec::BloscLz, clevel: 0, filters: [N; 6], ..CParams::default() }),
     ];
     for (name, cp) in codecs {
         for nthreads in [1, 3] {
@@ -136,7 +150,7 @@ fn a_plane_reads_only_the_blocks_it_needs() {
     std::fs::create_dir_all(&dir).unwrap();
     let n = SHAPE.iter().product::<i64>() as usize;
     let p = Params { itemsize: 8, shape: SHAPE.to_vec(), dtype: None };
-    let cp = CParams { codec: 5, clevel: 5, filters: [0, 0, 0, 0, 0, 1], ..CParams::default() };
+    let cp = CParams { codec: Codec::Zstd, clevel: 5, filters: [N, N, N, N, N, Filter::Shuffle], ..CParams::default() };
     let c = ctx(cp, 1);
     // Incompressible items, so that the blocks hold most of the bytes.
     let mut x: u64 = 1;

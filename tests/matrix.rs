@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use caterva::codec::{self, filter};
-use caterva::{Array, CParams, Config, Context, Error, Metalayer, Params, StorageParams};
+use caterva::codec;
+use caterva::{Array, CParams, Codec, Config, Context, Error, Filter, Metalayer, Params, SplitMode, StorageParams};
 
 mod common;
 use common::{hex, python, repo_root, run, scratch_dir, unhex};
@@ -315,9 +315,9 @@ fn ours(name: &str, dtype: &'static str, itemsize: usize, shape: &[i64], chunks:
     }
 }
 
-fn cp(codec: u8, clevel: u8, filters: &[(u8, u8)]) -> CParams {
+fn cp(codec: Codec, clevel: u8, filters: &[(Filter, u8)]) -> CParams {
     let mut c = CParams { codec, clevel, ..CParams::default() };
-    c.filters = [0; 6];
+    c.filters = [Filter::NoFilter; 6];
     c.filters_meta = [0; 6];
     for (i, &(f, m)) in filters.iter().enumerate() {
         c.filters[6 - filters.len() + i] = f;
@@ -327,7 +327,7 @@ fn cp(codec: u8, clevel: u8, filters: &[(u8, u8)]) -> CParams {
 }
 
 /// A filter cell: name, dtype, itemsize, the pipeline's (filter, meta).
-type FilterCell = (&'static str, &'static str, usize, &'static [(u8, u8)]);
+type FilterCell = (&'static str, &'static str, usize, &'static [(Filter, u8)]);
 /// A shape cell: name, shape, chunk shape, block shape.
 type ShapeCell = (&'static str, &'static [i64], &'static [i32], &'static [i32]);
 
@@ -340,30 +340,30 @@ fn our_cells() -> Vec<(&'static str, Ours)> {
     for (id, name) in codec::ALL {
         for (dt, size) in [("<i4", 4), ("<f8", 8)] {
             let mut o = ours(&format!("codec_{name}_{}", &dt[1..]), dt, size, S2, C2, B2);
-            o.cparams = cp(id, 5, &[(filter::SHUFFLE, 0)]);
+            o.cparams = cp(Codec::from_id(id), 5, &[(Filter::Shuffle, 0)]);
             v.push(("codec", o));
         }
     }
     for clevel in [0, 1, 9] {
         let mut o = ours(&format!("codec_zstd_clevel{clevel}"), "<i8", 8, S2, C2, B2);
-        o.cparams = cp(codec::ZSTD, clevel, &[(filter::SHUFFLE, 0)]);
+        o.cparams = cp(Codec::Zstd, clevel, &[(Filter::Shuffle, 0)]);
         v.push(("codec", o));
     }
     let filters: [FilterCell; 10] = [
-        ("nofilter", "<i4", 4, &[(filter::NOFILTER, 0)]),
-        ("shuffle", "<i4", 4, &[(filter::SHUFFLE, 0)]),
-        ("shuffle_meta2", "<i8", 8, &[(filter::SHUFFLE, 2)]),
-        ("bitshuffle", "<f8", 8, &[(filter::BITSHUFFLE, 0)]),
-        ("delta", "<i4", 4, &[(filter::DELTA, 0)]),
-        ("trunc_prec_f4", "<f4", 4, &[(filter::TRUNC_PREC, 10)]),
-        ("trunc_prec_f8", "<f8", 8, &[(filter::TRUNC_PREC, 20)]),
-        ("delta_shuffle", "<i8", 8, &[(filter::DELTA, 0), (filter::SHUFFLE, 0)]),
-        ("trunc_bitshuffle", "<f8", 8, &[(filter::TRUNC_PREC, 30), (filter::BITSHUFFLE, 0)]),
-        ("shuffle_shuffle", "<i2", 2, &[(filter::SHUFFLE, 0), (filter::SHUFFLE, 0)]),
+        ("nofilter", "<i4", 4, &[(Filter::NoFilter, 0)]),
+        ("shuffle", "<i4", 4, &[(Filter::Shuffle, 0)]),
+        ("shuffle_meta2", "<i8", 8, &[(Filter::Shuffle, 2)]),
+        ("bitshuffle", "<f8", 8, &[(Filter::BitShuffle, 0)]),
+        ("delta", "<i4", 4, &[(Filter::Delta, 0)]),
+        ("trunc_prec_f4", "<f4", 4, &[(Filter::TruncPrec, 10)]),
+        ("trunc_prec_f8", "<f8", 8, &[(Filter::TruncPrec, 20)]),
+        ("delta_shuffle", "<i8", 8, &[(Filter::Delta, 0), (Filter::Shuffle, 0)]),
+        ("trunc_bitshuffle", "<f8", 8, &[(Filter::TruncPrec, 30), (Filter::BitShuffle, 0)]),
+        ("shuffle_shuffle", "<i2", 2, &[(Filter::Shuffle, 0), (Filter::Shuffle, 0)]),
     ];
     for (name, dt, size, f) in filters {
         let mut o = ours(&format!("filter_{name}"), dt, size, S2, C2, B2);
-        o.cparams = cp(codec::ZSTD, 5, f);
+        o.cparams = cp(Codec::Zstd, 5, f);
         v.push(("filter", o));
     }
     let dtypes: [(&'static str, usize); 24] = [
@@ -423,8 +423,8 @@ fn our_cells() -> Vec<(&'static str, Ours)> {
         }
     }
     for (name, c) in [
-        ("zstd", cp(codec::ZSTD, 5, &[(filter::SHUFFLE, 0)])),
-        ("lz4_bitshuffle", cp(codec::LZ4, 5, &[(filter::BITSHUFFLE, 0)])),
+        ("zstd", cp(Codec::Zstd, 5, &[(Filter::Shuffle, 0)])),
+        ("lz4_bitshuffle", cp(Codec::Lz4, 5, &[(Filter::BitShuffle, 0)])),
     ] {
         let mut o = ours(&format!("storage_{name}"), "<i4", 4, S2, C2, B2);
         o.cparams = c;
@@ -435,7 +435,12 @@ fn our_cells() -> Vec<(&'static str, Ours)> {
     o.checksums = true;
     v.push(("storage", o.clone_sparse()));
     v.push(("storage", o));
-    for (name, split) in [("always", 1), ("never", 2), ("auto", 3), ("forward_compat", 4)] {
+    for (name, split) in [
+        ("always", SplitMode::Always),
+        ("never", SplitMode::Never),
+        ("auto", SplitMode::Auto),
+        ("forward_compat", SplitMode::ForwardCompat),
+    ] {
         let mut o = ours(&format!("cparams_split_{name}"), "<f8", 8, S2, C2, B2);
         o.cparams.splitmode = split;
         v.push(("cparams", o));
@@ -452,10 +457,10 @@ fn our_cells() -> Vec<(&'static str, Ours)> {
     v.push(("special", o.clone_sparse()));
     v.push(("special", o));
     // c-blosc2 2.15 has dictionaries for ZSTD only (LZ4 with use_dict fails to compress).
-    for (id, name) in [(codec::ZSTD, "zstd"), (codec::ZSTD, "zstd_clevel9")] {
+    for (id, name) in [(Codec::Zstd, "zstd"), (Codec::Zstd, "zstd_clevel9")] {
         let mut o = ours(&format!("cparams_dict_{name}"), "<i4", 4, &[200, 100], &[100, 100], &[10, 100]);
         let clevel = if name.ends_with('9') { 9 } else { 5 };
-        o.cparams = CParams { use_dict: true, ..cp(id, clevel, &[(filter::SHUFFLE, 0)]) };
+        o.cparams = CParams { use_dict: true, ..cp(id, clevel, &[(Filter::Shuffle, 0)]) };
         v.push(("cparams", o));
     }
     v
@@ -523,7 +528,7 @@ fn write_ours(dir: &Path) -> usize {
             _ => {}
         }
         let shape = arr.shape().to_vec();
-        let lossless = !o.cparams.filters.contains(&filter::TRUNC_PREC);
+        let lossless = !o.cparams.filters.contains(&Filter::TruncPrec);
         if lossless && o.make == "data" && o.history.is_empty() {
             assert!(arr.to_vec().unwrap() == pattern(n, o.itemsize, seed), "{}: our own bytes", o.name);
         }

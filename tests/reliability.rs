@@ -377,8 +377,8 @@ fn unregistered_codec_and_filter_ids_are_refused_by_the_context() {
     let base = Config::default();
     let with = |codec: u8, filter: u8| {
         let mut c = base;
-        c.cparams.codec = codec;
-        c.cparams.filters[5] = filter;
+        c.cparams.codec = caterva::Codec::from_id(codec);
+        c.cparams.filters[5] = caterva::Filter::from_id(filter);
         Context::new(c)
     };
     for (codec, filter) in [(99u8, 1u8), (32, 1), (7, 1), (255, 1), (5, 99), (5, 7), (5, 255)] {
@@ -486,7 +486,8 @@ fn flips_of_the_index_and_chunk_sizes_never_read_as_other_data() {
 fn metadata_of_arrays_with_item_filters_updates_and_copies() {
     let dir = scratch_dir("rel_vlmeta_trunc");
     let mut cfg = Config::default();
-    cfg.cparams.filters = [0, 0, 0, 0, caterva::codec::filter::TRUNC_PREC, caterva::codec::filter::SHUFFLE];
+    use caterva::Filter::{NoFilter, Shuffle, TruncPrec};
+    cfg.cparams.filters = [NoFilter, NoFilter, NoFilter, NoFilter, TruncPrec, Shuffle];
     cfg.cparams.filters_meta = [0, 0, 0, 0, 20, 0];
     let ctx = Context::new(cfg).unwrap();
     for contiguous in [true, false] {

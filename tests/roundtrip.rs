@@ -169,7 +169,7 @@ fn failures_leave_no_trace() {
     assert!(!std::path::Path::new(&url).exists());
     // An unknown codec is refused by the context, before anything is written.
     let bad = Context::new(Config {
-        cparams: caterva::CParams { codec: 250, ..Default::default() },
+        cparams: caterva::CParams { codec: caterva::Codec::Other(250), ..Default::default() },
         nthreads: 1,
         ..Config::default()
     });

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use caterva::blz::{self, Checksum, ExportOptions, Kind};
-use caterva::{codec, Array, CParams, ErrorKind, StorageParams};
+use caterva::{codec, Array, CParams, Codec, ErrorKind, StorageParams};
 use serde_json::{json, Value};
 
 use crate::progress::Bar;
@@ -120,7 +120,9 @@ fn failure(what: &str, path: &str, e: &caterva::Error) -> Failure {
 pub fn import(a: &ImportArgs) -> Outcome {
     let mut cp = caterva::propose_cparams();
     if let Some(name) = &a.codec {
-        cp.codec = codec::by_name(name).ok_or_else(|| Failure::Usage(format!("unknown codec '{name}'")))?;
+        cp.codec = codec::by_name(name)
+            .map(Codec::from_id)
+            .ok_or_else(|| Failure::Usage(format!("unknown codec '{name}'")))?;
     }
     if let Some(l) = a.clevel {
         cp.clevel = l;

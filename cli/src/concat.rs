@@ -36,12 +36,8 @@ pub fn run(a: &Args) -> Outcome {
         return Err(Failure::Open(format!("'{}' exists; pass --force to replace it", a.dst)));
     }
     let info = first.info();
-    let mut cparams = info.cparams;
-    if !(1..=4).contains(&cparams.splitmode) {
-        // Not recorded in every frame: take the library default.
-        cparams.splitmode = CParams::default().splitmode;
-    }
-    let ctx = crate::context(&a.run, cparams, false)?;
+    // A split mode the frame does not record reads as the library default.
+    let ctx = crate::context(&a.run, info.cparams, false)?;
     let storage = StorageParams {
         chunkshape: info.chunkshape.clone(),
         blockshape: info.blockshape.clone(),

@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use caterva::{codec, propose_partitions, Access, Array, ArrayInfo, CParams, ErrorKind, PartitionHints, StorageParams};
+use caterva::{
+    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, ErrorKind, PartitionHints, StorageParams,
+};
 
-use crate::info::codec_text;
 use crate::{progress, Failure, Outcome, RunOpts};
 
 /// The arguments of `caterva copy`.
@@ -36,7 +37,7 @@ pub struct Args {
     block_size: Option<usize>,
     /// Codec: zstd, lz4, lz4hc, blosclz or zlib
     #[arg(long, value_name = "NAME", value_parser = parse_codec)]
-    codec: Option<u8>,
+    codec: Option<Codec>,
     /// Compression level, 0 to 9
     #[arg(long, value_name = "N", value_parser = parse_clevel)]
     clevel: Option<u8>,
@@ -93,8 +94,8 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{s}' is not a size in bytes (such as 65536, 64K or 4M)"))
 }
 
-fn parse_codec(name: &str) -> Result<u8, String> {
-    codec::by_name(name).ok_or_else(|| {
+fn parse_codec(name: &str) -> Result<Codec, String> {
+    codec::by_name(name).map(Codec::from_id).ok_or_else(|| {
         let names: Vec<&str> = codec::ALL.iter().map(|(_, n)| *n).collect();
         format!("unknown codec '{name}' ({})", names.join(", "))
     })
@@ -137,7 +138,7 @@ pub fn run(a: &Args) -> Outcome {
         copy.shape(),
         ci.chunkshape,
         ci.blockshape,
-        codec_text(ci.cparams.codec),
+        ci.cparams.codec,
         ci.cparams.clevel,
         ci.nbytes,
         ci.cbytes
@@ -182,11 +183,8 @@ fn propose(
 
 /// The source's compression parameters with `--codec` and `--clevel` applied.
 fn cparams(a: &Args, info: &ArrayInfo) -> CParams {
+    // A split mode the frame does not record reads as the library default.
     let mut cp = info.cparams;
-    if !(1..=4).contains(&cp.splitmode) {
-        // Not recorded in every frame: take the library default.
-        cp.splitmode = CParams::default().splitmode;
-    }
     if let Some(c) = a.codec {
         cp.codec = c;
         cp.codec_meta = 0;
@@ -224,7 +222,7 @@ mod tests {
         assert_eq!(parse_shape("1, 2,3"), Ok(Shape(vec![1, 2, 3])));
         assert_eq!(parse_shape(""), Ok(Shape(vec![])));
         assert!(parse_shape("1,,2").unwrap_err().contains("'' is not a valid number"));
-        assert_eq!(parse_codec("lz4hc"), Ok(codec::LZ4HC));
+        assert_eq!(parse_codec("lz4hc"), Ok(Codec::Lz4hc));
         assert!(parse_codec("snappy").unwrap_err().contains("unknown codec 'snappy' (blosclz, lz4"));
         assert_eq!(parse_clevel("9"), Ok(9));
         assert_eq!(parse_access("planes:1"), Ok(Access::Planes { axis: 1 }));

@@ -1,8 +1,7 @@
 //! `caterva info`: what an array is and how it is stored, as `key: value`
 //! lines or, with `--json`, one JSON object with the same keys.
 
-use caterva::codec::{self, filter};
-use caterva::{Array, Config, Context};
+use caterva::{Array, Config, Context, Filter};
 use serde_json::{json, Map, Value as Json};
 
 use crate::{Failure, Outcome};
@@ -57,7 +56,7 @@ fn fields(path: &str, arr: &Array) -> Vec<(&'static str, Value)> {
         ("itemsize", Value::Int(arr.itemsize() as i64)),
         ("dtype", arr.dtype().map_or(Value::Missing, Value::Text)),
         ("nitems", Value::Int(arr.nitems())),
-        ("codec", Value::Text(codec_text(cp.codec))),
+        ("codec", Value::Text(cp.codec.to_string())),
         ("clevel", Value::Int(i64::from(cp.clevel))),
         ("filters", Value::Names(filter_names(&cp.filters, &cp.filters_meta))),
         ("nchunks", Value::Int(info.nchunks)),
@@ -70,18 +69,17 @@ fn fields(path: &str, arr: &Array) -> Vec<(&'static str, Value)> {
     ]
 }
 
-/// The name of codec `id` (`codec N` for a plugin or unknown one).
-pub fn codec_text(id: u8) -> String {
-    codec::name(id).map_or_else(|| format!("codec {id}"), str::to_owned)
-}
-
-/// The filters of a pipeline, in order, without the empty slots.
-fn filter_names(filters: &[u8; 6], metas: &[u8; 6]) -> Vec<String> {
+/// The filters of a pipeline, in order, without the empty slots
+/// (`trunc_prec` with its meta, `filter N` for a plugin or unknown one).
+fn filter_names(filters: &[Filter; 6], metas: &[u8; 6]) -> Vec<String> {
     filters
         .iter()
         .zip(metas)
-        .filter(|(&f, _)| f != filter::NOFILTER)
-        .map(|(&f, &m)| filter::describe(f, m).unwrap_or_else(|| format!("filter {f}")))
+        .filter(|(&f, _)| f != Filter::NoFilter)
+        .map(|(&f, &m)| match f {
+            Filter::TruncPrec => format!("{f}({m})"),
+            f => f.to_string(),
+        })
         .collect()
 }
 
@@ -131,11 +129,10 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(codec_text(5), "zstd");
-        assert_eq!(codec_text(200), "codec 200");
-        assert_eq!(filter_names(&[0, 0, 0, 0, 3, 1], &[0; 6]), ["delta", "shuffle"]);
-        assert_eq!(filter_names(&[4, 2, 0, 0, 0, 0], &[10, 0, 0, 0, 0, 0]), ["trunc_prec(10)", "bitshuffle"]);
-        assert_eq!(filter_names(&[0, 0, 0, 0, 0, 40], &[0; 6]), ["filter 40"]);
+        let ids = |f: [u8; 6]| f.map(Filter::from_id);
+        assert_eq!(filter_names(&ids([0, 0, 0, 0, 3, 1]), &[0; 6]), ["delta", "shuffle"]);
+        assert_eq!(filter_names(&ids([4, 2, 0, 0, 0, 0]), &[10, 0, 0, 0, 0, 0]), ["trunc_prec(10)", "bitshuffle"]);
+        assert_eq!(filter_names(&ids([0, 0, 0, 0, 0, 40]), &[0; 6]), ["filter 40"]);
     }
 
     #[test]

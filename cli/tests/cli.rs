@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use caterva::{codec, Array, Config, Context, Metalayer, Params, StorageParams};
+use caterva::{Array, Codec, Config, Context, Metalayer, Params, StorageParams};
 use serde_json::Value as Json;
 
 #[path = "../../tests/common/peers.rs"]
@@ -412,7 +412,7 @@ fn copy_applies_new_partitions_codec_and_storage() {
     let i = arr.info();
     assert_eq!((i.chunkshape, i.blockshape), (vec![2, 3], vec![1, 2]));
     assert!(!i.contiguous);
-    assert_eq!((i.cparams.codec, i.cparams.clevel), (codec::LZ4, 3));
+    assert_eq!((i.cparams.codec, i.cparams.clevel), (Codec::Lz4, 3));
     assert_eq!(arr.dtype().as_deref(), Some("<i8"));
     assert!(dst.join("chunks.b2frame").is_file());
 

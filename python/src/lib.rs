@@ -24,7 +24,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use caterva::{Array as Core, CParams, Config, Context, Durability, ErrorKind, Metalayer, Params, StorageParams};
+use caterva::{
+    Array as Core, CParams, Codec, Config, Context, Durability, ErrorKind, Filter, Metalayer, Params, StorageParams,
+};
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
@@ -82,10 +84,10 @@ fn context(s: Settings) -> PyRes<Context> {
         return Ok(c.clone());
     }
     let cparams = CParams {
-        codec: s.codec,
+        codec: Codec::from_id(s.codec),
         clevel: s.clevel,
         use_dict: s.usedict,
-        filters: s.filters,
+        filters: s.filters.map(Filter::from_id),
         filters_meta: s.filters_meta,
         ..CParams::default()
     };
@@ -115,7 +117,7 @@ fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
     let proposed = caterva::propose_cparams();
     let filters: Vec<u8> = match kw.get_item("filters")? {
         Some(v) if !v.is_none() => v.extract()?,
-        _ => proposed.filters.iter().copied().filter(|&f| f != 0).collect(),
+        _ => proposed.filters.iter().filter(|&&f| f != Filter::NoFilter).map(|f| f.id()).collect(),
     };
     let fmeta: Vec<u8> = get(kw, "filtersmeta", vec![0; filters.len()])?;
     if filters.len() > 6 || fmeta.len() > filters.len() {
@@ -132,7 +134,7 @@ fn settings(kw: &Bound<'_, PyDict>) -> PyRes<Settings> {
     f[off..].copy_from_slice(&filters);
     m[off..off + fmeta.len()].copy_from_slice(&fmeta);
     Ok(Settings {
-        codec: get(kw, "codec", proposed.codec)?,
+        codec: get(kw, "codec", proposed.codec.id())?,
         clevel: get(kw, "clevel", proposed.clevel)?,
         filters: f,
         filters_meta: m,
@@ -284,9 +286,9 @@ impl PyArray {
         let d = PyDict::new(py);
         d.set_item("contiguous", i.contiguous)?;
         d.set_item("urlpath", i.urlpath)?;
-        d.set_item("codec", i.cparams.codec)?;
+        d.set_item("codec", i.cparams.codec.id())?;
         d.set_item("clevel", i.cparams.clevel)?;
-        d.set_item("filters", i.cparams.filters.to_vec())?;
+        d.set_item("filters", i.cparams.filters.map(Filter::id).to_vec())?;
         d.set_item("filtersmeta", i.cparams.filters_meta.to_vec())?;
         d.set_item("usedict", i.cparams.use_dict)?;
         d.set_item("nbytes", i.nbytes)?;

@@ -19,8 +19,9 @@ pub struct ArrayInfo {
     /// The block shape.
     pub blockshape: Vec<i32>,
     /// The compression parameters recorded with the chunks (`use_dict` is
-    /// not recorded and reads `false`; a `splitmode` outside 1..=4 means
-    /// that the frame does not record it).
+    /// not recorded and reads `false`; a split mode the frame does not
+    /// record, a number outside 1..=4, reads as the default,
+    /// [`SplitMode::Auto`](crate::SplitMode::Auto)).
     pub cparams: CParams,
     /// Size of the chunks uncompressed. Chunks are padded to whole blocks,
     /// so this may exceed `nitems * itemsize`.
@@ -70,7 +71,7 @@ pub fn blosc2_version() -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::{codec, Array, Config, Context, Params, StorageParams};
+    use crate::{Array, Codec, Config, Context, Params, StorageParams};
 
     #[test]
     fn info_of_an_array_in_memory() {
@@ -84,7 +85,7 @@ mod tests {
         assert!(info.contiguous);
         assert_eq!(info.urlpath, None);
         assert_eq!((info.chunkshape, info.blockshape), (vec![4, 4], vec![2, 3]));
-        assert_eq!((info.cparams.codec, info.cparams.clevel), (codec::ZSTD, 5));
+        assert_eq!((info.cparams.codec, info.cparams.clevel), (Codec::Zstd, 5));
         assert_eq!(info.nchunks, 6);
         assert_eq!(info.nbytes, 6 * 4 * 6 * 4);
         assert!(info.cbytes > 0);

@@ -32,5 +32,5 @@ pub(crate) use chunk::{
     block_spans, chunk_info, compress_blosc1, compress_offsets, decompress_into, dparams, inflate, repeat_chunk,
     splice, CCtx, Chunk, DCtx, Special,
 };
-pub use cparams::CParams;
-pub(crate) use cparams::{Compression, Prefilter};
+pub(crate) use cparams::{split_mode, Compression, Prefilter};
+pub use cparams::{CParams, Codec, Filter, SplitMode};

@@ -1,5 +1,5 @@
 use super::chunk::{check_decodable, chunk_typesize, inflate_whole, regroup, CCtx};
-use super::cparams::{CParams, Compression};
+use super::cparams::{CParams, Codec, Compression, Filter, SplitMode};
 use crate::blosc2::chunk_header::typesize_fits;
 use crate::codec::{self, filter};
 
@@ -43,7 +43,7 @@ fn regroup_undoes_a_shuffle_by_groups() {
 /// 3.x) then fails on the chunk, and our frame check refused it.
 #[test]
 fn a_copied_chunk_carries_no_dictionary_flag() {
-    let cp = CParams { codec: codec::ZSTD, use_dict: true, ..CParams::default() };
+    let cp = CParams { codec: Codec::Zstd, use_dict: true, ..CParams::default() };
     let mut cctx = CCtx::new(&Compression::plain(cp), 4, 4000, 1).unwrap();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let noise: Vec<u8> = (0..40_000)
@@ -134,4 +134,105 @@ fn chunk_typesizes_divide_the_item() {
     }
     assert_eq!(chunk_typesize(400), 200);
     assert!(typesize_fits(400, 1) && !typesize_fits(400, 3) && !typesize_fits(8, 1) && typesize_fits(8, 8));
+}
+
+/// Every codec id a file can record comes back as it was; the ids
+/// c-blosc2 ships codecs under have names, and no other id does.
+#[test]
+fn codec_ids_round_trip() {
+    for id in 0..=u8::MAX {
+        let c = Codec::from_id(id);
+        assert_eq!(c.id(), id);
+        assert_eq!(matches!(c, Codec::Other(_)), codec::name(id).is_none(), "id {id}");
+    }
+    let named = [
+        (Codec::BloscLz, blosc2_sys::BLOSC_BLOSCLZ, "blosclz"),
+        (Codec::Lz4, blosc2_sys::BLOSC_LZ4, "lz4"),
+        (Codec::Lz4hc, blosc2_sys::BLOSC_LZ4HC, "lz4hc"),
+        (Codec::Zlib, blosc2_sys::BLOSC_ZLIB, "zlib"),
+        (Codec::Zstd, blosc2_sys::BLOSC_ZSTD, "zstd"),
+    ];
+    for (c, id, name) in named {
+        assert_eq!(Codec::from_id(id as u8), c);
+        assert_eq!(c.id(), id as u8);
+        assert_eq!(c.to_string(), name);
+    }
+    assert_eq!(Codec::from_id(3), Codec::Other(3));
+    assert_eq!(Codec::from_id(32), Codec::Other(32));
+    assert_eq!(Codec::Other(42).to_string(), "codec 42");
+}
+
+/// As codecs, for the filters of the pipeline.
+#[test]
+fn filter_ids_round_trip() {
+    for id in 0..=u8::MAX {
+        let f = Filter::from_id(id);
+        assert_eq!(f.id(), id);
+        assert_eq!(matches!(f, Filter::Other(_)), filter::describe(id, 0).is_none(), "id {id}");
+    }
+    let named = [
+        (Filter::NoFilter, blosc2_sys::BLOSC_NOFILTER, "nofilter"),
+        (Filter::Shuffle, blosc2_sys::BLOSC_SHUFFLE, "shuffle"),
+        (Filter::BitShuffle, blosc2_sys::BLOSC_BITSHUFFLE, "bitshuffle"),
+        (Filter::Delta, blosc2_sys::BLOSC_DELTA, "delta"),
+        (Filter::TruncPrec, blosc2_sys::BLOSC_TRUNC_PREC, "trunc_prec"),
+    ];
+    for (f, id, name) in named {
+        assert_eq!(Filter::from_id(id as u8), f);
+        assert_eq!(f.id(), id as u8);
+        assert_eq!(f.to_string(), name);
+    }
+    assert_eq!(Filter::from_id(35), Filter::Other(35));
+    assert_eq!(Filter::Other(35).to_string(), "filter 35");
+}
+
+/// The four `BLOSC_*_SPLIT` values, and nothing else.
+#[test]
+fn split_mode_ids() {
+    let modes = [
+        (SplitMode::Always, blosc2_sys::BLOSC_ALWAYS_SPLIT),
+        (SplitMode::Never, blosc2_sys::BLOSC_NEVER_SPLIT),
+        (SplitMode::Auto, blosc2_sys::BLOSC_AUTO_SPLIT),
+        (SplitMode::ForwardCompat, blosc2_sys::BLOSC_FORWARD_COMPAT_SPLIT),
+    ];
+    for (i, (mode, id)) in modes.into_iter().enumerate() {
+        assert_eq!(id as usize, i + 1);
+        assert_eq!(SplitMode::from_id(id as i32), Some(mode));
+        assert_eq!(mode.id(), id as i32);
+    }
+    for bad in [0, 5, -1, i32::MIN, i32::MAX, 256] {
+        assert_eq!(SplitMode::from_id(bad), None, "{bad}");
+    }
+    let e = super::split_mode(7).unwrap_err();
+    assert!(matches!(&e, crate::Error::InvalidArgument(m) if m == "splitmode 7 is not a BLOSC_*_SPLIT value"), "{e:?}");
+}
+
+/// The defaults stay caterva 0.5's `CATERVA_CONFIG_DEFAULTS`, and become
+/// c-blosc2's ids.
+#[test]
+fn default_cparams_to_blosc() {
+    let d = CParams::default();
+    assert_eq!((d.codec, d.codec_meta, d.clevel, d.use_dict, d.splitmode), (Codec::Zstd, 0, 5, false, SplitMode::Auto));
+    assert_eq!(
+        d.filters,
+        [Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::Shuffle]
+    );
+    let cp = Compression::plain(CParams {
+        codec: Codec::Other(40),
+        splitmode: SplitMode::Never,
+        filters: [
+            Filter::Delta,
+            Filter::Other(33),
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::TruncPrec,
+            Filter::BitShuffle,
+        ],
+        ..d
+    })
+    .to_blosc(8, 0, 1);
+    assert_eq!(
+        (cp.compcode, cp.splitmode, cp.filters),
+        (40, blosc2_sys::BLOSC_NEVER_SPLIT as i32, [3, 33, 0, 0, 4, 2])
+    );
 }

@@ -119,12 +119,12 @@ pub unsafe extern "C" fn caterva_propose_config(cfg: *mut caterva_config_t) -> c
         // SAFETY: caller's contract.
         let cfg = unsafe { deref_mut(cfg, "cfg") }?;
         let cp = crate::partition::propose_cparams();
-        cfg.compcodec = cp.codec;
+        cfg.compcodec = cp.codec.id();
         cfg.compmeta = cp.codec_meta;
         cfg.complevel = cp.clevel;
-        cfg.splitmode = cp.splitmode;
+        cfg.splitmode = cp.splitmode.id();
         cfg.usedict = c_int::from(cp.use_dict);
-        cfg.filters = cp.filters;
+        cfg.filters = cp.filters.map(crate::Filter::id);
         cfg.filtersmeta = cp.filters_meta;
         Ok(CATERVA_SUCCEED)
     })

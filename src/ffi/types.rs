@@ -7,8 +7,8 @@ use blosc2_sys::{blosc2_prefilter_fn, blosc2_prefilter_params, blosc2_schunk};
 
 use super::{handles, slice, slots, string, CATERVA_MAX_DIM, CATERVA_MAX_METALAYERS};
 use crate::array::{Array, Metalayer, Params, StorageParams};
-use crate::blosc2::{CParams, Prefilter};
-use crate::context::{Config, Context, Durability};
+use crate::blosc2::{split_mode, CParams, Codec, Filter, Prefilter};
+use crate::context::{check_clevel, Config, Context, Durability};
 use crate::error::{invalid, Error, Result};
 use crate::geometry::{c_strides, MAX_DIM};
 
@@ -340,9 +340,10 @@ impl ArrayBox {
 }
 
 /// The Rust configuration of a C one, checked: `alloc` and `free` must be
-/// set (callers use `ctx->cfg->alloc` and `free`) and `nthreads` must be
-/// positive (the level, split mode, codec and filters are checked by
-/// [`Context::new`]).
+/// set (callers use `ctx->cfg->alloc` and `free`), `nthreads` must be
+/// positive and `splitmode` a `BLOSC_*_SPLIT` value, the one number a
+/// [`CParams`] cannot hold otherwise (the level, codec and filters are
+/// checked by [`Context::new`]).
 pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Prefilter>)> {
     if cfg.alloc.is_none() || cfg.free.is_none() {
         return Err(Error::NullPointer("cfg->alloc and cfg->free must both be set".into()));
@@ -350,14 +351,23 @@ pub(crate) fn config_from_c(cfg: &caterva_config_t) -> Result<(Config, Option<Pr
     if cfg.nthreads < 1 {
         invalid!("nthreads {} must be at least 1", cfg.nthreads);
     }
+    let splitmode = match split_mode(cfg.splitmode) {
+        Ok(mode) => mode,
+        Err(e) => {
+            // Context::new checks the level first, then the rest: the level's
+            // error wins, as it did while Context::new checked the split mode.
+            check_clevel(cfg.complevel)?;
+            return Err(e);
+        }
+    };
     let config = Config {
         cparams: CParams {
-            codec: cfg.compcodec,
+            codec: Codec::from_id(cfg.compcodec),
             codec_meta: cfg.compmeta,
             clevel: cfg.complevel,
             use_dict: cfg.usedict != 0,
-            splitmode: cfg.splitmode,
-            filters: cfg.filters,
+            splitmode,
+            filters: cfg.filters.map(Filter::from_id),
             filters_meta: cfg.filtersmeta,
         },
         nthreads: cfg.nthreads as usize,
@@ -479,5 +489,34 @@ mod tests {
         // SAFETY: p is a live array, ours alone.
         unsafe { ArrayBox::free(&mut p) }.unwrap();
         assert!(p.is_null());
+    }
+
+    /// A C configuration's numbers become the typed parameters, every
+    /// codec and filter id as it was; a split mode outside 1..=4 is refused
+    /// with the message `Context::new` gave, after a bad level as before.
+    #[test]
+    fn c_numbers_become_typed_cparams() {
+        use super::{caterva_config_t, config_from_c};
+        use crate::{Codec, Filter, SplitMode};
+        // SAFETY: all-zero is a valid caterva_config_t.
+        let mut cfg: caterva_config_t = unsafe { std::mem::zeroed() };
+        cfg.alloc = Some(libc::malloc);
+        cfg.free = Some(libc::free);
+        (cfg.compcodec, cfg.complevel, cfg.splitmode, cfg.nthreads) = (200, 5, 4, 1);
+        cfg.filters = [0, 1, 2, 3, 4, 40];
+        let (config, _) = config_from_c(&cfg).unwrap_or_else(|e| panic!("{e}"));
+        let cp = config.cparams;
+        assert_eq!((cp.codec, cp.splitmode), (Codec::Other(200), SplitMode::ForwardCompat));
+        use Filter::*;
+        assert_eq!(cp.filters, [NoFilter, Shuffle, BitShuffle, Delta, TruncPrec, Other(40)]);
+        let refused = |cfg: &caterva_config_t| config_from_c(cfg).map(drop).unwrap_err();
+        for bad in [0, 5, -1] {
+            cfg.splitmode = bad;
+            let e = refused(&cfg);
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+            assert_eq!(e.message(), format!("splitmode {bad} is not a BLOSC_*_SPLIT value"));
+        }
+        cfg.complevel = 10;
+        assert_eq!(refused(&cfg).message(), "complevel 10 is not in 0..=9");
     }
 }

@@ -9,7 +9,8 @@ use blosc2_sys as b;
 
 use super::{blosc_err, writing, SChunk};
 use crate::blosc2::{
-    cstring, CCtx, CParams, Compression, FRAME_VLMETALAYERS, MAX_METALAYERS, MAX_VLMETALAYERS, METALAYER_NAME_MAXLEN,
+    cstring, CCtx, CParams, Codec, Compression, Filter, SplitMode, FRAME_VLMETALAYERS, MAX_METALAYERS,
+    MAX_VLMETALAYERS, METALAYER_NAME_MAXLEN,
 };
 use crate::error::{Error, Result};
 
@@ -296,14 +297,15 @@ pub(super) fn check_meta_name(name: &str) -> Result<()> {
 /// are left out or replaced (ZSTD; 9).
 fn vlmeta_cparams(cparams: &CParams) -> b::blosc2_cparams {
     let mut c = *cparams;
-    if crate::codec::name(c.codec).is_none() {
-        c.codec = crate::codec::ZSTD;
+    if crate::codec::name(c.codec.id()).is_none() {
+        c.codec = Codec::Zstd;
     }
     c.codec_meta = 0;
     c.clevel = c.clevel.min(9);
     c.use_dict = false;
-    c.splitmode = b::BLOSC_FORWARD_COMPAT_SPLIT as i32;
-    c.filters = [0, 0, 0, 0, 0, crate::codec::filter::SHUFFLE];
+    c.splitmode = SplitMode::ForwardCompat;
+    c.filters =
+        [Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::Shuffle];
     c.filters_meta = [0; 6];
     Compression::plain(c).to_blosc(1, 0, 1)
 }

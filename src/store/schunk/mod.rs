@@ -28,7 +28,9 @@ use super::blosc_io;
 use super::frame_check::{self, Chunks};
 use super::io;
 use super::location::{Located, Site};
-use crate::blosc2::{self, cstring, dparams, inflate, raw_bytes, CParams, Chunk, Compression};
+use crate::blosc2::{
+    self, cstring, dparams, inflate, raw_bytes, CParams, Chunk, Codec, Compression, Filter, SplitMode,
+};
 use crate::error::{Error, Result};
 use crate::fork::{ForkHooks, PerProcess};
 
@@ -532,12 +534,14 @@ impl SChunk {
     pub(crate) fn cparams(&self) -> CParams {
         let r = self.raw();
         CParams {
-            codec: r.compcode,
+            codec: Codec::from_id(r.compcode),
             codec_meta: r.compcode_meta,
             clevel: r.clevel,
             use_dict: false,
-            splitmode: i32::from(r.splitmode),
-            filters: r.filters,
+            // Not every frame records it (c-blosc2 reads a number outside
+            // 1..=4 then): the library default.
+            splitmode: SplitMode::from_id(i32::from(r.splitmode)).unwrap_or(CParams::default().splitmode),
+            filters: r.filters.map(Filter::from_id),
             filters_meta: r.filters_meta,
         }
     }
