@@ -61,6 +61,7 @@ mod store;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod tune;
 
 pub use array::copy_buffer;
 pub use array::{
@@ -75,3 +76,4 @@ pub use meta::check_dtype;
 pub use partition::{propose_cparams, propose_partitions, Access, PartitionHints, Partitions};
 pub use store::listing::{list, Listed};
 pub use store::location::options::{set as set_storage_options, StorageOptions};
+pub use tune::{tune, Candidate, Objective, Tuning, MIN_TUNED_BYTES, REPORT_VLMETA, SAMPLE_BYTES, SAMPLE_WINDOWS};

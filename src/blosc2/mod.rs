@@ -29,8 +29,8 @@ pub(crate) use base::{
 #[cfg(feature = "testing")]
 pub(crate) use chunk::inflate_whole;
 pub(crate) use chunk::{
-    block_spans, chunk_info, compress_blosc1, compress_offsets, decompress_into, dparams, inflate, repeat_chunk,
-    splice, CCtx, Chunk, DCtx, Special,
+    block_spans, chunk_info, chunk_typesize, compress_blosc1, compress_offsets, decompress_into, dparams, inflate,
+    repeat_chunk, splice, CCtx, Chunk, DCtx, Special,
 };
 pub(crate) use cparams::{split_mode, Compression, Prefilter};
 pub use cparams::{CParams, Codec, Filter, SplitMode};
