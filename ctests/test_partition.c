@@ -209,9 +209,99 @@ static int test_bad_arguments(const test_case_t *tc) {
     return 0;
 }
 
+/* Whether two configs and storages hold the same choice (field by field:
+ * padding bytes are not set by initialisers). */
+static int same_choice(const caterva_config_t *a, const caterva_config_t *b, const caterva_storage_t *sa,
+                       const caterva_storage_t *sb) {
+    return a->compcodec == b->compcodec && a->compmeta == b->compmeta && a->complevel == b->complevel &&
+           a->splitmode == b->splitmode && a->usedict == b->usedict &&
+           memcmp(a->filters, b->filters, sizeof(a->filters)) == 0 &&
+           memcmp(a->filtersmeta, b->filtersmeta, sizeof(a->filtersmeta)) == 0 &&
+           memcmp(sa->chunkshape, sb->chunkshape, sizeof(sa->chunkshape)) == 0 &&
+           memcmp(sa->blockshape, sb->blockshape, sizeof(sa->blockshape)) == 0;
+}
+
+/* caterva_tune: 32 MiB of int64 labels in long runs, each objective: the
+ * choice is written into cfg and storage (speed keeps LZ4), reported, the
+ * same twice, and an array made with it round-trips; small data gets the
+ * default proposal; bad arguments get their code and message and leave
+ * cfg and storage as they were. */
+static int test_tune(const test_case_t *tc) {
+    (void)tc;
+    caterva_params_t params = {.itemsize = 8, .ndim = 3, .shape = {256, 128, 128}};
+    int64_t n = 256 * 128 * 128, size = n * 8;
+    int64_t *labels = malloc((size_t)size), *out = malloc((size_t)size);
+    CHECK(labels != NULL && out != NULL);
+    for (int64_t i = 0; i < n; i++) {
+        labels[i] = i / 8192;
+    }
+    const int objectives[3] = {CATERVA_TUNE_SPEED, CATERVA_TUNE_BALANCED, CATERVA_TUNE_SIZE};
+    const char *names[3] = {"speed: ", "balanced: ", "size: "};
+    for (int o = 0; o < 3; o++) {
+        caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS, again = CATERVA_CONFIG_DEFAULTS;
+        caterva_storage_t storage = {0}, storage2 = {0};
+        char *report = NULL;
+        CHECK_OK(caterva_tune(labels, size, &params, objectives[o], 2, &cfg, &storage, &report));
+        CHECK(report != NULL && strstr(report, names[o]) == report);
+        CHECK(strstr(report, "candidates on a 256 KiB sample") != NULL);
+        free(report);
+        CHECK_OK(caterva_tune(labels, size, &params, objectives[o], 2, &again, &storage2, NULL));
+        CHECK(same_choice(&cfg, &again, &storage, &storage2));
+        if (objectives[o] == CATERVA_TUNE_SPEED) {
+            CHECK(cfg.compcodec == BLOSC_LZ4);
+        }
+        caterva_ctx_t *ctx;
+        CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+        caterva_array_t *arr;
+        CHECK_OK(caterva_from_buffer(ctx, labels, size, &params, &storage, &arr));
+        CHECK_OK(caterva_to_buffer(ctx, arr, out, size));
+        CHECK(memcmp(labels, out, (size_t)size) == 0);
+        CHECK_OK(caterva_free(ctx, &arr));
+        CHECK_OK(caterva_ctx_free(&ctx));
+    }
+    /* Under 32 MiB: the default proposal, and the report says so. */
+    caterva_params_t small = {.itemsize = 8, .ndim = 1, .shape = {1000}};
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS, proposed = CATERVA_CONFIG_DEFAULTS;
+    caterva_storage_t storage = {0}, rule = {0};
+    char *report = NULL;
+    CHECK_OK(caterva_tune(labels, 8000, &small, CATERVA_TUNE_BALANCED, 2, &cfg, &storage, &report));
+    CHECK(report != NULL && strstr(report, "default rule") != NULL);
+    free(report);
+    CHECK_OK(caterva_propose_config(&proposed));
+    CHECK_OK(caterva_propose_partitions(&small, CATERVA_ACCESS_BALANCED, 0, 0, 0, 2, &rule));
+    CHECK(same_choice(&cfg, &proposed, &storage, &rule));
+    /* Bad arguments. */
+    caterva_config_t before_cfg = cfg;
+    caterva_storage_t before = storage;
+#define BAD(call, rc, frag)                                                               \
+    do {                                                                                  \
+        CHECK_RC(call, rc);                                                               \
+        CHECK(strstr(caterva_last_error(), "caterva_tune: ") == caterva_last_error());    \
+        CHECK(strstr(caterva_last_error(), frag) != NULL);                                \
+        CHECK(same_choice(&cfg, &before_cfg, &storage, &before));                         \
+    } while (0)
+    BAD(caterva_tune(NULL, 8, &small, CATERVA_TUNE_BALANCED, 0, &cfg, &storage, NULL), CATERVA_ERR_NULL_POINTER,
+        "data is NULL");
+    BAD(caterva_tune(labels, -8, &small, CATERVA_TUNE_BALANCED, 0, &cfg, &storage, NULL),
+        CATERVA_ERR_INVALID_ARGUMENT, "negative");
+    BAD(caterva_tune(labels, 12, &small, CATERVA_TUNE_BALANCED, 0, &cfg, &storage, NULL),
+        CATERVA_ERR_INVALID_ARGUMENT, "whole number of 8-byte items");
+    BAD(caterva_tune(labels, 8, &small, 7, 0, &cfg, &storage, NULL), CATERVA_ERR_INVALID_ARGUMENT,
+        "objective 7 is not a CATERVA_TUNE_* value");
+    BAD(caterva_tune(labels, 8, NULL, CATERVA_TUNE_BALANCED, 0, &cfg, &storage, NULL), CATERVA_ERR_NULL_POINTER,
+        "params is NULL");
+    CHECK_RC(caterva_tune(labels, 8, &small, CATERVA_TUNE_BALANCED, 0, NULL, &storage, NULL), CATERVA_ERR_NULL_POINTER);
+    CHECK_RC(caterva_tune(labels, 8, &small, CATERVA_TUNE_BALANCED, 0, &cfg, NULL, NULL), CATERVA_ERR_NULL_POINTER);
+#undef BAD
+    free(labels);
+    free(out);
+    return 0;
+}
+
 void suite_partition(void) {
     RUN_ALL_CASES(test_propose_roundtrip);
     RUN_CASE(test_patterns);
     RUN_CASE(test_propose_config);
     RUN_CASE(test_bad_arguments);
+    RUN_CASE(test_tune);
 }

@@ -274,6 +274,23 @@
 #define CATERVA_ACCESS_PLANES 3
 
 /**
+ * Objective of `caterva_tune`: the fastest reads and writes (LZ4, 16 KiB
+ * blocks, the filter that compresses best).
+ */
+#define CATERVA_TUNE_SPEED 0
+
+/**
+ * Objective of `caterva_tune`: size and speed together (the Python
+ * package's default).
+ */
+#define CATERVA_TUNE_BALANCED 1
+
+/**
+ * Objective of `caterva_tune`: the smallest file.
+ */
+#define CATERVA_TUNE_SIZE 2
+
+/**
  * `caterva_reduce` op: sum (NumPy's `sum`).
  */
 #define CATERVA_REDUCE_SUM 0
@@ -342,6 +359,24 @@
  * `caterva_reduce` op: variance of the items that are not NaN.
  */
 #define CATERVA_REDUCE_NANVAR 13
+
+/**
+ * The most bytes of the caller's data a tuning compresses per candidate.
+ */
+#define SAMPLE_BYTES (256 << 10)
+
+/**
+ * How many evenly spaced runs of the data make the sample.
+ */
+#define SAMPLE_WINDOWS 4
+
+/**
+ * Arrays with less data are not tuned: [`tune`] returns the default rule.
+ * A tuning takes 2 to 25 ms (one thread); an array of this size takes
+ * about 0.2 s to write at one thread, so the tuning stays near or under
+ * 5% of the write.
+ */
+#define MIN_TUNED_BYTES (32 << 20)
 
 /**
  * Configuration of a context (`CATERVA_CONFIG_DEFAULTS` gives the defaults).
@@ -1513,6 +1548,48 @@ int caterva_propose_partitions(const struct caterva_params_t *params,
                                int64_t block_bytes,
                                int nthreads,
                                struct caterva_storage_t *storage);
+
+/**
+ * Choose the compression and the chunk and block shapes of an array of
+ * `params` from its data, as the Python package does by default (beyond
+ * the original API; see `caterva::tune`): `data` holds `nbytes` bytes of
+ * its items in C order (all of them, or the first ones). A sample of at
+ * most 256 KiB is compressed with LZ4 5, BloscLZ 5, ZSTD 1 (and ZSTD 5 for
+ * `CATERVA_TUNE_SIZE`), each after a byte shuffle, a bit shuffle, or a
+ * delta and a byte shuffle, at a few block sizes, and the best by
+ * `objective` (`CATERVA_TUNE_*`) is written into `cfg`'s compression
+ * fields (those `caterva_propose_config` writes) and `storage->chunkshape`
+ * and `storage->blockshape` (as `caterva_propose_partitions` with
+ * `CATERVA_ACCESS_BALANCED` and `nthreads`, 0: the machine's CPUs). The
+ * choice is deterministic (sizes are measured, costs are fixed) and takes
+ * a few milliseconds. Arrays with less than 32 MiB of data get the
+ * default proposal (the tuning would cost more than 5% of their write).
+ * `CATERVA_CONFIG_DEFAULTS` itself stays caterva 0.5's ZSTD 5, which
+ * writes a float field about 9 times slower than b2nd's BloscLZ default
+ * at one thread: call this (or `caterva_propose_config`) for speed.
+ *
+ * With `report` non-NULL, `*report` receives what was chosen and why, one
+ * line (malloc'ed, for the caller to `free`); programs may keep it in the
+ * array's vlmetalayer `caterva.tuning` as the Python package does.
+ *
+ * Returns `CATERVA_ERR_INVALID_ARGUMENT` for a negative `nbytes`, one that
+ * is not a whole number of items, an unknown objective, or what
+ * `caterva_propose_partitions` refuses; `CATERVA_ERR_NULL_POINTER` when
+ * `data`, `params`, `cfg` or `storage` is NULL. Nothing is written on failure.
+ *
+ * # Safety
+ * `data` must point to `nbytes` readable bytes; `params` to a valid
+ * `caterva_params_t`; `cfg` and `storage` to writable structs; `report`
+ * NULL or to a writable pointer.
+ */
+int caterva_tune(const void *data,
+                 int64_t nbytes,
+                 const struct caterva_params_t *params,
+                 int objective,
+                 int nthreads,
+                 struct caterva_config_t *cfg,
+                 struct caterva_storage_t *storage,
+                 char **report);
 
 /**
  * Set the compression of `cfg` to the library's proposal for arrays whose

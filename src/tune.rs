@@ -14,7 +14,8 @@
 //!
 //! What is tried:
 //!
-//! - codecs LZ4 5, BloscLZ 5, ZSTD 1 and ZSTD 5; the filters byte shuffle,
+//! - codecs LZ4 5, BloscLZ 5 and ZSTD 1 (and ZSTD 5 for [`Objective::Size`]);
+//!   the filters byte shuffle,
 //!   bit shuffle, and delta then byte shuffle (all decodable by every
 //!   Caterva and Blosc2 reader, python-caterva 0.7.3's included; bytedelta
 //!   is left out for that reason);
@@ -23,13 +24,13 @@
 //!   compress better and make small reads decompress more);
 //! - on a sample of at most [`SAMPLE_BYTES`]: [`SAMPLE_WINDOWS`] evenly
 //!   spaced runs of the caller's data (all of it if smaller), compressed
-//!   with one thread. That bounds the work: at most 36 compressions of
-//!   256 KiB, measured at 20–60 ms on this machine; [`Tuning::micros`]
-//!   reports it per array.
+//!   with one thread. That bounds the work: 3 (speed), 18 (balanced) or
+//!   36 (size) compressions of 256 KiB, 0.5 to 25 ms on this project's
+//!   test data; [`Tuning::micros`] reports it per array.
 //!
 //! Arrays with less data than [`MIN_TUNED_BYTES`] are not tuned (the
-//! default rule serves them: a sample would say little and cost more than
-//! the write).
+//! default rule serves them: the tuning would cost more than 5% of their
+//! write).
 
 use std::time::Instant;
 
@@ -44,7 +45,10 @@ pub const SAMPLE_BYTES: usize = 256 << 10;
 pub const SAMPLE_WINDOWS: usize = 4;
 
 /// Arrays with less data are not tuned: [`tune`] returns the default rule.
-pub const MIN_TUNED_BYTES: usize = 1 << 20;
+/// A tuning takes 2 to 25 ms (one thread); an array of this size takes
+/// about 0.2 s to write at one thread, so the tuning stays near or under
+/// 5% of the write.
+pub const MIN_TUNED_BYTES: usize = 32 << 20;
 
 /// The vlmetalayer where the bindings keep [`Tuning::report`] of a tuned array.
 pub const REPORT_VLMETA: &str = "caterva.tuning";
@@ -217,7 +221,8 @@ pub fn tune(
     };
     let codecs: &[(Codec, u8)] = match objective {
         Objective::Speed => &[(Codec::Lz4, 5)],
-        _ => &[(Codec::Lz4, 5), (Codec::BloscLz, 5), (Codec::Zstd, 1), (Codec::Zstd, 5)],
+        Objective::Balanced => &[(Codec::Lz4, 5), (Codec::BloscLz, 5), (Codec::Zstd, 1)],
+        Objective::Size => &[(Codec::Lz4, 5), (Codec::BloscLz, 5), (Codec::Zstd, 1), (Codec::Zstd, 5)],
     };
     let typesize = crate::blosc2::chunk_typesize(itemsize);
     let mut candidates = Vec::new();
@@ -256,6 +261,34 @@ fn describe(cparams: &CParams, block_bytes: usize) -> String {
 }
 
 impl Tuning {
+    /// Keep [`Tuning::report`] in `array`'s vlmetalayer [`REPORT_VLMETA`]
+    /// (a MessagePack string, as python-blosc2 and our Python package read
+    /// vlmetalayers), as the Python package and `caterva copy --tune` do.
+    ///
+    /// # Errors
+    /// As [`Array::vlmeta_add`](crate::Array::vlmeta_add).
+    pub fn record(&self, array: &mut crate::Array) -> Result<()> {
+        let text = self.report();
+        let mut packed = Vec::with_capacity(text.len() + 5);
+        // Writing into a Vec cannot fail.
+        let _ = rmp::encode::write_str(&mut packed, &text);
+        array.vlmeta_add(REPORT_VLMETA, &packed)
+    }
+
+    /// The report a tuning kept in `array` ([`Tuning::record`]), if any.
+    ///
+    /// # Errors
+    /// As [`Array::vlmeta_get`](crate::Array::vlmeta_get).
+    pub fn recorded(array: &crate::Array) -> Result<Option<String>> {
+        if !array.vlmeta_exists(REPORT_VLMETA)? {
+            return Ok(None);
+        }
+        let packed = array.vlmeta_get(REPORT_VLMETA)?;
+        let mut rd = packed.as_slice();
+        let Ok(len) = rmp::decode::read_str_len(&mut rd) else { return Ok(None) };
+        Ok(rd.get(..len as usize).map(|b| String::from_utf8_lossy(b).into_owned()))
+    }
+
     /// What was chosen and why, in one line: the objective, the choice,
     /// its sample ratio and cost, the runner-up, the sample and the time.
     /// The default rule says so.
@@ -307,7 +340,7 @@ mod tests {
     /// and noise: each gets its own choice, the same every time.
     #[test]
     fn the_choice_follows_the_data_and_is_the_same_every_time() {
-        let n = 64 * 64 * 64;
+        let n = 128 * 128 * 256;
         let labels: Vec<u8> = (0..n as i64).flat_map(|i| (i / 5000).to_le_bytes()).collect();
         let smooth: Vec<u8> =
             (0..n).flat_map(|i| (f64::from(i as u32) * 1e-3).sin().mul_add(100.0, 300.0).to_le_bytes()).collect();
@@ -320,7 +353,7 @@ mod tests {
                 state as u8
             })
             .collect();
-        let shape = [64, 64, 64];
+        let shape = [256, 128, 128];
         for objective in [Objective::Speed, Objective::Balanced, Objective::Size] {
             for data in [&labels, &smooth, &noise] {
                 let a = tune(data, 8, &shape, &hints(), objective).unwrap();

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use caterva::{
-    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, ErrorKind, PartitionHints, StorageParams,
+    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, ErrorKind, Objective, PartitionHints,
+    StorageParams, Tuning,
 };
 
 use crate::{progress, Failure, Outcome, RunOpts};
@@ -35,6 +36,13 @@ pub struct Args {
     /// With --access: uncompressed bytes per block to aim for (K, M, G suffixes)
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, requires = "access")]
     block_size: Option<usize>,
+    /// Let the data choose the codec, filters and chunks: speed, balanced
+    /// or size (a 256 KiB sample of the source compressed a few ways; the
+    /// choice and why are kept in the copy, see `caterva info`). Sources
+    /// under 32 MiB get the default proposal.
+    #[arg(long, value_name = "OBJECTIVE", value_parser = parse_objective,
+          conflicts_with_all = ["chunks", "blocks", "access", "codec", "clevel"])]
+    tune: Option<Objective>,
     /// Codec: zstd, lz4, lz4hc, blosclz or zlib
     #[arg(long, value_name = "NAME", value_parser = parse_codec)]
     codec: Option<Codec>,
@@ -101,6 +109,10 @@ fn parse_codec(name: &str) -> Result<Codec, String> {
     })
 }
 
+fn parse_objective(name: &str) -> Result<Objective, String> {
+    Objective::by_name(name).ok_or_else(|| format!("unknown objective '{name}' (speed, balanced, size)"))
+}
+
 fn parse_clevel(s: &str) -> Result<u8, String> {
     s.trim().parse::<u8>().ok().filter(|&c| c <= 9).ok_or_else(|| format!("'{s}' is not a level from 0 to 9"))
 }
@@ -116,9 +128,28 @@ pub fn run(a: &Args) -> Outcome {
         let p = propose(&arr, access, a.chunk_size, a.block_size, threads)?;
         (storage.chunkshape, storage.blockshape) = (p.chunkshape, p.blockshape);
     }
+    let mut cp = cparams(a, &info);
+    let tuning = match a.tune {
+        Some(objective) => {
+            let threads = a.run.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+            let t = tune_by(&arr, objective, threads)?;
+            (storage.chunkshape, storage.blockshape) =
+                (t.partitions.chunkshape.clone(), t.partitions.blockshape.clone());
+            cp = CParams { use_dict: false, ..t.cparams };
+            Some(t)
+        }
+        None => None,
+    };
     check_destination(a)?;
-    let ctx = crate::context(&a.run, cparams(a, &info), a.checksums)?;
-    let copy = progress::spinner("copy", a.run.wanted(), || arr.copy(&ctx, &storage)).map_err(|e| {
+    let ctx = crate::context(&a.run, cp, a.checksums)?;
+    let copy = progress::spinner("copy", a.run.wanted(), || {
+        let mut copy = arr.copy(&ctx, &storage)?;
+        if let Some(t) = tuning.as_ref().filter(|t| !t.candidates.is_empty()) {
+            t.record(&mut copy)?;
+        }
+        Ok(copy)
+    })
+    .map_err(|e: caterva::Error| {
         let partitions = a.chunks.is_some() || a.blocks.is_some();
         match e.kind() {
             // The partitions asked for do not fit the array.
@@ -179,6 +210,28 @@ fn propose(
     let hints = PartitionHints { access, chunk_bytes, block_bytes, threads: Some(threads) };
     propose_partitions(arr.itemsize(), arr.shape(), &hints)
         .map_err(|e| Failure::Usage(format!("--access: {}", e.message())))
+}
+
+/// What the tuner chooses for a copy of `arr`: from its items (a slab of
+/// the first rows, enough for the tuner's minimum when the array has it).
+fn tune_by(arr: &Array, objective: Objective, threads: usize) -> Result<Tuning, Failure> {
+    let failed = |e: caterva::Error| Failure::Failed(format!("cannot tune: {e}"));
+    let shape = arr.shape().to_vec();
+    let row: i64 = shape.iter().skip(1).product::<i64>() * arr.itemsize() as i64;
+    let mut stop = shape.clone();
+    if let (Some(first), true) = (stop.first_mut(), row > 0) {
+        *first = (*first).min((caterva::MIN_TUNED_BYTES as i64 + row - 1) / row);
+    }
+    let start = vec![0; shape.len()];
+    let n: i64 = stop.iter().product::<i64>() * arr.itemsize() as i64;
+    let mut data = vec![0u8; usize::try_from(n).map_err(|_| Failure::Failed("the sample is too large".into()))?];
+    arr.get_slice_buffer(&start, &stop, &mut data, &stop).map_err(failed)?;
+    // The tuner's minimum is about the array, not the slab: a smaller array keeps the rule.
+    let total: i64 = shape.iter().product::<i64>() * arr.itemsize() as i64;
+    let data = if (total as usize) < caterva::MIN_TUNED_BYTES { &data[..0] } else { &data[..] };
+    let hints = PartitionHints { threads: Some(threads), ..PartitionHints::default() };
+    let t = caterva::tune(data, arr.itemsize(), &shape, &hints, objective).map_err(failed)?;
+    Ok(t)
 }
 
 /// The source's compression parameters with `--codec` and `--clevel` applied.

@@ -1,7 +1,7 @@
 //! `caterva info`: what an array is and how it is stored, as `key: value`
 //! lines or, with `--json`, one JSON object with the same keys.
 
-use caterva::{Array, Config, Context, Filter};
+use caterva::{Array, Config, Context, Filter, Tuning};
 use serde_json::{json, Map, Value as Json};
 
 use crate::{Failure, Outcome};
@@ -46,7 +46,7 @@ fn fields(path: &str, arr: &Array) -> Vec<(&'static str, Value)> {
     let ints = |v: &[i32]| Value::Ints(v.iter().map(|&x| i64::from(x)).collect());
     let storage = if info.contiguous { "contiguous" } else { "sparse" };
     let cratio = if info.cbytes > 0 { Value::Ratio(info.nbytes as f64 / info.cbytes as f64) } else { Value::Missing };
-    vec![
+    let mut fields = vec![
         ("path", Value::Text(path.to_owned())),
         ("storage", Value::Text(storage.to_owned())),
         ("ndim", Value::Int(arr.ndim() as i64)),
@@ -66,7 +66,13 @@ fn fields(path: &str, arr: &Array) -> Vec<(&'static str, Value)> {
         ("checksums", Value::Bool(info.checksums)),
         ("metalayers", Value::Names(info.metalayers)),
         ("vlmetalayers", Value::Names(info.vlmetalayers)),
-    ]
+    ];
+    // What a tuning chose and why (`caterva copy --tune`, the Python
+    // package's constructors), where one was kept.
+    if let Ok(Some(report)) = Tuning::recorded(arr) {
+        fields.push(("tuning", Value::Text(report)));
+    }
+    fields
 }
 
 /// The filters of a pipeline, in order, without the empty slots

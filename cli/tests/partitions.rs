@@ -104,3 +104,54 @@ fn bad_patterns_and_sizes_are_usage_errors() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `caterva copy --tune OBJECTIVE`: the copy of a 32 MiB array gets what
+/// `caterva::tune` chooses from its data, the same items, and the report,
+/// which `caterva info` shows; a small source gets the default proposal;
+/// --tune with --codec, or an unknown objective, is a usage error.
+#[test]
+fn copy_with_tune_takes_what_the_data_chooses_and_says_why() {
+    let d = dir("tune");
+    let path = d.join("labels.b2nd").to_str().unwrap().to_owned();
+    let shape = vec![256i64, 128, 128];
+    let data: Vec<u8> = (0..shape.iter().product::<i64>()).flat_map(|i| (i / 8192).to_le_bytes()).collect();
+    let storage = StorageParams {
+        chunkshape: vec![32, 64, 64],
+        blockshape: vec![8, 16, 16],
+        urlpath: Some(path.clone()),
+        contiguous: false,
+        ..Default::default()
+    };
+    Array::from_buffer(&ctx(), &Params { itemsize: 8, shape: shape.clone(), dtype: None }, &storage, &data).unwrap();
+    for objective in [caterva::Objective::Speed, caterva::Objective::Size] {
+        let dst = d.join(format!("{}.b2nd", objective.name()));
+        let dst = dst.to_str().unwrap();
+        let (code, _, err) = caterva(&["copy", &path, dst, "-j", "2", "--tune", objective.name()]);
+        assert_eq!(code, 0, "{err}");
+        let hints = PartitionHints { threads: Some(2), ..PartitionHints::default() };
+        let want = caterva::tune(&data, 8, &shape, &hints, objective).unwrap();
+        let arr = Array::open(&ctx(), dst).unwrap();
+        let info = arr.info();
+        assert_eq!((&info.chunkshape, &info.blockshape), (&want.partitions.chunkshape, &want.partitions.blockshape));
+        assert_eq!((info.cparams.codec, info.cparams.filters), (want.cparams.codec, want.cparams.filters));
+        assert!(arr.to_vec().unwrap() == data, "the items differ");
+        let (code, out, _) = caterva(&["info", dst]);
+        assert_eq!(code, 0);
+        let line = out.lines().find(|l| l.starts_with("tuning:")).unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains(&format!("{}: ", objective.name())), "{line}");
+    }
+    let (src, _) = source(&d);
+    let dst = d.join("small.b2frame");
+    let (code, _, err) = caterva(&["copy", &src, dst.to_str().unwrap(), "--tune", "balanced"]);
+    assert_eq!(code, 0, "{err}");
+    let small = Array::open(&ctx(), dst.to_str().unwrap()).unwrap();
+    assert_eq!(small.info().cparams, caterva::propose_cparams());
+    assert!(!small.vlmeta_exists(caterva::REPORT_VLMETA).unwrap());
+    let (code, _, err) =
+        caterva(&["copy", &src, d.join("x.b2frame").to_str().unwrap(), "--tune", "size", "--codec", "lz4"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = caterva(&["copy", &src, d.join("y.b2frame").to_str().unwrap(), "--tune", "fastest"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown objective 'fastest'"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -15,7 +15,7 @@ from . import dask
 from .constructors import asarray, copy, empty, from_buffer, from_cframe, full, open, remove, zeros
 from .ndarray import NDArray
 from .dask import to_caterva
-from .utils import Codec, Filter, list_arrays, propose_partitions, set_storage_options
+from .utils import Codec, Filter, list_arrays, propose_partitions, set_storage_options, tune
 
 try:
     __version__ = _version("caterva-rs")  # the distribution; `caterva` on PyPI is python-caterva
@@ -27,5 +27,5 @@ blosc2_version = _caterva.blosc2_version()
 __all__ = [
     "CatervaError", "ChangedError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
     "from_cframe", "full", "open", "remove", "zeros", "to_caterva", "blosc2_version", "__version__",
-    "propose_partitions", "list_arrays", "set_storage_options",
+    "propose_partitions", "list_arrays", "set_storage_options", "tune",
 ]

@@ -800,11 +800,19 @@ class _Info:
 
 
 def _new(kind, shape, itemsize, dtype, kwargs, data=None):
+    """A new array of `kind` ('zeros', 'full', 'buffer': `data`) made by the
+    core; one made from a buffer is tuned by its data unless told
+    (utils.native_kwargs), and keeps the tuner's report in the vlmetalayer
+    'caterva.tuning'."""
     shape = _shape(shape)
-    kw, mode = _prepare(shape, itemsize, kwargs)
-    """A new array of `kind` ('zeros', 'full', 'buffer': `data`) made by the core."""
+    kw, mode = _prepare(shape, itemsize, kwargs, data if kind == "buffer" else None)
+    tuning = kw.pop("tuning", None)
     a = _replacing(kw, lambda: _caterva.create(kind, shape, itemsize, dtype_str(dtype), kw, data))
-    return NDArray(a, _mode=mode, **kwargs)
+    kwargs = {k: v for k, v in kwargs.items() if k != "tune"}
+    arr = NDArray(a, _mode=mode, **kwargs)
+    if tuning is not None:
+        arr.vlmeta[_caterva.TUNING_VLMETA] = tuning
+    return arr
 
 
 def _from_numpy(obj, kwargs):

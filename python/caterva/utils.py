@@ -33,8 +33,11 @@ class Filter(Enum):
 # python-caterva's keyword arguments, and ours.
 _KWARGS = {
     "chunks", "blocks", "urlpath", "contiguous", "memframe", "meta", "codec", "clevel",
-    "filters", "filtersmeta", "nthreads", "usedict", "checksums", "mode", "durability",
+    "filters", "filtersmeta", "nthreads", "usedict", "checksums", "mode", "durability", "tune",
 }
+
+# What the tuner may choose; a caller who names any of them is not tuned.
+_TUNED = {"chunks", "blocks", "codec", "clevel", "filters", "filtersmeta"}
 
 # What a handle's writes survive after a crash (see NDArray.durability).
 DURABILITY = ("full", "normal", "process")
@@ -71,9 +74,13 @@ def _value(x):
     return x.value if isinstance(x, Enum) else int(x)
 
 
-def native_kwargs(shape, itemsize, kwargs):
+def native_kwargs(shape, itemsize, kwargs, data=None):
     """The dict the native layer takes: python-caterva's keyword arguments
-    checked, enums turned into numbers, default partitions filled in."""
+    checked, enums turned into numbers, default partitions filled in. With
+    `data` (the items of an array made from a buffer) and none of chunks,
+    blocks, codec, clevel, filters, filtersmeta named, the core's tuner
+    chooses them (`tune`: 'balanced' by default, 'speed', 'size', or
+    False for the default rule); its report is under the key 'tuning'."""
     kwargs = rename_aliases(kwargs)
     unknown = set(kwargs) - _KWARGS
     if unknown:
@@ -81,6 +88,14 @@ def native_kwargs(shape, itemsize, kwargs):
     kw = {}
     shape = tuple(int(s) for s in shape)
     nthreads = int(kwargs.get("nthreads", default_nthreads()))
+    objective = kwargs.pop("tune", "balanced")
+    if objective and data is not None and not (_TUNED & set(kwargs)):
+        tuned = _caterva.tune(data, int(itemsize), list(shape), str(objective), nthreads=nthreads)
+        if tuned["tuned"]:
+            kwargs.update({k: tuned[k] for k in _TUNED})
+            kw["tuning"] = tuned["report"]
+    elif objective not in (None, False, "speed", "balanced", "size"):
+        raise ValueError(f"tune must be 'speed', 'balanced', 'size' or False, not {objective!r}")
     chunks = kwargs.get("chunks")
     blocks = kwargs.get("blocks")
     if chunks is None and blocks is not None:
@@ -201,16 +216,17 @@ def list_arrays(url, storage_options=None):
 _MODES = ("w-", "w")
 
 
-def _prepare(shape, itemsize, kwargs):
+def _prepare(shape, itemsize, kwargs, data=None):
     """Native keyword arguments, and the mode of the new array. A path that
-    exists is refused, as python-caterva did, unless ``mode='w'``."""
+    exists is refused, as python-caterva did, unless ``mode='w'``. `data`:
+    the items of an array made from a buffer (see native_kwargs)."""
     kwargs = dict(kwargs)
     mode = kwargs.pop("mode", "w-")
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES} for a new array, not {mode!r}")
     kwargs.pop("memframe", None)
     storage_options = kwargs.pop("storage_options", None)
-    kw = native_kwargs(shape, itemsize, kwargs)
+    kw = native_kwargs(shape, itemsize, kwargs, data)
     url = kw.get("urlpath")
     apply_storage_options(url, storage_options)
     if url is not None and "://" in url:
@@ -254,3 +270,23 @@ def _shape(shape):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     return [int(s) for s in shape]
+
+
+def tune(data, objective="balanced", nthreads=None):
+    """What the core's tuner chooses for an array holding `data` (a NumPy
+    array, or anything np.asarray takes): a dict of the keyword arguments
+    chunks, blocks, codec, clevel, filters, filtersmeta, and 'report' (what
+    was chosen and why). `objective`: 'balanced' (the default), 'speed' or
+    'size'. The constructors do this themselves for data of 32 MiB or more
+    (see asarray); smaller data gets the default proposal, and the report
+    says so."""
+    a = np.ascontiguousarray(np.asarray(data))
+    if a.dtype.hasobject:
+        raise TypeError("arrays of Python objects cannot be stored")
+    t = _caterva.tune(a.reshape(-1).view(np.uint8), a.dtype.itemsize, list(a.shape), str(objective),
+                      nthreads=nthreads if nthreads is None else int(nthreads))
+    return {
+        "chunks": tuple(t["chunks"]), "blocks": tuple(t["blocks"]), "codec": Codec(t["codec"]),
+        "clevel": t["clevel"], "filters": [Filter(f) for f in t["filters"]], "filtersmeta": list(t["filtersmeta"]),
+        "report": t["report"],
+    }

@@ -663,6 +663,44 @@ fn propose_partitions(
     Ok((narrow(&chunks), p.blockshape))
 }
 
+/// The core's tuner (`caterva::tune`) over `data` (the array's items in C
+/// order) for an array of `shape` with `itemsize`-byte items: a dict with
+/// the chosen `chunks`, `blocks`, `codec`, `clevel`, `filters`,
+/// `filtersmeta`, and `report` (what was chosen and why; `None` keys
+/// nothing: arrays under the tuner's minimum get the default rule and say so).
+#[pyfunction]
+#[pyo3(signature = (data, itemsize, shape, objective="balanced", nthreads=None))]
+fn tune<'py>(
+    py: Python<'py>,
+    data: PyBuffer<u8>,
+    itemsize: usize,
+    shape: Vec<i64>,
+    objective: &str,
+    nthreads: Option<usize>,
+) -> PyRes<Bound<'py, PyDict>> {
+    let objective = caterva::Objective::by_name(objective)
+        .ok_or_else(|| PyValueError::new_err(format!("objective '{objective}' is not one of speed, balanced, size")))?;
+    let hints = caterva::PartitionHints { threads: nthreads, ..Default::default() };
+    let raw = Raw::of(&data)?;
+    let t = py.allow_threads(move || {
+        // SAFETY: `data` stays exported until this returns.
+        let bytes = unsafe { raw.slice() };
+        caterva::tune(bytes, itemsize, &shape, &hints, objective).map_err(to_py)
+    })?;
+    drop(data);
+    let d = PyDict::new(py);
+    d.set_item("chunks", t.partitions.chunkshape.clone())?;
+    d.set_item("blocks", t.partitions.blockshape.clone())?;
+    d.set_item("codec", t.cparams.codec.id())?;
+    d.set_item("clevel", t.cparams.clevel)?;
+    let filters: Vec<u8> = t.cparams.filters.iter().map(|f| f.id()).filter(|&f| f != 0).collect();
+    d.set_item("filtersmeta", vec![0u8; filters.len()])?;
+    d.set_item("filters", filters)?;
+    d.set_item("tuned", !t.candidates.is_empty())?;
+    d.set_item("report", t.report())?;
+    Ok(d)
+}
+
 /// The c-blosc2 version in use.
 #[pyfunction]
 fn blosc2_version() -> String {
@@ -682,6 +720,8 @@ fn _caterva(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(blosc2_version, m)?)?;
     m.add_function(wrap_pyfunction!(propose_partitions, m)?)?;
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add("TUNING_VLMETA", caterva::REPORT_VLMETA)?;
     m.add("CatervaError", m.py().get_type::<CatervaError>())?;
     m.add("ChangedError", m.py().get_type::<ChangedError>())?;
     m.add("MAX_ITEMSIZE", caterva::MAX_ITEMSIZE)?;

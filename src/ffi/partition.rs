@@ -1,12 +1,13 @@
 //! Proposing chunk and block shapes from C (beyond the original API; see
 //! [`crate::propose_partitions`]).
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int, c_void};
 
-use super::{boundary, deref, deref_mut, CATERVA_MAX_DIM, CATERVA_SUCCEED};
+use super::{boundary, bytes, deref, deref_mut, malloc_cstr, CATERVA_MAX_DIM, CATERVA_SUCCEED};
 use super::{caterva_config_t, caterva_params_t, caterva_storage_t};
 use crate::error::{invalid, Result};
 use crate::partition::{propose_partitions, Access, PartitionHints};
+use crate::tune::{tune, Objective};
 
 /// Access pattern for `caterva_propose_partitions`: none in particular (the
 /// default of the Python package and the command line). For 3 or more axes
@@ -61,10 +62,7 @@ pub unsafe extern "C" fn caterva_propose_partitions(
         let params = unsafe { deref(params, "params") }?;
         // SAFETY: caller's contract.
         let storage = unsafe { deref_mut(storage, "storage") }?;
-        let ndim = usize::try_from(params.ndim).ok().filter(|&n| n <= CATERVA_MAX_DIM);
-        let Some(ndim) = ndim else {
-            invalid!("ndim {} is not in 0..={CATERVA_MAX_DIM}", params.ndim);
-        };
+        let ndim = ndim_of(params)?;
         let access = match access {
             CATERVA_ACCESS_BALANCED => Access::Balanced,
             CATERVA_ACCESS_SMALL_READS => Access::SmallReads,
@@ -84,6 +82,96 @@ pub unsafe extern "C" fn caterva_propose_partitions(
         let p = propose_partitions(params.itemsize.into(), &params.shape[..ndim], &hints)?;
         storage.chunkshape[..ndim].copy_from_slice(&p.chunkshape);
         storage.blockshape[..ndim].copy_from_slice(&p.blockshape);
+        Ok(CATERVA_SUCCEED)
+    })
+}
+
+/// The number of axes of `params`, checked.
+fn ndim_of(params: &caterva_params_t) -> Result<usize> {
+    match usize::try_from(params.ndim).ok().filter(|&n| n <= CATERVA_MAX_DIM) {
+        Some(ndim) => Ok(ndim),
+        None => invalid!("ndim {} is not in 0..={CATERVA_MAX_DIM}", params.ndim),
+    }
+}
+
+/// Objective of `caterva_tune`: the fastest reads and writes (LZ4, 16 KiB
+/// blocks, the filter that compresses best).
+pub const CATERVA_TUNE_SPEED: c_int = 0;
+/// Objective of `caterva_tune`: size and speed together (the Python
+/// package's default).
+pub const CATERVA_TUNE_BALANCED: c_int = 1;
+/// Objective of `caterva_tune`: the smallest file.
+pub const CATERVA_TUNE_SIZE: c_int = 2;
+
+/// Choose the compression and the chunk and block shapes of an array of
+/// `params` from its data, as the Python package does by default (beyond
+/// the original API; see `caterva::tune`): `data` holds `nbytes` bytes of
+/// its items in C order (all of them, or the first ones). A sample of at
+/// most 256 KiB is compressed with LZ4 5, BloscLZ 5, ZSTD 1 (and ZSTD 5 for
+/// `CATERVA_TUNE_SIZE`), each after a byte shuffle, a bit shuffle, or a
+/// delta and a byte shuffle, at a few block sizes, and the best by
+/// `objective` (`CATERVA_TUNE_*`) is written into `cfg`'s compression
+/// fields (those `caterva_propose_config` writes) and `storage->chunkshape`
+/// and `storage->blockshape` (as `caterva_propose_partitions` with
+/// `CATERVA_ACCESS_BALANCED` and `nthreads`, 0: the machine's CPUs). The
+/// choice is deterministic (sizes are measured, costs are fixed) and takes
+/// a few milliseconds. Arrays with less than 32 MiB of data get the
+/// default proposal (the tuning would cost more than 5% of their write).
+/// `CATERVA_CONFIG_DEFAULTS` itself stays caterva 0.5's ZSTD 5, which
+/// writes a float field about 9 times slower than b2nd's BloscLZ default
+/// at one thread: call this (or `caterva_propose_config`) for speed.
+///
+/// With `report` non-NULL, `*report` receives what was chosen and why, one
+/// line (malloc'ed, for the caller to `free`); programs may keep it in the
+/// array's vlmetalayer `caterva.tuning` as the Python package does.
+///
+/// Returns `CATERVA_ERR_INVALID_ARGUMENT` for a negative `nbytes`, one that
+/// is not a whole number of items, an unknown objective, or what
+/// `caterva_propose_partitions` refuses; `CATERVA_ERR_NULL_POINTER` when
+/// `data`, `params`, `cfg` or `storage` is NULL. Nothing is written on failure.
+///
+/// # Safety
+/// `data` must point to `nbytes` readable bytes; `params` to a valid
+/// `caterva_params_t`; `cfg` and `storage` to writable structs; `report`
+/// NULL or to a writable pointer.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn caterva_tune(
+    data: *const c_void,
+    nbytes: i64,
+    params: *const caterva_params_t,
+    objective: c_int,
+    nthreads: c_int,
+    cfg: *mut caterva_config_t,
+    storage: *mut caterva_storage_t,
+    report: *mut *mut c_char,
+) -> c_int {
+    boundary("caterva_tune", || {
+        // SAFETY: caller's contract.
+        let data = unsafe { bytes(data.cast::<u8>(), nbytes, "data") }?;
+        // SAFETY: caller's contract.
+        let params = unsafe { deref(params, "params") }?;
+        // SAFETY: caller's contract.
+        let cfg = unsafe { deref_mut(cfg, "cfg") }?;
+        // SAFETY: caller's contract.
+        let storage = unsafe { deref_mut(storage, "storage") }?;
+        let ndim = ndim_of(params)?;
+        let objective = match objective {
+            CATERVA_TUNE_SPEED => Objective::Speed,
+            CATERVA_TUNE_BALANCED => Objective::Balanced,
+            CATERVA_TUNE_SIZE => Objective::Size,
+            other => invalid!("objective {other} is not a CATERVA_TUNE_* value"),
+        };
+        let hints = PartitionHints { threads: size(nthreads.into(), "nthreads")?, ..PartitionHints::default() };
+        let t = tune(data, params.itemsize.into(), &params.shape[..ndim], &hints, objective)?;
+        let text = if report.is_null() { None } else { Some(malloc_cstr(&t.report())?) };
+        set_compression(cfg, &t.cparams);
+        storage.chunkshape[..ndim].copy_from_slice(&t.partitions.chunkshape);
+        storage.blockshape[..ndim].copy_from_slice(&t.partitions.blockshape);
+        if let Some(text) = text {
+            // SAFETY: caller's contract: a non-NULL `report` is writable.
+            unsafe { *report = text };
+        }
         Ok(CATERVA_SUCCEED)
     })
 }
@@ -118,14 +206,19 @@ pub unsafe extern "C" fn caterva_propose_config(cfg: *mut caterva_config_t) -> c
     boundary("caterva_propose_config", || {
         // SAFETY: caller's contract.
         let cfg = unsafe { deref_mut(cfg, "cfg") }?;
-        let cp = crate::partition::propose_cparams();
-        cfg.compcodec = cp.codec.id();
-        cfg.compmeta = cp.codec_meta;
-        cfg.complevel = cp.clevel;
-        cfg.splitmode = cp.splitmode.id();
-        cfg.usedict = c_int::from(cp.use_dict);
-        cfg.filters = cp.filters.map(crate::Filter::id);
-        cfg.filtersmeta = cp.filters_meta;
+        set_compression(cfg, &crate::partition::propose_cparams());
         Ok(CATERVA_SUCCEED)
     })
+}
+
+/// Write `cp` into `cfg`'s compression fields (the allocator, thread count
+/// and prefilter are left as they are).
+fn set_compression(cfg: &mut caterva_config_t, cp: &crate::CParams) {
+    cfg.compcodec = cp.codec.id();
+    cfg.compmeta = cp.codec_meta;
+    cfg.complevel = cp.clevel;
+    cfg.splitmode = cp.splitmode.id();
+    cfg.usedict = c_int::from(cp.use_dict);
+    cfg.filters = cp.filters.map(crate::Filter::id);
+    cfg.filtersmeta = cp.filters_meta;
 }
