@@ -19,17 +19,30 @@ const CASES: &[Case] = &[
     Case { shape: &[10, 21, 20, 5], chunks: &[8, 7, 15, 3], blocks: &[5, 5, 10, 1] },
 ];
 
-fn storages(tag: &str) -> Vec<StorageParams> {
+/// A scratch directory, removed with what it holds when dropped (a failed
+/// test's too).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every storage: in memory (a super-chunk, a frame), a frame file and a
+/// sparse directory in a scratch directory that lives as long as the guard.
+fn storages(tag: &str) -> (Scratch, Vec<StorageParams>) {
     let dir = std::env::temp_dir().join(format!("caterva-rt-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    [(false, None), (true, None), (true, Some("a.b2frame")), (false, Some("a.b2nd"))]
+    let storages = [(false, None), (true, None), (true, Some("a.b2frame")), (false, Some("a.b2nd"))]
         .into_iter()
         .map(|(contiguous, name)| StorageParams {
             contiguous,
             urlpath: name.map(|n| dir.join(n).to_string_lossy().into_owned()),
             ..Default::default()
         })
-        .collect()
+        .collect();
+    (Scratch(dir), storages)
 }
 
 fn strides(shape: &[i64]) -> Vec<i64> {
@@ -77,7 +90,8 @@ fn from_buffer_to_buffer_and_slices() {
         let ctx = Context::new(Config { nthreads, ..Config::default() }).unwrap();
         for item in [1usize, 2, 4, 8, 3, 255] {
             for (ci, c) in CASES.iter().enumerate() {
-                for st in storages(&format!("{nthreads}-{item}-{ci}")) {
+                let (_scratch, sts) = storages(&format!("{nthreads}-{item}-{ci}"));
+                for st in sts {
                     let mut st = st;
                     st.chunkshape = c.chunks.to_vec();
                     st.blockshape = c.blocks.to_vec();
@@ -216,7 +230,8 @@ fn failed_writes_leave_the_array_unchanged() {
 fn concurrent_readers_see_every_byte() {
     let ctx = Context::new(Config { nthreads: 2, ..Config::default() }).unwrap();
     let params = Params { itemsize: 2, shape: vec![40, 30, 20], dtype: None };
-    for st in storages("concurrent") {
+    let (_scratch, sts) = storages("concurrent");
+    for st in sts {
         let st = StorageParams { chunkshape: vec![10, 7, 6], blockshape: vec![4, 3, 6], ..st };
         let data: Vec<u8> = (0..24000u32).flat_map(|v| (v as u16).to_le_bytes()).collect();
         let arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
