@@ -28,7 +28,7 @@
 //! How a change of an array is made durable depends on what the storage
 //! can do, so each location names its [`Protocol`]: local files and
 //! directories use today's undo journal, lock file and write-beside-then-
-//! rename ([`Protocol::Journaled`], `store/journal.rs`, `store/lock.rs`,
+//! rename ([`Protocol::Journaled`], `store/journal/`, `store/lock.rs`,
 //! `store/paths.rs`), which rely on in-place writes, `flock` and `rename`;
 //! storage without them (object stores) replaces whole objects under
 //! conditions ([`Protocol::Versioned`], `store/versioned.rs`, which the

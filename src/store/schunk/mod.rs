@@ -2,7 +2,7 @@
 //! (metalayers, vlmetalayers, chunks in and out, frames), made, opened and
 //! written through the store's I/O backend (`blosc_io.rs`, registered here
 //! once per process) and opened only after the frame check
-//! (`frame_check.rs`: c-blosc2 crashes on many corrupt frames). It knows
+//! (`frame_check/`: c-blosc2 crashes on many corrupt frames). It knows
 //! nothing of journals, checksums or arrays: `Store` adds those, and the
 //! super-chunk's writing methods are visible to the `store` module alone,
 //! so every write goes through the store's transaction. A frame borrowed
