@@ -122,7 +122,7 @@ use std::sync::Arc;
 
 use blosc2_sys as b;
 
-use super::blosc_io::Served;
+use super::blosc_io::CheckedBytes;
 use super::frame::{self, chunk_name, HEADER_MINLEN, META_MAP, POS_FRAME_LEN, POS_TYPESIZE, SPARSE_INDEX};
 use super::location::{self, Kind, Location, Object, Slice};
 use crate::blosc2::chunk_header::HEADER_LEN as CHUNK_HEADER;
@@ -158,14 +158,15 @@ pub(crate) struct FrameSummary {
     pub(crate) sparse: bool,
     /// For a frame file (or a sparse frame's index) checked with
     /// [`Chunks::Later`]: everything the check read of it, which is all
-    /// c-blosc2 reads to open it (see [`super::blosc_io::Serving`]), and the file.
-    pub(crate) read: Option<Kept>,
+    /// c-blosc2 reads to open it (see [`super::blosc_io::ServingChecked`]),
+    /// and the file.
+    pub(crate) read: Option<CheckedRead>,
 }
 
 /// What [`check_path`] with [`Chunks::Later`] read of a frame file, and the file, still open.
 #[derive(Debug)]
-pub(crate) struct Kept {
-    pub(crate) served: Served,
+pub(crate) struct CheckedRead {
+    pub(crate) served: CheckedBytes,
     pub(crate) object: Arc<dyn Object>,
 }
 
@@ -212,15 +213,15 @@ pub(crate) fn check_path(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    check_located(&location::Located::resolve(urlpath)?, chunks, inflate)
+    check_resolved(&location::ResolvedUrl::resolve(urlpath)?, chunks, inflate)
 }
 
 /// [`check_path`] of the array `at` names.
 ///
 /// # Errors
 /// As [`check_path`].
-pub(crate) fn check_located(
-    at: &location::Located,
+pub(crate) fn check_resolved(
+    at: &location::ResolvedUrl,
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
@@ -287,12 +288,12 @@ pub(crate) fn check_located(
     if chunks == Chunks::Later {
         if let Src::Object(object, seen) = &mut frame.src {
             let path = PathBuf::from(loc.url(&read_name));
-            *seen = Some(Served { path, len: object.len(), pieces: heads });
+            *seen = Some(CheckedBytes { path, len: object.len(), pieces: heads });
         }
     }
     let mut summary = frame.check(inflate)?;
     if let Src::Object(object, Some(served)) = frame.src {
-        summary.read = Some(Kept { served, object });
+        summary.read = Some(CheckedRead { served, object });
     }
     Ok(summary)
 }
@@ -314,15 +315,15 @@ pub(crate) fn check_path_at(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    check_located_at(&location::Located::resolve(urlpath)?, offset, chunks, inflate)
+    check_resolved_at(&location::ResolvedUrl::resolve(urlpath)?, offset, chunks, inflate)
 }
 
 /// [`check_path_at`] of the object `at` names.
 ///
 /// # Errors
 /// As [`check_path_at`].
-pub(crate) fn check_located_at(
-    at: &location::Located,
+pub(crate) fn check_resolved_at(
+    at: &location::ResolvedUrl,
     offset: u64,
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
@@ -378,7 +379,7 @@ enum Src<'a> {
     Mem(&'a [u8]),
     /// A stored frame (a frame file, a sparse frame's index, a frame inside
     /// a larger file), and what was read of it (when kept).
-    Object(Arc<dyn Object>, Option<Served>),
+    Object(Arc<dyn Object>, Option<CheckedBytes>),
 }
 
 impl Src<'_> {
