@@ -4,7 +4,7 @@
 //! or the versioned one of object stores and web servers (`versioned.rs`:
 //! objects replaced whole under conditions, never written in place).
 
-use super::location::{Located, Protocol};
+use super::location::{Protocol, ResolvedUrl};
 use crate::error::{Error, Result};
 
 /// Where an array's URL leads: what the store's entry points resolve once
@@ -14,16 +14,16 @@ pub(super) enum Backend {
     /// no file, such as `/`: the journaled operations say why).
     Journaled(String),
     /// An object store or a web server, resolved.
-    Versioned(Located),
+    Versioned(ResolvedUrl),
 }
 
 impl Backend {
     /// Resolve `urlpath`.
     ///
     /// # Errors
-    /// As [`Located::resolve`]: a URL of a scheme no backend serves.
+    /// As [`ResolvedUrl::resolve`]: a URL of a scheme no backend serves.
     pub(super) fn resolve(urlpath: &str) -> Result<Backend> {
-        match Located::resolve(urlpath) {
+        match ResolvedUrl::resolve(urlpath) {
             Ok(at) if at.protocol() == Protocol::Versioned => Ok(Backend::Versioned(at)),
             Ok(_) => Ok(Backend::Journaled(urlpath.to_owned())),
             Err(e) if urlpath.contains("://") && !urlpath.starts_with("file://") => Err(e),

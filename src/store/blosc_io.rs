@@ -6,11 +6,11 @@
 //! - Streams that write hold the file, and write through [`super::io`]'s
 //!   fault-gated writes; a failure c-blosc2 ignores is remembered there
 //!   ([`super::io::take_failure`]).
-//! - While a frame check's reads are [`Serving`], c-blosc2's reads of that
-//!   frame are answered from the bytes the check read ([`Served`]), so it
-//!   parses exactly what was checked.
+//! - While a frame check's reads are served ([`ServingChecked`]), c-blosc2's
+//!   reads of that frame are answered from the bytes the check read
+//!   ([`CheckedBytes`]), so it parses exactly what was checked.
 //! - Frames at locations the operating system does not reach (object stores,
-//!   web servers) are given to c-blosc2 through a [`StandIn`]: c-blosc2
+//!   web servers) are given to c-blosc2 through a [`StandInPath`]: c-blosc2
 //!   2.15 `stat()`s the path it opens a frame at (to tell a frame file from
 //!   a sparse frame's directory) before it uses the I/O backend, so it is
 //!   given a local stand-in path of the right kind, and the descriptor's
@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use blosc2_sys as b;
 
 use super::io::{gate, note_failure, write_all_at, Op};
-use super::location::{self, Location, Object, Site, Stamp};
+use super::location::{self, FrameSite, Location, Object, Stamp};
 
 /// Our Blosc2 I/O backend's id (in c-blosc2's range for registered
 /// backends, 160..=255) and name. Not stored in frames: any reader opens them.
@@ -43,18 +43,19 @@ const IO_NAME: &CStr = c"caterva-rs";
 /// the file (arrays change in place only where the location's protocol is
 /// the journaled one: local files).
 struct Stream {
-    /// What a read-only stream reads; a stream that is [`Served`] opens it
-    /// only when c-blosc2 asks for bytes that were not served.
+    /// What a read-only stream reads; a stream that is served
+    /// [`CheckedBytes`] opens it only when c-blosc2 asks for bytes that were
+    /// not served.
     object: std::cell::OnceCell<Arc<dyn Object>>,
     /// The file of a stream that writes.
     file: Option<std::fs::File>,
-    /// The file's path, or the URL of a stream through a [`StandIn`].
+    /// The file's path, or the URL of a stream through a [`StandInPath`].
     path: PathBuf,
-    /// For a stream through a [`StandIn`]: the object's location and name,
+    /// For a stream through a [`StandInPath`]: the object's location and name,
     /// and for a sparse frame's chunk object the index version naming it.
     remote: Option<(Arc<dyn Location>, String, Option<Stamp>)>,
     append: bool,
-    served: Option<std::rc::Rc<Served>>,
+    served: Option<std::rc::Rc<CheckedBytes>>,
     /// A stream of an object of a [`Draft`]: its bytes are the draft's image.
     draft: Option<(Arc<Mutex<Draft>>, String)>,
 }
@@ -72,7 +73,7 @@ impl Stream {
     }
 }
 
-/// The frame of a [`StandIn`]: where c-blosc2's streams of its super-chunk read.
+/// The frame of a [`StandInPath`]: where c-blosc2's streams of its super-chunk read.
 #[derive(Debug)]
 struct Remote {
     location: Arc<dyn Location>,
@@ -197,7 +198,7 @@ fn with_image<T>(draft: &(Arc<Mutex<Draft>>, String), f: impl FnOnce(&mut Vec<u8
 /// The frames given to c-blosc2 through stand-ins, by the number their
 /// descriptors carry as parameters; an entry goes when c-blosc2 destroys
 /// the parameters (it frees the super-chunk, or fails to open it) or the
-/// opening fails ([`StandIn::forget`]).
+/// opening fails ([`StandInPath::forget`]).
 fn remotes() -> std::sync::MutexGuard<'static, HashMap<usize, Remote>> {
     static REMOTES: OnceLock<Mutex<HashMap<usize, Remote>>> = OnceLock::new();
     REMOTES.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner)
@@ -208,21 +209,21 @@ fn remotes() -> std::sync::MutexGuard<'static, HashMap<usize, Remote>> {
 /// `None`). The path is an empty file (a contiguous frame) or an empty
 /// directory (a sparse frame) made once per user in the temporary
 /// directory, only ever `stat()`ed; the descriptor's parameters are a
-/// number naming the frame's [`Site`], through which every stream of the
+/// number naming the frame's [`FrameSite`], through which every stream of the
 /// super-chunk reads. Writing streams are refused: frames there change by
 /// their location's own protocol, never in place.
-pub(super) struct StandIn {
+pub(super) struct StandInPath {
     pub(super) path: CString,
     pub(super) io: b::blosc2_io,
     id: usize,
 }
 
-impl StandIn {
+impl StandInPath {
     /// The stand-in of the frame at `site`.
     ///
     /// # Errors
     /// If the stand-in paths cannot be made.
-    pub(super) fn new(site: &Site) -> std::io::Result<StandIn> {
+    pub(super) fn new(site: &FrameSite) -> std::io::Result<StandInPath> {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         let (file, dir) = stand_in_paths()?;
         let path = if site.contiguous { file } else { dir };
@@ -239,7 +240,7 @@ impl StandIn {
         remotes().insert(id, remote);
         let mut io = descriptor();
         io.params = id as *mut c_void;
-        Ok(StandIn { path, io, id })
+        Ok(StandInPath { path, io, id })
     }
 
     /// Drop the frame's entry (c-blosc2 did not take the descriptor).
@@ -248,13 +249,13 @@ impl StandIn {
     }
 }
 
-/// The URL of the frame of a super-chunk opened through a [`StandIn`],
+/// The URL of the frame of a super-chunk opened through a [`StandInPath`],
 /// from its descriptor's parameters; `None` for any other.
 pub(crate) fn stand_in_url(params: *mut c_void) -> Option<String> {
     remotes().get(&(params as usize)).map(|r| r.location.url(&r.key))
 }
 
-/// The stand-in file and directory ([`StandIn`]), made at the first use:
+/// The stand-in file and directory ([`StandInPath`]), made at the first use:
 /// `caterva-rs-stand-in-<uid>/{frame, sparse}` in the temporary directory.
 fn stand_in_paths() -> std::io::Result<(&'static Path, &'static Path)> {
     static PATHS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
@@ -281,7 +282,7 @@ fn stand_in_paths() -> std::io::Result<(&'static Path, &'static Path)> {
 }
 
 /// The location and name of what c-blosc2 opens at `path` under the
-/// descriptor parameters `params`, if those name a [`StandIn`]'s frame:
+/// descriptor parameters `params`, if those name a [`StandInPath`]'s frame:
 /// the frame object itself, or an object under a sparse frame's prefix.
 fn remote_name(params: *mut c_void, path: &Path) -> Option<std::io::Result<StandInName>> {
     if params.is_null() {
@@ -336,11 +337,11 @@ fn open_object(path: &Path) -> std::io::Result<Arc<dyn Object>> {
 }
 
 /// What a frame check read of one file: its length and the pieces it read
-/// (position, bytes). While [`Serving`], c-blosc2's reads of that file are
-/// answered from these bytes, so that c-blosc2 parses exactly what was
+/// (position, bytes). While they are served ([`ServingChecked`]), c-blosc2's
+/// reads of that file are answered from these bytes, so that c-blosc2 parses exactly what was
 /// checked, however the file changes meanwhile, and reads nothing twice.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Served {
+pub(crate) struct CheckedBytes {
     /// The file, as c-blosc2 will name it.
     pub(crate) path: PathBuf,
     /// Its length when it was checked.
@@ -349,7 +350,7 @@ pub(crate) struct Served {
     pub(crate) pieces: Vec<(u64, Vec<u8>)>,
 }
 
-impl Served {
+impl CheckedBytes {
     /// The `len` bytes at `at`, if what was read covers them (from one
     /// piece, or from pieces that follow one another).
     pub(crate) fn bytes(&self, at: u64, len: usize) -> Option<Vec<u8>> {
@@ -366,22 +367,22 @@ impl Served {
 }
 
 thread_local! {
-    /// The file this thread is serving to c-blosc2, if any ([`Serving`]).
-    static SERVED: RefCell<Option<std::rc::Rc<Served>>> = const { RefCell::new(None) };
+    /// The file this thread is serving to c-blosc2, if any ([`ServingChecked`]).
+    static SERVED: RefCell<Option<std::rc::Rc<CheckedBytes>>> = const { RefCell::new(None) };
 }
 
 /// While this lives, c-blosc2's read-only opens of the served file in this
-/// thread read the bytes a check read ([`Served`]) rather than the file.
-pub(crate) struct Serving(());
+/// thread read the bytes a check read ([`CheckedBytes`]) rather than the file.
+pub(crate) struct ServingChecked(());
 
-impl Serving {
-    pub(crate) fn start(served: Served) -> Serving {
+impl ServingChecked {
+    pub(crate) fn start(served: CheckedBytes) -> ServingChecked {
         SERVED.with(|s| *s.borrow_mut() = Some(std::rc::Rc::new(served)));
-        Serving(())
+        ServingChecked(())
     }
 }
 
-impl Drop for Serving {
+impl Drop for ServingChecked {
     fn drop(&mut self) {
         SERVED.with(|s| s.borrow_mut().take());
     }

@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::blosc_io::Served;
-use super::location::{self, Generation, Object, Protocol, Site, Slice};
+use super::blosc_io::CheckedBytes;
+use super::location::{self, FrameSite, Generation, Object, Protocol, Slice};
 use crate::blosc2::chunk_header::{ChunkHeader, HEADER_LEN};
 
 /// Fixed part of a frame header (`FRAME_HEADER_MINLEN`).
@@ -167,14 +167,14 @@ pub(crate) fn is_sparse_array(path: &Path) -> bool {
 /// # Errors
 /// If the frame cannot be read.
 pub(crate) fn fingerprint(urlpath: &str, contiguous: bool) -> std::io::Result<u64> {
-    let site = Site::new(urlpath, contiguous, None)
+    let site = FrameSite::new(urlpath, contiguous, None)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     fingerprint_site(&site)
 }
 
 /// The [`fingerprint`] of the frame at `site` (a frame inside a larger
 /// object: of the frame alone).
-pub(crate) fn fingerprint_site(site: &Site) -> std::io::Result<u64> {
+pub(crate) fn fingerprint_site(site: &FrameSite) -> std::io::Result<u64> {
     let object = site.location.open(&frame_object(site))?;
     match site.offset {
         None if site.location.protocol() == Protocol::Versioned => {
@@ -192,7 +192,7 @@ pub(crate) fn fingerprint_site(site: &Site) -> std::io::Result<u64> {
 }
 
 /// The object that holds the frame at `site`: the frame file, or a sparse frame's index.
-pub(crate) fn frame_object(site: &Site) -> String {
+pub(crate) fn frame_object(site: &FrameSite) -> String {
     if site.contiguous {
         site.key.clone()
     } else {
@@ -235,7 +235,7 @@ pub(crate) fn with_generation(content: u64, generation: &Generation) -> u64 {
 /// The [`fingerprint`] of a frame whose file (a sparse frame's index)
 /// holds `len` bytes, from what a check read of it; `None` if that does not
 /// cover what the fingerprint hashes.
-pub(crate) fn fingerprint_served(served: &Served, contiguous: bool) -> Option<u64> {
+pub(crate) fn fingerprint_served(served: &CheckedBytes, contiguous: bool) -> Option<u64> {
     let len = usize::try_from(served.len).ok()?;
     if !contiguous {
         return Some(xxhash_rust::xxh3::xxh3_64(&served.bytes(0, len)?));

@@ -11,7 +11,7 @@ use super::durability::Durability;
 use super::frame;
 use super::frame_check::{self, Chunks};
 use super::journal::{Epoch, TxJournal};
-use super::location::{Protocol, Site};
+use super::location::{FrameSite, Protocol};
 use super::paths;
 use super::reader::{self, Want};
 use super::readers::{self, Owning, Section};
@@ -33,26 +33,26 @@ pub(crate) struct Store {
     /// For a store on disk without checksums, where its chunks lie, so that
     /// reads fetch them (or the blocks they need) themselves ([`reader`]);
     /// found at the first read after an open or a write.
-    pub(super) placement: std::sync::OnceLock<Option<reader::Placement>>,
+    pub(super) chunk_places: std::sync::OnceLock<Option<reader::ChunkPlaces>>,
     /// The handle's cache of decompressed blocks, if it keeps one; emptied
     /// by every write.
     pub(super) cache: Option<BlockCache>,
     /// Where a persistent store's frame lives (`None` in memory); for a
     /// frame opened at a byte offset of a larger file
     /// ([`Store::open_offset`]), where it starts: such a store is read-only.
-    pub(super) site: Option<Site>,
+    pub(super) site: Option<FrameSite>,
     /// Whether the headers of the stored chunks remain to be checked before
     /// c-blosc2 reads a chunk ([`Store::ensure_checked`]): opening a file
     /// checks where each chunk lies, not its header ([`Chunks::Later`]).
-    pub(super) headers: HeaderCheck,
+    pub(super) headers: DeferredHeaderCheck,
     /// What this handle's writes, saves and replacements survive (whether
     /// they sync): the handle's setting, not the file's.
     pub(super) durability: Durability,
     /// For a store opened at a versioned location: what its frame check
-    /// read and the object version it read, from which the placement of
-    /// its chunks is made without asking the storage again (and of the
-    /// very version c-blosc2 parsed).
-    pub(super) kept: Option<frame_check::Kept>,
+    /// read and the object version it read, from which the places of its
+    /// chunks ([`reader::ChunkPlaces`]) are found without asking the
+    /// storage again (and of the very version c-blosc2 parsed).
+    pub(super) checked_read: Option<frame_check::CheckedRead>,
     /// This handle changed the store on disk without syncing (at
     /// [`Durability::Process`]) since its last synced write: the next
     /// synced write syncs all of a sparse frame's files, not only its own.
@@ -85,7 +85,7 @@ pub(crate) enum Replaced<T> {
 
 /// The check of a file store's chunk headers that opening left for later.
 #[derive(Debug, Default)]
-pub(super) struct HeaderCheck {
+pub(super) struct DeferredHeaderCheck {
     /// Some check is due (a store opened from a file).
     pub(super) due: bool,
     /// Set once the check has passed (a failed one runs again next time:
@@ -93,10 +93,10 @@ pub(super) struct HeaderCheck {
     pub(super) passed: std::sync::OnceLock<()>,
 }
 
-impl HeaderCheck {
+impl DeferredHeaderCheck {
     /// The check of a store opened from a file, not run yet.
     pub(super) fn due() -> Self {
-        HeaderCheck { due: true, passed: std::sync::OnceLock::new() }
+        DeferredHeaderCheck { due: true, passed: std::sync::OnceLock::new() }
     }
 }
 
@@ -112,7 +112,7 @@ impl Store {
         let sc = SChunk::new(storage, layout)?;
         let mut cleanup = paths::Cleanup::new(storage.urlpath.as_deref());
         let typesize = u32::try_from(layout.typesize).unwrap_or(0);
-        let mut store = Self::assemble(sc, checksums.then(|| Table::new(typesize)), HeaderCheck::default());
+        let mut store = Self::assemble(sc, checksums.then(|| Table::new(typesize)), DeferredHeaderCheck::default());
         // The marker goes after the caller's metalayers, before the first chunk.
         let mut tx = Tx { sc: &mut store.sc, sums: &mut store.sums, journal: TxJournal::Idle, marker_due: checksums };
         fill(&mut tx)?;
@@ -133,7 +133,7 @@ impl Store {
     /// the first write).
     pub(crate) unsafe fn from_cframe(cframe: *const u8, len: usize, copy: bool) -> Result<Store> {
         // SAFETY: forwarded from the caller.
-        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? }, HeaderCheck::default())
+        Self::adopt(unsafe { SChunk::from_cframe(cframe, len, copy)? }, DeferredHeaderCheck::default())
     }
 
     /// Take ownership of a raw super-chunk (`caterva_from_schunk`).
@@ -145,7 +145,7 @@ impl Store {
         let sc = unsafe { SChunk::from_raw(p)? };
         // A table that cannot be read leaves the super-chunk with its caller.
         match load_checksums(&sc) {
-            Ok(sums) => Ok(Self::assemble(sc, sums, HeaderCheck::default())),
+            Ok(sums) => Ok(Self::assemble(sc, sums, DeferredHeaderCheck::default())),
             Err(e) => {
                 let _ = sc.into_raw();
                 Err(e)
@@ -154,8 +154,8 @@ impl Store {
     }
 
     /// A store over `sc` with the checksums it keeps (checked); `headers`:
-    /// [`HeaderCheck::due`] for a frame file opened with [`Chunks::Later`].
-    pub(super) fn adopt(sc: SChunk, headers: HeaderCheck) -> Result<Store> {
+    /// [`DeferredHeaderCheck::due`] for a frame file opened with [`Chunks::Later`].
+    pub(super) fn adopt(sc: SChunk, headers: DeferredHeaderCheck) -> Result<Store> {
         let sums = load_checksums(&sc)?;
         Ok(Self::assemble(sc, sums, headers))
     }
@@ -165,21 +165,21 @@ impl Store {
     ///
     /// # Errors
     /// As [`Store::adopt`].
-    pub(super) fn adopt_at(sc: SChunk, headers: HeaderCheck, site: Site) -> Result<Store> {
+    pub(super) fn adopt_at(sc: SChunk, headers: DeferredHeaderCheck, site: FrameSite) -> Result<Store> {
         let sums = load_checksums(&sc)?;
         Ok(Self::assemble_at(sc, sums, headers, Some(site)))
     }
 
     /// A store over `sc` with checksums `sums`, nothing else known yet.
-    pub(super) fn assemble(sc: SChunk, sums: Option<Table>, headers: HeaderCheck) -> Store {
+    pub(super) fn assemble(sc: SChunk, sums: Option<Table>, headers: DeferredHeaderCheck) -> Store {
         let st = sc.storage();
         // c-blosc2 made or opened the frame at this path: it has a site.
-        let site = st.urlpath.as_deref().and_then(|url| Site::new(url, st.contiguous, None).ok());
+        let site = st.urlpath.as_deref().and_then(|url| FrameSite::new(url, st.contiguous, None).ok());
         Self::assemble_at(sc, sums, headers, site)
     }
 
     /// [`Store::assemble`] where the frame lives at `site`.
-    fn assemble_at(sc: SChunk, sums: Option<Table>, headers: HeaderCheck, site: Option<Site>) -> Store {
+    fn assemble_at(sc: SChunk, sums: Option<Table>, headers: DeferredHeaderCheck, site: Option<FrameSite>) -> Store {
         let st = sc.storage();
         let local = site.as_ref().is_some_and(|s| s.location.protocol() == Protocol::Journaled);
         let gate = st.urlpath.as_deref().filter(|_| local).map(readers::Gate::new);
@@ -187,13 +187,13 @@ impl Store {
             sc,
             sums,
             seen: None,
-            placement: Default::default(),
+            chunk_places: Default::default(),
             cache: None,
             site,
             headers,
             durability: Durability::Full,
             unsynced: false,
-            kept: None,
+            checked_read: None,
             gate,
             epoch: std::sync::Mutex::default(),
         }
@@ -244,7 +244,7 @@ impl Store {
     pub(crate) fn chunk(&self, n: i64) -> Result<Chunk<'_>> {
         let _section = self.read_section()?;
         // c-blosc2 makes a special chunk from the index alone, which opening checked.
-        let special = self.placement.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
+        let special = self.chunk_places.get().and_then(Option::as_ref).is_some_and(|p| p.is_special(n));
         if !special {
             self.ensure_checked().map_err(|e| self.stale_or(e))?;
         }
@@ -271,15 +271,15 @@ impl Store {
         if !gone || !self.replaced_since_read() {
             return e;
         }
-        Error::Changed { path: self.site.as_ref().map(Site::url).unwrap_or_default() }
+        Error::Changed { path: self.site.as_ref().map(FrameSite::url).unwrap_or_default() }
     }
 
     /// Whether the frame object this handle read (at a versioned location)
     /// has been replaced or removed since, as far as the storage can say now.
     pub(crate) fn replaced_since_read(&self) -> bool {
-        let (Some(site), Some(kept)) = (&self.site, &self.kept) else { return false };
+        let (Some(site), Some(checked_read)) = (&self.site, &self.checked_read) else { return false };
         match site.location.stat(&frame::frame_object(site)) {
-            Ok(Some(e)) => e.generation != *kept.object.generation(),
+            Ok(Some(e)) => e.generation != *checked_read.object.generation(),
             Ok(None) => true,
             Err(_) => false,
         }
@@ -298,8 +298,8 @@ impl Store {
     /// calls, so reads allocate nothing); the chunk may borrow it.
     pub(crate) fn chunk_for<'a>(&'a self, n: i64, want: &Want<'_>, buf: &'a mut Vec<u8>) -> Result<Chunk<'a>> {
         let _section = self.read_section()?;
-        let placement = self.placement.get_or_init(|| self.place());
-        match placement {
+        let chunk_places = self.chunk_places.get_or_init(|| self.place());
+        match chunk_places {
             Some(p) => match reader::read_chunk(p, n, want, buf).map_err(|e| self.stale_or(e))? {
                 Some(len) => Ok(Chunk::from_slice(&buf[..len])),
                 None => self.chunk(n),
@@ -311,14 +311,14 @@ impl Store {
     /// Whether the chunks are read from another machine, a round trip
     /// each: reads of several chunks should [`Store::prefetch`] them.
     pub(crate) fn reads_remotely(&self) -> bool {
-        self.placement.get_or_init(|| self.place()).as_ref().is_some_and(reader::Placement::is_remote)
+        self.chunk_places.get_or_init(|| self.place()).as_ref().is_some_and(reader::ChunkPlaces::is_remote)
     }
 
     /// Fetch the chunks of `wants` at once for the reads that follow (a
     /// remote store's; nothing elsewhere), and run `read`; what it did not
     /// take is forgotten then.
     pub(crate) fn prefetched<T>(&self, wants: &[(i64, Want<'_>)], read: impl FnOnce() -> T) -> T {
-        let Some(p) = self.placement.get_or_init(|| self.place()).as_ref().filter(|p| p.is_remote()) else {
+        let Some(p) = self.chunk_places.get_or_init(|| self.place()).as_ref().filter(|p| p.is_remote()) else {
             return read();
         };
         reader::prefetch(p, wants);
@@ -390,18 +390,18 @@ impl Store {
     /// The offsets of all chunks are kept (8 bytes each), so only for
     /// stores of up to [`reader::MAX_PLACED`] chunks: a huge, mostly empty
     /// array is read through c-blosc2, which looks offsets up one at a time.
-    fn place(&self) -> Option<reader::Placement> {
+    fn place(&self) -> Option<reader::ChunkPlaces> {
         if self.sums.is_some() || self.sc.nchunks() > reader::MAX_PLACED {
             return None;
         }
-        let offsets = match &self.kept {
-            Some(kept) => {
-                let _serving = blosc_io::Serving::start(kept.served.clone());
+        let offsets = match &self.checked_read {
+            Some(checked_read) => {
+                let _serving = blosc_io::ServingChecked::start(checked_read.served.clone());
                 self.sc.frame_offsets()
             }
             None => self.sc.frame_offsets(),
         };
-        reader::Placement::new(self.site.as_ref()?, offsets.ok()?, self.kept.as_ref()).ok()
+        reader::ChunkPlaces::new(self.site.as_ref()?, offsets.ok()?, self.checked_read.as_ref()).ok()
     }
     pub(crate) fn nchunks(&self) -> i64 {
         self.sc.nchunks()
@@ -561,8 +561,8 @@ impl Store {
     pub(super) fn reopened(&self) -> Result<Store> {
         let url = self.storage().urlpath.ok_or_else(|| Error::storage(None, "the store is in memory"))?;
         match &self.site {
-            Some(s) => Self::adopt(SChunk::open_site(s, Chunks::Later)?, HeaderCheck::due()),
-            None => Self::adopt(SChunk::open(&url, Chunks::Later)?, HeaderCheck::due()),
+            Some(s) => Self::adopt(SChunk::open_site(s, Chunks::Later)?, DeferredHeaderCheck::due()),
+            None => Self::adopt(SChunk::open(&url, Chunks::Later)?, DeferredHeaderCheck::due()),
         }
     }
 
@@ -570,7 +570,7 @@ impl Store {
     /// it left (its fingerprint), and where the chunks lie is found again.
     pub(super) fn written(&mut self) {
         self.seen = self.fingerprint();
-        self.placement = std::sync::OnceLock::new();
+        self.chunk_places = std::sync::OnceLock::new();
         if let Some(g) = &mut self.gate {
             g.forget();
         }

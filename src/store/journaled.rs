@@ -23,7 +23,7 @@ use std::path::Path;
 
 use super::durability::Durability;
 use super::frame_check::{self, Chunks};
-use super::handle::{HeaderCheck, Store};
+use super::handle::{DeferredHeaderCheck, Store};
 use super::journal::TxJournal;
 use super::paths::{self, check_replaceable, write_beside};
 use super::readers::Owning;
@@ -51,7 +51,7 @@ impl Store {
         if std::fs::symlink_metadata(urlpath).is_err() {
             return Err(Error::not_found(urlpath));
         }
-        let mut store = Self::adopt(SChunk::open(urlpath, Chunks::Later)?, HeaderCheck::due())?;
+        let mut store = Self::adopt(SChunk::open(urlpath, Chunks::Later)?, DeferredHeaderCheck::due())?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -62,7 +62,7 @@ impl Store {
     /// open then says why).
     ///
     /// The frame is checked ([`Chunks::Later`]) and c-blosc2 parses exactly
-    /// the bytes the check read ([`blosc_io::Serving`]), so a write that starts
+    /// the bytes the check read ([`blosc_io::ServingChecked`]), so a write that starts
     /// meanwhile cannot show c-blosc2 a frame that was not checked. What
     /// was read must still be what the file holds afterwards (the
     /// [`frame::fingerprint`] of the checked bytes and of the file agree)
@@ -77,12 +77,12 @@ impl Store {
             return None;
         }
         let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
-        let frame_check::Kept { served, object } = summary.read?;
+        let frame_check::CheckedRead { served, object } = summary.read?;
         let contiguous = !summary.sparse;
         let checked = frame::fingerprint_served(&served, contiguous)?;
         let mut store = {
-            let _serving = blosc_io::Serving::start(served);
-            Self::adopt(SChunk::parse(urlpath).ok()?, HeaderCheck::due()).ok()?
+            let _serving = blosc_io::ServingChecked::start(served);
+            Self::adopt(SChunk::parse(urlpath).ok()?, DeferredHeaderCheck::due()).ok()?
         };
         let seen = frame::fingerprint_object(object.as_ref(), contiguous).ok();
         if seen != Some(checked) || lock::present(&beside) {
@@ -103,7 +103,7 @@ impl Store {
             }
             Ok(_) => {}
         }
-        let mut store = Self::adopt(SChunk::open_offset(urlpath, at, Chunks::Later)?, HeaderCheck::due())?;
+        let mut store = Self::adopt(SChunk::open_offset(urlpath, at, Chunks::Later)?, DeferredHeaderCheck::due())?;
         if let Some(site) = store.site.as_mut() {
             site.offset = Some(at);
         }
@@ -128,7 +128,7 @@ impl Store {
         let sync = durability.syncs();
         let _lock = write_beside(url, contiguous, sync, |st| Self::build(st, layout, checksums, fill).map(drop))?;
         // Written here a moment ago, under the lock: its chunks are ours.
-        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?, HeaderCheck::default())?;
+        let mut store = Self::adopt(SChunk::open(url, Chunks::Later)?, DeferredHeaderCheck::default())?;
         store.seen = store.fingerprint();
         store.durability = durability;
         store.unsynced = !durability.syncs();

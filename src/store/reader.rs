@@ -5,7 +5,7 @@
 //! serialises every call on a super-chunk, so reads of a file array from
 //! many threads took turns, and a plane that needs one block in ten read
 //! all ten. Here a store on disk knows where its chunks are (the offsets
-//! index and, for a contiguous frame, the header length: a [`Placement`],
+//! index and, for a contiguous frame, the header length: a [`ChunkPlaces`],
 //! read once after each open or write), and a read of chunk `n`
 //!
 //! 1. reads the chunk's 32-byte header and its block starts (`bstarts`) in
@@ -24,7 +24,7 @@
 //! server: each read is a round trip), a read of several chunks fetches
 //! them at once ([`prefetch`]); a read of most of a chunk's blocks fetches
 //! the whole chunk in one request instead of step 1 then 2; the header and
-//! block starts of step 1 are kept per placement, so that a later read of
+//! block starts of step 1 are kept per [`ChunkPlaces`], so that a later read of
 //! the chunk is one request; and a chunk's spans are merged more eagerly
 //! ([`NEAR`], [`MAX_RANGES`]).
 //!
@@ -38,8 +38,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::frame_check::Kept;
-use super::location::{self, Location, Object, Range, Site, Stamp};
+use super::frame_check::CheckedRead;
+use super::location::{self, FrameSite, Location, Object, Range, Stamp};
 use super::{frame, frame_check};
 use crate::blosc2::chunk_header::{
     block_end, block_starts, typesize_fits, ChunkHeader, HEADER_LEN as HEADER, POS_CBYTES,
@@ -47,11 +47,11 @@ use crate::blosc2::chunk_header::{
 use crate::buffer;
 use crate::error::{Error, Result};
 
-/// The most chunks whose offsets a [`Placement`] keeps (8 MiB of them).
+/// The most chunks whose offsets a [`ChunkPlaces`] keeps (8 MiB of them).
 pub(super) const MAX_PLACED: i64 = 1 << 20;
 
-/// The most bytes of chunk headers and block starts a remote placement
-/// keeps ([`Placement::heads`]): 16 MiB, those of 58 000 chunks of 64 blocks.
+/// The most bytes of chunk headers and block starts remote [`ChunkPlaces`]
+/// keep ([`ChunkPlaces::heads`]): 16 MiB, those of 58 000 chunks of 64 blocks.
 const MAX_HEADS: usize = 16 << 20;
 
 /// Ranges of a remote chunk closer than this are fetched as one (two or
@@ -67,7 +67,7 @@ pub(crate) const FETCHERS: usize = 32;
 
 /// Where a frame's chunks lie.
 #[derive(Debug)]
-pub(super) struct Placement {
+pub(super) struct ChunkPlaces {
     /// Where the frame lives, and its key there: the frame object
     /// (contiguous) or the prefix of the index and chunk objects (sparse).
     location: Arc<dyn Location>,
@@ -82,8 +82,8 @@ pub(super) struct Placement {
     /// negative for special chunks.
     offsets: Vec<i64>,
     /// The frame object, opened once (contiguous frames): a read costs no
-    /// `open`. It is the object these offsets were read from; the placement
-    /// is rebuilt after every write of this handle, and a handle whose
+    /// `open`. It is the object these offsets were read from; the chunk places
+    /// are rebuilt after every write of this handle, and a handle whose
     /// array another handle changed is refused before it writes.
     frame: Option<Arc<dyn Object>>,
     /// Why the offsets cannot be right, if they cannot: every read of a
@@ -95,9 +95,9 @@ pub(super) struct Placement {
     /// starts read are kept in `heads`, and a read of several chunks
     /// fetches them at once ([`prefetch`]).
     remote: bool,
-    /// Per chunk read, its header and block starts (remote placements, up
+    /// Per chunk read, its header and block starts (remote chunk places, up
     /// to [`MAX_HEADS`] bytes): a later read of some of its blocks is one
-    /// request, not two. A placement is of one version of the frame.
+    /// request, not two. Chunk places are of one version of the frame.
     heads: Mutex<Heads>,
     /// Chunks [`prefetch`] fetched for the read under way, which
     /// [`read_chunk`] takes.
@@ -133,29 +133,29 @@ impl Staged {
     }
 }
 
-impl Placement {
-    /// The placement of the frame at `site` with chunk `offsets`; a
+impl ChunkPlaces {
+    /// The chunk places of the frame at `site` with chunk `offsets`; a
     /// contiguous frame starts at byte `site.offset` of its object (0
     /// unless it lies inside a larger one), and its chunk offsets count
     /// from its own data section.
     ///
-    /// With `kept` (what the frame check read of the frame object, and that
+    /// With `checked_read` (what the frame check read of the frame object, and that
     /// object), the frame's header comes from there and the object is that
     /// version: nothing is asked of the storage.
-    pub(super) fn new(site: &Site, offsets: Vec<i64>, kept: Option<&Kept>) -> Result<Self> {
+    pub(super) fn new(site: &FrameSite, offsets: Vec<i64>, checked_read: Option<&CheckedRead>) -> Result<Self> {
         let (location, key, contiguous) = (site.location.clone(), site.key.clone(), site.contiguous);
         let at = site.offset.unwrap_or(0);
         let urlpath = site.url();
         let mut frame = None;
         let mut data_end = 0;
         let header_len = if contiguous {
-            let o = match kept {
+            let o = match checked_read {
                 Some(k) => k.object.clone(),
                 None => location.open(&key).map_err(|e| Error::io("opening", Some(Path::new(&urlpath)), &e))?,
             };
             let len = o.len().saturating_sub(at);
             let want = frame::HEADER_MINLEN.min(len as usize);
-            let head = match kept.and_then(|k| k.served.bytes(at, want)) {
+            let head = match checked_read.and_then(|k| k.served.bytes(at, want)) {
                 Some(head) => head,
                 None => o.read_vec(at, want).map_err(|e| Error::io("reading", Some(Path::new(&urlpath)), &e))?,
             };
@@ -177,8 +177,8 @@ impl Placement {
             format!("'{urlpath}': two chunks of the offsets index have {kind} {o}; the index is damaged")
         });
         let remote = location.local_path(&key).is_none();
-        let within = if contiguous { None } else { kept.and_then(|k| k.object.stamp().cloned()) };
-        Ok(Placement {
+        let within = if contiguous { None } else { checked_read.and_then(|k| k.object.stamp().cloned()) };
+        Ok(ChunkPlaces {
             location,
             key,
             frame_url: urlpath,
@@ -278,7 +278,7 @@ pub(crate) struct Want<'m> {
 /// the array opened, so this is damage found by a read, which the C API
 /// reports as `CATERVA_ERR_BLOSC_FAILED` as the original did for a chunk
 /// c-blosc2 could not read. [`Error::Io`] if the file cannot be read.
-pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+pub(super) fn read_chunk(p: &ChunkPlaces, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
     if p.remote {
         if let Some(s) = p.take_staged(n, want) {
             *buf = s.bytes;
@@ -291,7 +291,7 @@ pub(super) fn read_chunk(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u
     })
 }
 
-fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
+fn read_chunk_unchecked(p: &ChunkPlaces, n: i64, want: &Want<'_>, buf: &mut Vec<u8>) -> Result<Option<usize>> {
     let Some((name, at)) = p.locate(n) else { return Ok(None) };
     if let Some(why) = &p.damage {
         return Err(Error::InvalidFormat(why.clone()));
@@ -477,11 +477,11 @@ fn read_chunk_unchecked(p: &Placement, n: i64, want: &Want<'_>, buf: &mut Vec<u8
 }
 
 /// Fetch the chunks `wants` names (each with the blocks its [`Want`] asks
-/// for) from a remote placement, [`FETCHERS`] at a time, for the reads
+/// for) from remote chunk places, [`FETCHERS`] at a time, for the reads
 /// that follow: [`read_chunk`] takes what it finds fetched. A read of many
 /// chunks then waits a round trip or two, not two per chunk. A chunk that
 /// fails is left for its read to fail on, and report.
-pub(super) fn prefetch(p: &Placement, wants: &[(i64, Want<'_>)]) {
+pub(super) fn prefetch(p: &ChunkPlaces, wants: &[(i64, Want<'_>)]) {
     if !p.remote || wants.len() < 2 {
         return;
     }

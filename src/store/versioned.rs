@@ -10,7 +10,7 @@
 //!   object is one version of it ([`super::location::Object`]), so the frame
 //!   check and c-blosc2's parse read the same bytes (c-blosc2 is served
 //!   what the check read, and reaches the location through a stand-in path:
-//!   `blosc_io::StandIn`). A handle's view is that version; [`refresh`]
+//!   `blosc_io::StandInPath`). A handle's view is that version; [`refresh`]
 //!   reloads it when the frame's generation moved.
 //! - **Writing** ([`Store::write_versioned`]) takes no lock: c-blosc2
 //!   changes the handle's version with its writes held in memory
@@ -37,12 +37,12 @@
 //! [`refresh`]: Store::refresh_versioned
 
 use super::backend::unchangeable;
-use super::blosc_io::{Draft, Serving};
+use super::blosc_io::{Draft, ServingChecked};
 use super::frame;
-use super::frame_check::{Chunks, Kept};
-use super::handle::{HeaderCheck, Store};
+use super::frame_check::{CheckedRead, Chunks};
+use super::handle::{DeferredHeaderCheck, Store};
 use super::journal::TxJournal;
-use super::location::{self, Condition, Generation, Located, Location, PutError, Site};
+use super::location::{self, Condition, FrameSite, Generation, Location, PutError, ResolvedUrl};
 use super::schunk::{SChunk, Storage};
 use super::tx::Tx;
 use super::writers::Permit;
@@ -57,7 +57,7 @@ impl Store {
     ///
     /// # Errors
     /// As [`Store::open`].
-    pub(super) fn open_versioned(at: &Located) -> Result<Store> {
+    pub(super) fn open_versioned(at: &ResolvedUrl) -> Result<Store> {
         // A version replaced between the open's requests fails its reads
         // (they are conditioned on it): open the new one.
         let mut tries = 0;
@@ -70,33 +70,33 @@ impl Store {
     }
 
     /// [`Store::open_versioned`], once.
-    fn open_version(at: &Located) -> Result<Store> {
+    fn open_version(at: &ResolvedUrl) -> Result<Store> {
         let urlpath = at.url();
-        let summary = SChunk::check_located(at, Chunks::Later)?;
-        let Some(Kept { served, object }) = summary.read else {
+        let summary = SChunk::check_resolved(at, Chunks::Later)?;
+        let Some(CheckedRead { served, object }) = summary.read else {
             return Err(Error::storage(Some(urlpath), format!("'{urlpath}': the frame check kept nothing to parse")));
         };
-        let site = at.site(!summary.sparse, None);
+        let site = at.frame_site(!summary.sparse, None);
         // From what the check read: no request more.
         let seen = frame::fingerprint_served(&served, site.contiguous);
         let sc = {
-            let _serving = Serving::start(served.clone());
+            let _serving = ServingChecked::start(served.clone());
             SChunk::parse_site(&site)?
         };
         // c-blosc2 reads the offsets index again later: from this version.
         super::blosc_io::pin_frame(sc.io_params(), frame::frame_object(&site), object.clone());
-        let mut store = Self::adopt_at(sc, HeaderCheck::due(), site)?;
+        let mut store = Self::adopt_at(sc, DeferredHeaderCheck::due(), site)?;
         store.seen = seen.map(|content| frame::with_generation(content, object.generation()));
-        store.kept = Some(Kept { served, object });
+        store.checked_read = Some(CheckedRead { served, object });
         Ok(store)
     }
 
     /// [`Store::open_offset`] at a versioned location: one version of the
     /// object, read-only: nothing to lock or roll back.
-    pub(super) fn open_offset_versioned(at: &Located, offset: u64) -> Result<Store> {
-        let site = at.site(true, Some(offset));
+    pub(super) fn open_offset_versioned(at: &ResolvedUrl, offset: u64) -> Result<Store> {
+        let site = at.frame_site(true, Some(offset));
         let sc = SChunk::open_site(&site, Chunks::Later)?;
-        let mut store = Self::adopt_at(sc, HeaderCheck::due(), site)?;
+        let mut store = Self::adopt_at(sc, DeferredHeaderCheck::due(), site)?;
         store.seen = store.fingerprint();
         Ok(store)
     }
@@ -117,13 +117,13 @@ impl Store {
         }
         self.reload_versioned()?;
         self.seen = self.fingerprint();
-        self.placement = std::sync::OnceLock::new();
+        self.chunk_places = std::sync::OnceLock::new();
         Ok(true)
     }
     /// Reopen this handle's array from where it lives: the version there now.
     fn reload_versioned(&mut self) -> Result<()> {
         let fresh = match &self.site {
-            Some(s) if s.offset.is_none() => Self::open_versioned(&s.located())?,
+            Some(s) if s.offset.is_none() => Self::open_versioned(&s.resolved_url())?,
             _ => self.reopened()?,
         };
         self.take_over(fresh);
@@ -139,9 +139,9 @@ impl Store {
     /// and the storage fail.
     pub(super) fn replace_versioned(&self, make: impl FnOnce(&Storage) -> Result<()>) -> Result<Store> {
         let site = self.site.as_ref().ok_or_else(|| Error::storage(None, "the store has no location"))?;
-        let base = self.kept.as_ref().map(|k| k.object.generation().clone());
+        let base = self.checked_read.as_ref().map(|k| k.object.generation().clone());
         build_and_publish(site, base, make)?;
-        Store::open_versioned(&site.located())
+        Store::open_versioned(&site.resolved_url())
     }
 
     /// [`sweep`] this store's sparse frame at a versioned location; 0 elsewhere.
@@ -172,7 +172,7 @@ impl Store {
     pub(super) fn write_versioned<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let site = self.site.clone().ok_or_else(|| Error::storage(None, "the store has no location"))?;
         let url = site.url();
-        let base = self.kept.as_ref().map(|k| k.object.clone()).ok_or_else(|| {
+        let base = self.checked_read.as_ref().map(|k| k.object.clone()).ok_or_else(|| {
             Error::storage(Some(&url), format!("'{url}': the version this handle read is not known; reopen it"))
         })?;
         self.ensure_checked()?;
@@ -202,7 +202,7 @@ impl Store {
         // c-blosc2's view of the frame is the draft's, published or not.
         let reloaded = self.reload_versioned();
         self.seen = self.fingerprint();
-        self.placement = std::sync::OnceLock::new();
+        self.chunk_places = std::sync::OnceLock::new();
         let v = result?;
         reloaded?;
         Ok(v)
@@ -247,7 +247,7 @@ fn conflict(url: &str) -> Error {
 ///
 /// # Errors
 /// [`Error::Conflict`] if the frame object changed; as the storage fails.
-fn publish(site: &Site, permit: &Permit, base: &Generation, base_bytes: &[u8], draft: Draft) -> Result<()> {
+fn publish(site: &FrameSite, permit: &Permit, base: &Generation, base_bytes: &[u8], draft: Draft) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let frame_name = frame::frame_object(site);
@@ -360,7 +360,7 @@ const PUTTERS: usize = 16;
 /// objects made are removed and the first failure returned (`put_err`
 /// spells a put's).
 fn put_chunks<'b>(
-    site: &Site,
+    site: &FrameSite,
     chunks: &[(i64, Option<i64>)],
     ids: FreshIds,
     bytes_of: &(dyn Fn(i64) -> Result<std::borrow::Cow<'b, [u8]>> + Sync),
@@ -503,7 +503,7 @@ struct Present {
 impl Present {
     /// Look at `site`: refuse what a new array may not replace (something
     /// that is not an array of `site`'s layout).
-    fn look(site: &Site) -> Result<Present> {
+    fn look(site: &FrameSite) -> Result<Present> {
         let url = site.url();
         let loc = &*site.location;
         let frame_name = frame::frame_object(site);
@@ -554,8 +554,8 @@ impl Present {
 
 /// The site of an array to be made at `url`, a versioned location that
 /// can be written.
-fn writable_site(at: &Located, contiguous: bool, what: &str) -> Result<Site> {
-    let site = at.site(contiguous, None);
+fn writable_site(at: &ResolvedUrl, contiguous: bool, what: &str) -> Result<FrameSite> {
+    let site = at.frame_site(contiguous, None);
     if site.location.read_only() {
         return Err(unchangeable(at.url(), what));
     }
@@ -567,7 +567,7 @@ fn writable_site(at: &Located, contiguous: bool, what: &str) -> Result<Site> {
 ///
 /// # Errors
 /// As [`build_and_publish`] and [`Store::open`].
-pub(super) fn create(at: &Located, contiguous: bool, make: impl FnOnce(&Storage) -> Result<()>) -> Result<Store> {
+pub(super) fn create(at: &ResolvedUrl, contiguous: bool, make: impl FnOnce(&Storage) -> Result<()>) -> Result<Store> {
     let site = writable_site(at, contiguous, "create an array at")?;
     build_and_publish(&site, None, make)?;
     Store::open_versioned(at)
@@ -578,7 +578,7 @@ pub(super) fn create(at: &Located, contiguous: bool, make: impl FnOnce(&Storage)
 ///
 /// # Errors
 /// As [`build_and_publish`].
-pub(super) fn save(at: &Located, contiguous: bool, make: impl FnOnce(&Storage) -> Result<()>) -> Result<()> {
+pub(super) fn save(at: &ResolvedUrl, contiguous: bool, make: impl FnOnce(&Storage) -> Result<()>) -> Result<()> {
     let site = writable_site(at, contiguous, "save an array to")?;
     build_and_publish(&site, None, make)
 }
@@ -588,13 +588,13 @@ pub(super) fn save(at: &Located, contiguous: bool, make: impl FnOnce(&Storage) -
 ///
 /// # Errors
 /// As [`remove`].
-pub(super) fn remove_at(at: &Located) -> Result<()> {
+pub(super) fn remove_at(at: &ResolvedUrl) -> Result<()> {
     let contiguous = {
         let site = writable_site(at, true, "remove")?;
         let io = |e: std::io::Error| Error::io("looking at", Some(std::path::Path::new(at.url())), &e);
         site.location.stat(&site.key).map_err(io)?.is_some_and(|e| e.kind == location::Kind::Object)
     };
-    remove(&at.site(contiguous, None))
+    remove(&at.frame_site(contiguous, None))
 }
 
 /// Make a new array for the versioned location `site` and publish it
@@ -607,7 +607,7 @@ pub(super) fn remove_at(at: &Located) -> Result<()> {
 /// # Errors
 /// As `make`; [`Error::Conflict`] if what is there changed; as the storage fails.
 fn build_and_publish(
-    site: &Site,
+    site: &FrameSite,
     expected: Option<Generation>,
     make: impl FnOnce(&Storage) -> Result<()>,
 ) -> Result<()> {
@@ -684,7 +684,7 @@ impl Early {
     /// Put the chunk files under `local` (a sparse frame's directory) as
     /// they appear, [`PUTTERS`] at a time, until `built` is set. A failed
     /// put is left to [`upload`].
-    fn put(site: &Site, local: &std::path::Path, built: &std::sync::atomic::AtomicBool) -> Early {
+    fn put(site: &FrameSite, local: &std::path::Path, built: &std::sync::atomic::AtomicBool) -> Early {
         use std::sync::atomic::Ordering;
         use std::sync::{Mutex, PoisonError};
         struct Queue {
@@ -790,7 +790,13 @@ fn whole_chunk(bytes: &[u8]) -> bool {
 /// nothing is there yet, fresh ones otherwise, never written over) and its
 /// index last. The frame object is replaced only if it is still what
 /// `present` saw; the chunk objects of the array it replaced go after.
-fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut Present, early: &Early) -> Result<()> {
+fn upload(
+    site: &FrameSite,
+    permit: &Permit,
+    local: &std::path::Path,
+    present: &mut Present,
+    early: &Early,
+) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let frame_name = frame::frame_object(site);
@@ -879,7 +885,7 @@ fn upload(site: &Site, permit: &Permit, local: &std::path::Path, present: &mut P
 /// # Errors
 /// As [`Present::look`] (something that is not an array is not removed);
 /// as the storage fails.
-fn remove(site: &Site) -> Result<()> {
+fn remove(site: &FrameSite) -> Result<()> {
     let url = site.url();
     let loc = &*site.location;
     let present = Present::look(site)?;
@@ -976,7 +982,7 @@ impl FreshIds {
 ///
 /// # Errors
 /// As the storage fails; [`Error::InvalidFormat`] for an unsound index.
-fn sweep(site: &Site, older_than: std::time::Duration) -> Result<Vec<String>> {
+fn sweep(site: &FrameSite, older_than: std::time::Duration) -> Result<Vec<String>> {
     let url = site.url();
     let loc = &*site.location;
     let index_name = frame::frame_object(site);

@@ -30,7 +30,7 @@
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::location::{self, Condition, Generation, Location, PutError, Site};
+use super::location::{self, Condition, FrameSite, Generation, Location, PutError};
 use crate::error::{Error, Result};
 
 /// The variable that says how many writers write each array at an object store.
@@ -89,7 +89,7 @@ impl Drop for Permit {
 /// # Errors
 /// [`Error::InvalidStorage`] when the server does not hold the conditions
 /// or another writer holds the lease; as the storage fails.
-pub(crate) fn admit(site: &Site) -> Result<Permit> {
+pub(crate) fn admit(site: &FrameSite) -> Result<Permit> {
     let writers = match location::options::for_url(&site.url()).get("writers") {
         Some("single") => Writers::Single,
         Some(_) => Writers::Many,
@@ -137,7 +137,7 @@ impl Permit {
     ///
     /// # Errors
     /// [`Error::Conflict`] when it holds something else.
-    pub(crate) fn after_publish(&self, site: &Site, name: &str, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn after_publish(&self, site: &FrameSite, name: &str, bytes: &[u8]) -> Result<()> {
         if self.lease.is_none() {
             return Ok(());
         }
@@ -166,7 +166,7 @@ fn verdicts() -> &'static Mutex<std::collections::HashMap<String, std::result::R
 
 /// [`probe`] `site`'s server once in this process: its verdict. The
 /// removal of the probe's objects is left running in `cleanup`.
-fn checked(site: &Site, cleanup: &mut Option<std::thread::JoinHandle<()>>) -> Result<()> {
+fn checked(site: &FrameSite, cleanup: &mut Option<std::thread::JoinHandle<()>>) -> Result<()> {
     let loc = &*site.location;
     let server = loc.server();
     let known = verdicts().lock().unwrap_or_else(PoisonError::into_inner).get(&server).cloned();
@@ -394,7 +394,7 @@ pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
 /// holds until (milliseconds since the epoch) and who holds it.
 #[derive(Debug)]
 pub(crate) struct Lease {
-    site: Site,
+    site: FrameSite,
     name: String,
     token: String,
 }
@@ -424,7 +424,7 @@ fn now_ms() -> u128 {
 
 impl Lease {
     /// The lease object's name for the array at `site`.
-    pub(crate) fn name(site: &Site) -> String {
+    pub(crate) fn name(site: &FrameSite) -> String {
         format!("{}.caterva-lease", site.key.trim_end_matches('/'))
     }
 
@@ -433,7 +433,7 @@ impl Lease {
     /// # Errors
     /// [`Error::InvalidStorage`] naming the holder if another writer holds
     /// it; as the storage fails.
-    pub(crate) fn take(site: &Site) -> Result<Lease> {
+    pub(crate) fn take(site: &FrameSite) -> Result<Lease> {
         let lease = Lease { site: site.clone(), name: Self::name(site), token: format!("{:016x}", fresh_token()) };
         if let Some(other) = lease.read()?.filter(|h| h.token != lease.token && h.until_ms > now_ms()) {
             return Err(lease.held(&other));
@@ -602,8 +602,8 @@ mod tests {
         assert!(torn.inner.list("").map_or(true, |l| l.is_empty()));
     }
 
-    fn site(loc: Arc<dyn Location>) -> Site {
-        Site { location: loc, key: "dir/a.b2nd".into(), contiguous: false, offset: None }
+    fn site(loc: Arc<dyn Location>) -> FrameSite {
+        FrameSite { location: loc, key: "dir/a.b2nd".into(), contiguous: false, offset: None }
     }
 
     #[test]

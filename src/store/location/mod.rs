@@ -28,7 +28,7 @@
 //! How a change of an array is made durable depends on what the storage
 //! can do, so each location names its [`Protocol`]: local files and
 //! directories use today's undo journal, lock file and write-beside-then-
-//! rename ([`Protocol::Journaled`], `store/journal.rs`, `store/lock.rs`,
+//! rename ([`Protocol::Journaled`], `store/journal/`, `store/lock.rs`,
 //! `store/paths.rs`), which rely on in-place writes, `flock` and `rename`;
 //! storage without them (object stores) replaces whole objects under
 //! conditions ([`Protocol::Versioned`], `store/versioned.rs`, which the
@@ -532,31 +532,31 @@ pub(crate) fn locate(urlpath: &str) -> Result<(Arc<dyn Location>, String)> {
     Ok((Arc::new(local::Local::new(dir)), name.to_owned()))
 }
 
-/// An array's URL resolved once ([`Located::resolve`]): the location that
+/// An array's URL resolved once ([`ResolvedUrl::resolve`]): the location that
 /// serves it and its key there. The store's entry points resolve the URL
 /// they are given, and what they call takes this value, not the text.
 #[derive(Clone, Debug)]
-pub(crate) struct Located {
+pub(crate) struct ResolvedUrl {
     pub(crate) location: Arc<dyn Location>,
     pub(crate) key: String,
     /// The URL as it was given (messages name it so).
     given: String,
 }
 
-impl Located {
+impl ResolvedUrl {
     /// Resolve `urlpath` (as [`locate`]).
     ///
     /// # Errors
     /// As [`locate`].
-    pub(crate) fn resolve(urlpath: &str) -> Result<Located> {
+    pub(crate) fn resolve(urlpath: &str) -> Result<ResolvedUrl> {
         let (location, key) = locate(urlpath)?;
-        Ok(Located { location, key, given: urlpath.to_owned() })
+        Ok(ResolvedUrl { location, key, given: urlpath.to_owned() })
     }
 
     /// The array's site, laid out as `contiguous` says, its frame at byte
     /// `offset` of the object where one is given.
-    pub(crate) fn site(&self, contiguous: bool, offset: Option<u64>) -> Site {
-        Site { location: self.location.clone(), key: self.key.clone(), contiguous, offset }
+    pub(crate) fn frame_site(&self, contiguous: bool, offset: Option<u64>) -> FrameSite {
+        FrameSite { location: self.location.clone(), key: self.key.clone(), contiguous, offset }
     }
 
     /// The URL as it was given.
@@ -573,7 +573,7 @@ impl Located {
 /// Where one array's frame lives: its location, its key there, its layout
 /// and, for a frame inside a larger object, where the frame starts.
 #[derive(Clone, Debug)]
-pub(crate) struct Site {
+pub(crate) struct FrameSite {
     pub(crate) location: Arc<dyn Location>,
     /// The frame object (contiguous) or the prefix of a sparse frame's index and chunks.
     pub(crate) key: String,
@@ -582,18 +582,18 @@ pub(crate) struct Site {
     pub(crate) offset: Option<u64>,
 }
 
-impl Site {
+impl FrameSite {
     /// The site of the array at `urlpath`.
     ///
     /// # Errors
     /// As [`locate`].
-    pub(crate) fn new(urlpath: &str, contiguous: bool, offset: Option<u64>) -> Result<Site> {
-        Ok(Located::resolve(urlpath)?.site(contiguous, offset))
+    pub(crate) fn new(urlpath: &str, contiguous: bool, offset: Option<u64>) -> Result<FrameSite> {
+        Ok(ResolvedUrl::resolve(urlpath)?.frame_site(contiguous, offset))
     }
 
     /// Where the site is, without its layout.
-    pub(crate) fn located(&self) -> Located {
-        Located { location: self.location.clone(), key: self.key.clone(), given: self.url() }
+    pub(crate) fn resolved_url(&self) -> ResolvedUrl {
+        ResolvedUrl { location: self.location.clone(), key: self.key.clone(), given: self.url() }
     }
 
     /// How the array's name is spelt.

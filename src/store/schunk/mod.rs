@@ -2,7 +2,7 @@
 //! (metalayers, vlmetalayers, chunks in and out, frames), made, opened and
 //! written through the store's I/O backend (`blosc_io.rs`, registered here
 //! once per process) and opened only after the frame check
-//! (`frame_check.rs`: c-blosc2 crashes on many corrupt frames). It knows
+//! (`frame_check/`: c-blosc2 crashes on many corrupt frames). It knows
 //! nothing of journals, checksums or arrays: `Store` adds those, and the
 //! super-chunk's writing methods are visible to the `store` module alone,
 //! so every write goes through the store's transaction. A frame borrowed
@@ -27,7 +27,7 @@ use blosc2_sys as b;
 use super::blosc_io;
 use super::frame_check::{self, Chunks};
 use super::io;
-use super::location::{Located, Site};
+use super::location::{FrameSite, ResolvedUrl};
 use crate::blosc2::{
     self, cstring, dparams, inflate, raw_bytes, CParams, Chunk, Codec, Compression, Filter, SplitMode,
 };
@@ -287,14 +287,14 @@ impl SChunk {
     ///
     /// # Errors
     /// As [`SChunk::open`].
-    pub(crate) fn check_located(at: &Located, chunks: Chunks) -> Result<frame_check::FrameSummary> {
+    pub(crate) fn check_resolved(at: &ResolvedUrl, chunks: Chunks) -> Result<frame_check::FrameSummary> {
         init();
-        frame_check::check_located(at, chunks, inflate)
+        frame_check::check_resolved(at, chunks, inflate)
     }
 
     /// c-blosc2's parse of the frame at `urlpath`, which [`SChunk::check`]
     /// has just passed (c-blosc2 reads it again, or is served what the
-    /// check read: [`super::blosc_io::Serving`]).
+    /// check read: [`super::blosc_io::ServingChecked`]).
     ///
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it.
@@ -315,13 +315,13 @@ impl SChunk {
     ///
     /// # Errors
     /// As those.
-    pub(crate) fn open_site(site: &Site, chunks: Chunks) -> Result<Self> {
-        let at = site.located();
+    pub(crate) fn open_site(site: &FrameSite, chunks: Chunks) -> Result<Self> {
+        let at = site.resolved_url();
         match site.offset {
-            Some(offset) => frame_check::check_located_at(&at, offset, chunks, inflate).map(drop)?,
+            Some(offset) => frame_check::check_resolved_at(&at, offset, chunks, inflate).map(drop)?,
             // (A local path's check says more of a directory that holds no frame.)
             None if site.location.local_path(&site.key).is_some() => Self::check(at.url(), chunks).map(drop)?,
-            None => Self::check_located(&at, chunks).map(drop)?,
+            None => Self::check_resolved(&at, chunks).map(drop)?,
         }
         Self::parse_site(site)
     }
@@ -329,13 +329,13 @@ impl SChunk {
     /// c-blosc2's parse of the frame at `site`, which [`SChunk::open_site`]
     /// has just passed: at its local path, or, for storage the operating
     /// system does not reach, through a stand-in path whose streams read the
-    /// site's objects ([`blosc_io::StandIn`]). Such a super-chunk cannot
+    /// site's objects ([`blosc_io::StandInPath`]). Such a super-chunk cannot
     /// write in place: its location's protocol changes it.
     ///
     /// # Errors
     /// [`Error::Blosc`] if c-blosc2 refuses it; [`Error::Io`] if the
     /// stand-in cannot be made.
-    pub(crate) fn parse_site(site: &Site) -> Result<Self> {
+    pub(crate) fn parse_site(site: &FrameSite) -> Result<Self> {
         init();
         if let Some(path) = site.location.local_path(&site.key) {
             let path = path.to_string_lossy();
@@ -351,7 +351,7 @@ impl SChunk {
         if io_backend().is_none() {
             return Err(Error::storage(Some(&url), format!("{what}: c-blosc2 did not take our I/O backend")));
         }
-        let stand_in = blosc_io::StandIn::new(site)
+        let stand_in = blosc_io::StandInPath::new(site)
             .map_err(|e| Error::io("making a stand-in path for", Some(std::path::Path::new(&url)), &e))?;
         // SAFETY: the stand-in's path is a valid C string and its descriptor
         // lives across the call; c-blosc2 copies the descriptor.

@@ -1,7 +1,9 @@
 use std::collections::BTreeMap;
 
+use super::records::{parse, read_record, stale_path};
 use super::*;
 use crate::blosc2::{repeat_chunk, CCtx, CParams, Compression};
+use crate::store::fs::OLD_SUFFIX;
 use crate::store::Store;
 use crate::{Array, Config, Context, Params, StorageParams};
 

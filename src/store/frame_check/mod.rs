@@ -109,29 +109,26 @@
 //! Out of scope: a file changed after the check (c-blosc2 reads frame files
 //! again on every access).
 
+mod chunk_headers;
+mod sections;
+
+pub(in crate::store) use chunk_headers::check_read_chunk;
+pub(in crate::store) use sections::check_vlmetalayer;
+
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use blosc2_sys as b;
 
-use super::blosc_io::Served;
-use super::frame::{
-    self, chunk_name, CONTIGUOUS_TYPE, FRAME_VL_BLOCKS, HEADER_MARKERS, HEADER_MINLEN, MAGIC, META_MAP, POS_BLOCKSIZE,
-    POS_CBYTES, POS_CHUNKSIZE, POS_FILTERS, POS_FRAME_LEN, POS_FRAME_TYPE, POS_GENERAL_FLAGS, POS_HAS_VLMETA,
-    POS_HEADER_LEN, POS_MAGIC, POS_NBYTES, POS_OTHER_FLAGS, POS_TYPESIZE, SPARSE_INDEX, SPARSE_TYPE, SPECIAL_OFFSET,
-    TRAILER_MINLEN, TRAILER_VERSION, VLMETA_MAP,
-};
+use super::blosc_io::CheckedBytes;
+use super::frame::{self, chunk_name, HEADER_MINLEN, META_MAP, POS_FRAME_LEN, POS_TYPESIZE, SPARSE_INDEX};
 use super::location::{self, Kind, Location, Object, Slice};
-use crate::blosc2::chunk_header::{typesize_fits, ChunkHeader, CHUNK_VERSION_VL_BLOCKS, HEADER_LEN as CHUNK_HEADER};
+use crate::blosc2::chunk_header::HEADER_LEN as CHUNK_HEADER;
 use crate::error::{Error, Result};
-
-/// The newest frame format version read: c-blosc2 3.x's
-/// `BLOSC2_VERSION_FRAME_FORMAT_VL_BLOCKS`, whose layout is version 2's
-/// unless [`frame::FRAME_VL_BLOCKS`] is set.
-const FRAME_VERSION_READ: u8 = 3;
+use chunk_headers::{check_chunk_header, check_special_offset, expect_nbytes};
+use sections::{check_layers, Offsets};
 
 /// No built-in codec expands a stream more than this (zstd, the most,
 /// needs 4 bytes for a 128 KiB block): an offsets index claiming more is
@@ -161,14 +158,15 @@ pub(crate) struct FrameSummary {
     pub(crate) sparse: bool,
     /// For a frame file (or a sparse frame's index) checked with
     /// [`Chunks::Later`]: everything the check read of it, which is all
-    /// c-blosc2 reads to open it (see [`super::blosc_io::Serving`]), and the file.
-    pub(crate) read: Option<Kept>,
+    /// c-blosc2 reads to open it (see [`super::blosc_io::ServingChecked`]),
+    /// and the file.
+    pub(crate) read: Option<CheckedRead>,
 }
 
 /// What [`check_path`] with [`Chunks::Later`] read of a frame file, and the file, still open.
 #[derive(Debug)]
-pub(crate) struct Kept {
-    pub(crate) served: Served,
+pub(crate) struct CheckedRead {
+    pub(crate) served: CheckedBytes,
     pub(crate) object: Arc<dyn Object>,
 }
 
@@ -215,15 +213,15 @@ pub(crate) fn check_path(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    check_located(&location::Located::resolve(urlpath)?, chunks, inflate)
+    check_resolved(&location::ResolvedUrl::resolve(urlpath)?, chunks, inflate)
 }
 
 /// [`check_path`] of the array `at` names.
 ///
 /// # Errors
 /// As [`check_path`].
-pub(crate) fn check_located(
-    at: &location::Located,
+pub(crate) fn check_resolved(
+    at: &location::ResolvedUrl,
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
@@ -290,12 +288,12 @@ pub(crate) fn check_located(
     if chunks == Chunks::Later {
         if let Src::Object(object, seen) = &mut frame.src {
             let path = PathBuf::from(loc.url(&read_name));
-            *seen = Some(Served { path, len: object.len(), pieces: heads });
+            *seen = Some(CheckedBytes { path, len: object.len(), pieces: heads });
         }
     }
     let mut summary = frame.check(inflate)?;
     if let Src::Object(object, Some(served)) = frame.src {
-        summary.read = Some(Kept { served, object });
+        summary.read = Some(CheckedRead { served, object });
     }
     Ok(summary)
 }
@@ -317,15 +315,15 @@ pub(crate) fn check_path_at(
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
 ) -> Result<FrameSummary> {
-    check_located_at(&location::Located::resolve(urlpath)?, offset, chunks, inflate)
+    check_resolved_at(&location::ResolvedUrl::resolve(urlpath)?, offset, chunks, inflate)
 }
 
 /// [`check_path_at`] of the object `at` names.
 ///
 /// # Errors
 /// As [`check_path_at`].
-pub(crate) fn check_located_at(
-    at: &location::Located,
+pub(crate) fn check_resolved_at(
+    at: &location::ResolvedUrl,
     offset: u64,
     chunks: Chunks,
     inflate: impl FnMut(&[u8], usize, usize) -> Result<Vec<u8>>,
@@ -381,7 +379,7 @@ enum Src<'a> {
     Mem(&'a [u8]),
     /// A stored frame (a frame file, a sparse frame's index, a frame inside
     /// a larger file), and what was read of it (when kept).
-    Object(Arc<dyn Object>, Option<Served>),
+    Object(Arc<dyn Object>, Option<CheckedBytes>),
 }
 
 impl Src<'_> {
@@ -512,16 +510,6 @@ impl Header {
     }
 }
 
-/// The offsets index.
-enum Offsets {
-    /// A special index: every chunk has this offset.
-    Same(i64),
-    /// The index chunk as stored: one offset per chunk (little-endian
-    /// `int64`s) after its header when `plain` (a plain copy), else
-    /// compressed, and decompressed a window at a time.
-    Stored { chunk: Vec<u8>, plain: bool },
-}
-
 struct Frame<'a> {
     name: String,
     src: Src<'a>,
@@ -557,208 +545,6 @@ impl Frame<'_> {
             self.check_chunks(&h, offsets, inflate)?;
         }
         Ok(FrameSummary { sparse: self.chunks_at.is_some(), read: None })
-    }
-
-    /// The fixed part of the header (`get_header_info` in frame.c, which
-    /// `blosc2_schunk_open` cannot survive failing, and what it leaves unchecked).
-    fn check_fixed_header(&self, fixed: &[u8], len: u64) -> Result<Header> {
-        let s = self.section(fixed, 0);
-        for (at, marker, what) in HEADER_MARKERS {
-            s.expect(at, marker, what)?;
-        }
-        if s.get(POS_MAGIC, MAGIC.len(), "magic")? != MAGIC {
-            return Err(s.err(POS_MAGIC, "not a Blosc2 frame (no \"b2frame\" magic)"));
-        }
-        let frame_len = s.be_u64(POS_FRAME_LEN, "frame length")?;
-        if frame_len != len {
-            return Err(s.err(POS_FRAME_LEN, format!("the frame length field says {frame_len}, the frame has {len}")));
-        }
-        let header_len = s.be_i32(POS_HEADER_LEN, "header length")?;
-        if header_len < HEADER_MINLEN as i32 || header_len as u64 > len {
-            return Err(s.err(POS_HEADER_LEN, format!("header length {header_len} is not in {HEADER_MINLEN}..={len}")));
-        }
-        self.check_flags(&s)?;
-        self.check_filters(&s)?;
-        let header_len = header_len as u64;
-        let nbytes = s.be_i64(POS_NBYTES, "nbytes")?;
-        let cbytes = s.be_i64(POS_CBYTES, "cbytes")?;
-        if nbytes < 0 || cbytes < 0 {
-            return Err(s.err(POS_NBYTES, format!("negative sizes: nbytes {nbytes}, cbytes {cbytes}")));
-        }
-        let typesize = s.be_i32(POS_TYPESIZE, "typesize")?;
-        if typesize <= 0 {
-            return Err(s.err(POS_TYPESIZE, format!("typesize {typesize} is not positive")));
-        }
-        let blocksize = s.be_i32(POS_BLOCKSIZE, "blocksize")?;
-        if !(0..=b::BLOSC2_MAXBLOCKSIZE as i32).contains(&blocksize) {
-            return Err(s.err(POS_BLOCKSIZE, format!("block size {blocksize} is out of range")));
-        }
-        let chunksize = i64::from(s.be_i32(POS_CHUNKSIZE, "chunksize")?);
-        let nchunks = self.nchunks(&s, nbytes, chunksize)?;
-        Ok(Header { header_len, typesize: i64::from(typesize), nbytes, cbytes, chunksize, nchunks })
-    }
-
-    fn check_flags(&self, s: &Section<'_>) -> Result<()> {
-        let general = s.byte(POS_GENERAL_FLAGS, "general flags")?;
-        if general & FRAME_VL_BLOCKS != 0 {
-            return Err(s.err(
-                POS_GENERAL_FLAGS,
-                "unsupported: the frame holds chunks of variable-length blocks (frame format version 3 with the \
-                 VL-blocks flag, c-blosc2 3.x), which c-blosc2 2.15 cannot decode",
-            ));
-        }
-        // c-blosc2 3.x writes version 3 for any frame whose chunk size is
-        // not fixed yet (an array without chunks: python-blosc2's empty
-        // arrays), and 2 again once chunks of one size are in; without the
-        // VL-blocks flag the layout is version 2's, which 2.15 reads (it
-        // does not look at the version).
-        if general & 0x0f > FRAME_VERSION_READ {
-            return Err(s.err(POS_GENERAL_FLAGS, format!("unknown frame format version {}", general & 0x0f)));
-        }
-        if (general >> 4) & 0x3 != 1 {
-            return Err(s.err(POS_GENERAL_FLAGS, "chunk offsets are not 64-bit (the only width c-blosc2 reads)"));
-        }
-        let want = if self.chunks_at.is_some() { SPARSE_TYPE } else { CONTIGUOUS_TYPE };
-        let kind = s.byte(POS_FRAME_TYPE, "frame type")?;
-        if kind != want {
-            let expected = if want == SPARSE_TYPE { "a sparse frame" } else { "a contiguous frame" };
-            return Err(s.err(POS_FRAME_TYPE, format!("frame type {kind} where {expected} is expected")));
-        }
-        let split = s.byte(POS_OTHER_FLAGS, "other flags")?;
-        if split > 3 {
-            return Err(s.err(POS_OTHER_FLAGS, format!("unknown split mode {}", u16::from(split) + 1)));
-        }
-        let has_vlmeta = s.byte(POS_HAS_VLMETA, "has-vlmetalayers flag")?;
-        if has_vlmeta != 0xc2 && has_vlmeta != 0xc3 {
-            return Err(s.err(POS_HAS_VLMETA, format!("has-vlmetalayers flag {has_vlmeta:#04x} is not a msgpack bool")));
-        }
-        Ok(())
-    }
-
-    /// c-blosc2 copies the first `nfilters` ids into the super-chunk and
-    /// fails to create its compression context (then crashes in
-    /// `blosc2_schunk_open`) for an id reserved but not defined.
-    fn check_filters(&self, s: &Section<'_>) -> Result<()> {
-        let nfilters = s.byte(POS_FILTERS, "filter count")?;
-        if u32::from(nfilters) > b::BLOSC2_MAX_FILTERS {
-            return Err(s.err(POS_FILTERS, format!("{nfilters} filters; at most {}", b::BLOSC2_MAX_FILTERS)));
-        }
-        for (i, &f) in s.get(POS_FILTERS + 1, usize::from(nfilters), "filters")?.iter().enumerate() {
-            let f32 = u32::from(f);
-            let undefined = (b::BLOSC_LAST_FILTER..=b::BLOSC2_DEFINED_FILTERS_STOP).contains(&f32)
-                || (b::BLOSC_LAST_REGISTERED_FILTER + 1..=b::BLOSC2_GLOBAL_REGISTERED_FILTERS_STOP).contains(&f32);
-            if undefined {
-                return Err(s.err(POS_FILTERS + 1 + i, format!("filter id {f} is not defined")));
-            }
-        }
-        Ok(())
-    }
-
-    /// The chunk count c-blosc2 derives (`get_header_info`), bounded so that
-    /// its offsets fit one chunk.
-    fn nchunks(&self, s: &Section<'_>, nbytes: i64, chunksize: i64) -> Result<i64> {
-        if nbytes == 0 {
-            if chunksize < -1 {
-                return Err(s.err(POS_CHUNKSIZE, format!("chunk size {chunksize} is negative")));
-            }
-            return Ok(0);
-        }
-        if chunksize <= 0 {
-            return Err(s.err(POS_CHUNKSIZE, format!("chunk size {chunksize} with {nbytes} bytes of data")));
-        }
-        let nchunks = nbytes / chunksize + i64::from(nbytes % chunksize != 0);
-        let max = i64::from(i32::MAX) / 8;
-        if nchunks > max {
-            return Err(s.err(POS_NBYTES, format!("{nchunks} chunks are more than an offsets index holds ({max})")));
-        }
-        Ok(nchunks)
-    }
-
-    /// Where c-blosc2 reads the trailer (`get_trailer_offset`): after the
-    /// header when the frame holds no data, else `trailer_len` from the end.
-    fn trailer_offset(&mut self, h: &Header, len: u64) -> Result<u64> {
-        let tail = self.src.read(len - TRAILER_MINLEN as u64, TRAILER_MINLEN as u64)?.into_owned();
-        let s = self.section(&tail, len - TRAILER_MINLEN as u64);
-        s.expect(2, 0xce, "trailer length marker")?;
-        let trailer_len = u64::from(s.be_u32(3, "trailer length")?);
-        s.expect(7, 0xd8, "fingerprint marker")?;
-        if trailer_len < TRAILER_MINLEN as u64 || trailer_len > len - h.header_len {
-            return Err(
-                s.err(3, format!("trailer length {trailer_len} is not in {TRAILER_MINLEN}..={}", len - h.header_len))
-            );
-        }
-        let at = len - trailer_len;
-        if h.nbytes == 0 && at != h.header_len {
-            return Err(s.err(
-                3,
-                format!("a frame without data must end {trailer_len} bytes after its header, at byte {}", h.header_len),
-            ));
-        }
-        Ok(at)
-    }
-
-    /// The trailer: its markers and the vlmetalayers, each a complete chunk.
-    fn check_trailer(&self, trailer: &[u8], at: u64) -> Result<Vec<Layer>> {
-        let s = self.section(trailer, at);
-        s.expect(0, 0x94, "trailer marker (fixarray of 4)")?;
-        let version = s.byte(1, "trailer version")?;
-        if version > TRAILER_VERSION {
-            return Err(s.err(1, format!("trailer version {version} is newer than {TRAILER_VERSION}")));
-        }
-        let layers = check_layers(&s, VLMETA_MAP, b::BLOSC2_MAX_VLMETALAYERS, "vlmetalayer")?;
-        for l in &layers {
-            check_vlmeta_chunk(&s.section_at(l.content.start, l.content.len()), &l.name)?;
-        }
-        Ok(layers)
-    }
-
-    /// Check the offsets index, which ends before the trailer, and read it
-    /// as stored (nothing is decompressed here; memory: its stored bytes).
-    fn read_offsets(&mut self, h: &Header, trailer_at: u64) -> Result<Offsets> {
-        // Contiguous frames keep it after the chunks; sparse ones right after the header.
-        let at = h.header_len + if self.chunks_at.is_some() { 0 } else { h.cbytes as u64 };
-        if at + CHUNK_HEADER as u64 > trailer_at {
-            return Err(self.err(at, "no room for the offsets index before the trailer"));
-        }
-        let head = self.src.read(at, CHUNK_HEADER as u64)?.into_owned();
-        let (s, src) = (Section { bytes: &head, base: at, name: &self.name }, &mut self.src);
-        let ch = check_chunk_header(&s, trailer_at - at, &"offsets index", &mut |o, n| src.read_owned(at + o, n))?;
-        let want = h.nchunks * 8;
-        if ch.nbytes != want || ch.typesize != 8 {
-            return Err(s.err(
-                0,
-                format!(
-                    "offsets index holds {} bytes of {}-byte items; {} chunks need {want} bytes of 8-byte offsets",
-                    ch.nbytes, ch.typesize, h.nchunks
-                ),
-            ));
-        }
-        // Item n is read alone with blosc2_getitem, where delta coding
-        // decodes against another reference than a whole decompression
-        // (and a dictionary is not loaded at all).
-        if ch.has_delta() {
-            return Err(s.err(16, "offsets index uses delta coding"));
-        }
-        if ch.dict() {
-            return Err(s.err(31, "offsets index carries a dictionary"));
-        }
-        // Every blosc2_getitem on it (one per chunk read) allocates 4 blocks.
-        check_blocksize(&s, &ch, &"offsets index")?;
-        match u32::from(ch.special()) {
-            0 => {}
-            b::BLOSC2_SPECIAL_ZERO => return Ok(Offsets::Same(0)),
-            b::BLOSC2_SPECIAL_VALUE => {
-                let v = self.src.read(at + CHUNK_HEADER as u64, 8)?;
-                return Ok(Offsets::Same(i64::from_le_bytes(v[..].try_into().unwrap_or([0; 8]))));
-            }
-            _ => return Err(s.err(31, "offsets index is a run of NaNs or uninitialised values")),
-        }
-        // A plain copy holds exactly the header and nbytes (check_chunk_header);
-        // decompressing a compressed one costs time in proportion to its size.
-        if !ch.memcpyed() {
-            check_ratio(&s, &ch, &"offsets index")?;
-        }
-        Ok(Offsets::Stored { chunk: self.src.read_owned(at, ch.cbytes as usize)?, plain: ch.memcpyed() })
     }
 
     /// Every chunk the offsets point at, each distinct one once, with the
@@ -946,71 +732,6 @@ impl Frame<'_> {
     }
 }
 
-/// Check the header of stored chunk `n` of `name` for a reader of a frame
-/// opened with [`Chunks::Later`], before anything decompresses the chunk:
-/// `head` holds its first bytes (at least the header), read from byte `at`,
-/// with `avail` bytes of room for the chunk there; `more` reads further
-/// bytes of it (a dictionary's size). The reader checks the sizes against
-/// the array's chunks itself.
-///
-/// # Errors
-/// [`Error::InvalidFormat`] as [`check_path`] with [`Chunks::Now`] reports it.
-pub(super) fn check_read_chunk(
-    name: &str,
-    n: i64,
-    head: &[u8],
-    at: u64,
-    avail: u64,
-    more: &mut ReadChunk<'_>,
-) -> Result<()> {
-    let s = Section { bytes: head.get(..CHUNK_HEADER).unwrap_or(head), base: at, name };
-    check_chunk_header(&s, avail, &ChunkName { n: Some(n), offset: 0, sparse: false }, more).map(drop)
-}
-
-/// Check the stored content of vlmetalayer `name` (a chunk: c-blosc2
-/// compresses each vlmetalayer on its own), as an open checks every
-/// vlmetalayer of a frame: what a write stores must pass this before it
-/// is stored ([`check_vlmetalayer`]), so that whatever a write accepts, an
-/// open accepts.
-///
-/// The chunk must be whole (its cbytes the content's length), and decode
-/// to at most [`METADATA_FREE`] bytes or [`METADATA_RATIO`] times its size
-/// (`blosc2_vlmeta_get` allocates what the header claims, then
-/// decompresses). A special chunk (c-blosc2 stores a value of 32 or more
-/// zero bytes as a run of zeros) is fine under the same bounds, except an
-/// uninitialised one, which decodes to whatever memory held.
-fn check_vlmeta_chunk(content: &Section<'_>, name: &str) -> Result<()> {
-    if content.bytes.len() < CHUNK_HEADER {
-        return Err(content.err(0, format!("vlmetalayer '{name}' is too short to be a chunk")));
-    }
-    let what = format!("vlmetalayer '{name}'");
-    let ch = check_chunk_header(content, content.bytes.len() as u64, &what, &mut content.reader())?;
-    if u32::from(ch.special()) == b::BLOSC2_SPECIAL_UNINIT {
-        return Err(content.err(31, format!("{what} is an uninitialised special chunk")));
-    }
-    check_metadata_size(content, &ch, &what)?;
-    if ch.cbytes != content.bytes.len() as i64 {
-        return Err(content
-            .err(12, format!("vlmetalayer '{name}' chunk holds {} bytes, not {}", ch.cbytes, content.bytes.len())));
-    }
-    Ok(())
-}
-
-/// [`check_vlmeta_chunk`] on `content`, the chunk a write is about to store
-/// (or has stored) as vlmetalayer `name`.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] saying why an open would refuse it.
-pub(super) fn check_vlmetalayer(name: &str, content: &[u8]) -> Result<()> {
-    let s = Section { bytes: content, base: 0, name: "new vlmetalayer" };
-    check_vlmeta_chunk(&s, name).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "vlmetalayer '{name}' cannot be stored: {}; no frame holding it could be opened",
-            e.message()
-        ))
-    })
-}
-
 /// The first value that `sorted` holds twice. c-blosc2 stores every chunk
 /// of a frame apart (an update or an append writes a new one, a sparse
 /// frame a new file), so two entries of an offsets index naming one chunk
@@ -1035,247 +756,4 @@ impl Display for ChunkName {
             (None, false) => write!(f, "the chunk at offset {}", self.offset),
         }
     }
-}
-
-impl<'s> Section<'s> {
-    /// Reads from this section, for [`check_chunk_header`].
-    fn reader(&self) -> impl FnMut(u64, usize) -> Result<Vec<u8>> + '_ {
-        |o, n| self.get(usize::try_from(o).unwrap_or(usize::MAX), n, "chunk bytes").map(<[u8]>::to_vec)
-    }
-
-    /// The sub-section `start..start + len` (already bounds-checked by the caller).
-    fn section_at(&self, start: usize, len: usize) -> Section<'s> {
-        let bytes = self.bytes.get(start..start + len).unwrap_or(&[]);
-        Section { bytes, base: self.base + start as u64, name: self.name }
-    }
-}
-
-/// A compressed chunk's size must be one its codec could produce.
-fn check_ratio(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
-    if ch.nbytes > ch.cbytes.saturating_mul(MAX_RATIO) {
-        return Err(s.err(4, format!("{what}: {} bytes cannot come out of {} compressed ones", ch.nbytes, ch.cbytes)));
-    }
-    Ok(())
-}
-
-/// c-blosc2 allocates four blocks of scratch whenever it decompresses (or
-/// reads an item of) a chunk: for metadata, the block must be one its
-/// automatic tuning could have chosen.
-fn check_blocksize(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
-    if ch.blocksize > MAX_AUTO_BLOCKSIZE {
-        return Err(s.err(
-            8,
-            format!("{what}: blocks of {} bytes; c-blosc2 makes them at most {MAX_AUTO_BLOCKSIZE}", ch.blocksize),
-        ));
-    }
-    Ok(())
-}
-
-/// A vlmetalayer is decompressed whole whenever it is read (at open, for
-/// the checksum table and the layers it records): its size must be bounded
-/// by the bytes that hold it ([`METADATA_RATIO`]) or small ([`METADATA_FREE`]).
-fn check_metadata_size(s: &Section<'_>, ch: &ChunkHeader, what: &dyn Display) -> Result<()> {
-    check_blocksize(s, ch, what)?;
-    let allowed = METADATA_FREE.max(ch.cbytes.saturating_mul(METADATA_RATIO));
-    if ch.nbytes > allowed {
-        return Err(s.err(
-            4,
-            format!(
-                "{what}: {} bytes from {} compressed ones; metadata may expand to {allowed} bytes at most",
-                ch.nbytes, ch.cbytes
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn expect_nbytes(s: &Section<'_>, ch: &ChunkHeader, nbytes: i64, typesize: i64, what: &dyn Display) -> Result<()> {
-    if ch.nbytes != nbytes {
-        return Err(s.err(4, format!("{what} holds {} bytes; the frame's sizes need {nbytes}", ch.nbytes)));
-    }
-    // c-blosc2 compresses every chunk of a super-chunk with its typesize
-    // (or, for items over 255 bytes, one that divides it).
-    if !usize::try_from(typesize).is_ok_and(|t| typesize_fits(t, usize::from(ch.typesize))) {
-        return Err(s.err(3, format!("{what} has items of {} bytes; the frame's are of {typesize}", ch.typesize)));
-    }
-    Ok(())
-}
-
-/// The special offsets c-blosc2 writes: the top bit, and one special value
-/// (zeros, NaNs, uninitialised) in the top byte, nothing else.
-fn check_special_offset(offset: i64) -> std::result::Result<(), String> {
-    let bits = offset as u64;
-    let ok = [b::BLOSC2_SPECIAL_ZERO, b::BLOSC2_SPECIAL_NAN, b::BLOSC2_SPECIAL_UNINIT]
-        .iter()
-        .any(|&k| bits == SPECIAL_OFFSET | (u64::from(k) << 56));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("offset {bits:#018x} is neither a position nor a special value"))
-    }
-}
-
-/// A Blosc2 chunk header (README_CHUNK_FORMAT.rst) whose chunk has `avail`
-/// bytes of room: everything `blosc2_getitem` and the decompressor take on
-/// trust, and what c-blosc2 never writes to a frame (lazy, instrumented,
-/// Blosc1 chunks).
-fn check_chunk_header(
-    s: &Section<'_>,
-    avail: u64,
-    what: &dyn Display,
-    more: &mut ReadChunk<'_>,
-) -> Result<ChunkHeader> {
-    let ch = ChunkHeader::parse(s.get(0, CHUNK_HEADER, "chunk header")?).expect("a whole header");
-    let version = ch.version;
-    if version == CHUNK_VERSION_VL_BLOCKS {
-        return Err(s.err(
-            0,
-            format!(
-                "{what}: unsupported: chunk format version {version} (variable-length blocks, c-blosc2 3.x), \
-                 which c-blosc2 2.15 cannot decode"
-            ),
-        ));
-    }
-    if !(b::BLOSC2_VERSION_FORMAT_ALPHA as u8..=b::BLOSC2_VERSION_FORMAT as u8).contains(&version) {
-        return Err(s.err(0, format!("{what}: chunk format version {version} is not a Blosc2 one")));
-    }
-    if !ch.is_extended() {
-        return Err(s.err(2, format!("{what}: chunk has no Blosc2 extended header")));
-    }
-    let (typesize, nbytes, blocksize, cbytes) = (ch.typesize, ch.nbytes, ch.blocksize, ch.cbytes);
-    if typesize == 0 || nbytes < 0 {
-        return Err(s.err(3, format!("{what}: chunk typesize {typesize} / nbytes {nbytes} are invalid")));
-    }
-    if blocksize <= 0 || blocksize > i64::from(b::BLOSC2_MAXBLOCKSIZE) || (nbytes > 0 && blocksize > nbytes) {
-        return Err(s.err(8, format!("{what}: chunk block size {blocksize} does not fit {nbytes} bytes")));
-    }
-    if cbytes < CHUNK_HEADER as i64 || cbytes as u64 > avail {
-        return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} is not in {CHUNK_HEADER}..={avail}")));
-    }
-    if ch.lazy_or_instrumented() {
-        let blosc2_flags = ch.blosc2_flags;
-        return Err(s.err(31, format!("{what}: chunk flags {blosc2_flags:#04x} mark a lazy or instrumented chunk")));
-    }
-    let special = ch.special();
-    let need = match u32::from(special) {
-        0 if ch.memcpyed() => Some(nbytes + CHUNK_HEADER as i64),
-        0 => None,
-        // c-blosc2 3.x stores a value wider than a header's typesize (more
-        // than 255 bytes) whole, its width given by cbytes alone
-        // (`blosc2::wide_value`): any multiple of the typesize that divides the chunk.
-        b::BLOSC2_SPECIAL_VALUE => {
-            let width = cbytes - CHUNK_HEADER as i64;
-            let wide = width > i64::from(typesize) && width % i64::from(typesize) == 0 && nbytes % width == 0;
-            Some(CHUNK_HEADER as i64 + if wide { width } else { i64::from(typesize) })
-        }
-        k if k <= b::BLOSC2_SPECIAL_LASTID => Some(CHUNK_HEADER as i64),
-        _ => return Err(s.err(31, format!("{what}: unknown special value kind {special}"))),
-    };
-    // (c-blosc2 cannot decode one: it fails with BLOSC2_ERROR_READ_BUFFER.)
-    if special != 0 && nbytes % i64::from(typesize) != 0 {
-        return Err(s.err(4, format!("{what}: special chunk of {nbytes} bytes is not made of {typesize}-byte items")));
-    }
-    // A compressed chunk starts with one 32-bit offset per block.
-    let nblocks = nbytes / blocksize + i64::from(nbytes % blocksize != 0);
-    let starts_end = CHUNK_HEADER as i64 + if need.is_none() { 4 * nblocks } else { 0 };
-    match need {
-        Some(need) if cbytes != need => {
-            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes}; its kind needs exactly {need}")));
-        }
-        None if cbytes < starts_end => {
-            return Err(s.err(12, format!("{what}: chunk cbytes {cbytes} cannot hold the starts of {nblocks} blocks")));
-        }
-        _ => {}
-    }
-    let empty = nbytes == 0 && cbytes == CHUNK_HEADER as i64 && special == 0;
-    if ch.dict() && !empty {
-        check_dict(s, what, cbytes, starts_end, more)?;
-    }
-    Ok(ch)
-}
-
-/// Reads `n` bytes at an offset from the start of the chunk being checked
-/// (inside its `cbytes`).
-pub(super) type ReadChunk<'a> = dyn FnMut(u64, usize) -> Result<Vec<u8>> + 'a;
-
-/// The dictionary of a chunk flagged as using one: an `int32` size after
-/// the block starts, then the dictionary. c-blosc2 frees the context's
-/// previous dictionary *before* it checks these, and leaves the freed
-/// pointer behind on failure: the next dictionary chunk, or freeing the
-/// context, frees it again.
-fn check_dict(s: &Section<'_>, what: &dyn Display, cbytes: i64, at: i64, more: &mut ReadChunk<'_>) -> Result<()> {
-    let size = if at + 4 <= cbytes {
-        let b = more(at as u64, 4)?;
-        i64::from(i32::from_le_bytes(b.get(..4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4])))
-    } else {
-        -1
-    };
-    if size <= 0 || size > i64::from(b::BLOSC2_MAXDICTSIZE) || at + 4 + size > cbytes {
-        return Err(s.err(31, format!("{what}: the chunk's dictionary ({size} bytes at chunk byte {at}) is invalid")));
-    }
-    Ok(())
-}
-
-/// One (vl)metalayer: its name and where its content lies in its section.
-struct Layer {
-    name: String,
-    content: std::ops::Range<usize>,
-}
-
-/// A metalayers section (README_CFRAME_FORMAT.rst): `[3-array, uint16
-/// index size, map16 {name: int32 offset}, array16 of bin32 contents]`,
-/// where `map_at` is the map's position and offsets count from the start
-/// of `s` (the header, or the trailer). c-blosc2 checks each bound as
-/// `offset + 5 + len` in 32-bit signed arithmetic, which overflows.
-fn check_layers(s: &Section<'_>, map_at: usize, max: u32, kind: &str) -> Result<Vec<Layer>> {
-    s.expect(map_at - 4, 0x93, format_args!("{kind}s section marker"))?;
-    s.expect(map_at - 3, 0xcd, format_args!("{kind}s index size marker"))?;
-    s.expect(map_at, 0xde, format_args!("{kind}s index marker (map16)"))?;
-    let n = s.be_u16(map_at + 1, format_args!("{kind} count"))?;
-    // The vlmetalayer count is an int16 to c-blosc2: above 0x7fff it is negative.
-    if u32::from(n) > max.min(i16::MAX as u32) {
-        return Err(s.err(map_at + 1, format!("{n} {kind}s; at most {max}")));
-    }
-    let mut pos = map_at + 3;
-    let mut layers = Vec::with_capacity(usize::from(n));
-    // Names seen so far: a set, as a section may hold thousands of layers.
-    let mut names = HashSet::with_capacity(usize::from(n));
-    for _ in 0..n {
-        let (layer, next) = check_layer(s, pos, kind)?;
-        // c-blosc2 keeps names as C strings and refuses to add one twice:
-        // copying a super-chunk with a repeated name fails half-way (and leaks it).
-        if layer.name.contains('\0') || !names.insert(layer.name.clone()) {
-            return Err(s.err(pos, format!("{kind} name '{}' holds a NUL or is repeated", layer.name.escape_debug())));
-        }
-        layers.push(layer);
-        pos = next;
-    }
-    s.expect(pos, 0xdc, format_args!("{kind} contents marker (array16)"))?;
-    let m = s.be_u16(pos + 1, format_args!("{kind} contents count"))?;
-    if m != n {
-        return Err(s.err(pos + 1, format!("{m} {kind} contents for {n} names")));
-    }
-    Ok(layers)
-}
-
-/// One index entry at `pos` (fixstr name, int32 offset) and the bin32
-/// content it points at; returns the layer and the next entry's position.
-fn check_layer(s: &Section<'_>, pos: usize, kind: &str) -> Result<(Layer, usize)> {
-    let tag = s.byte(pos, format_args!("{kind} name"))?;
-    if tag & 0xe0 != 0xa0 {
-        return Err(s.err(pos, format!("{kind} name marker {tag:#04x} is not a fixstr")));
-    }
-    let name_len = usize::from(tag & 0x1f);
-    let name = String::from_utf8_lossy(s.get(pos + 1, name_len, format_args!("{kind} name"))?).into_owned();
-    let at = pos + 1 + name_len;
-    s.expect(at, 0xd2, format_args!("{kind} '{name}' offset marker"))?;
-    let offset = s.be_i32(at + 1, format_args!("{kind} '{name}' offset"))?;
-    let offset =
-        usize::try_from(offset).map_err(|_| s.err(at + 1, format!("{kind} '{name}' offset {offset} is negative")))?;
-    s.expect(offset, 0xc6, format_args!("{kind} '{name}' content marker (bin32)"))?;
-    let len = s.be_i32(offset + 1, format_args!("{kind} '{name}' length"))?;
-    let len =
-        usize::try_from(len).map_err(|_| s.err(offset + 1, format!("{kind} '{name}' length {len} is negative")))?;
-    s.get(offset + 5, len, format_args!("{kind} '{name}' content ({len} bytes)"))?;
-    Ok((Layer { name, content: offset + 5..offset + 5 + len }, at + 5))
 }
