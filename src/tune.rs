@@ -261,32 +261,26 @@ fn describe(cparams: &CParams, block_bytes: usize) -> String {
 }
 
 impl Tuning {
-    /// Keep [`Tuning::report`] in `array`'s vlmetalayer [`REPORT_VLMETA`]
-    /// (a MessagePack string, as python-blosc2 and our Python package read
-    /// vlmetalayers), as the Python package and `caterva copy --tune` do.
-    ///
-    /// # Errors
-    /// As [`Array::vlmeta_add`](crate::Array::vlmeta_add).
-    pub fn record(&self, array: &mut crate::Array) -> Result<()> {
+    /// [`Tuning::report`] as the content of the vlmetalayer
+    /// [`REPORT_VLMETA`] where a tuned array keeps it (a MessagePack
+    /// string, as python-blosc2 and our Python package read vlmetalayers):
+    /// `array.vlmeta_add(REPORT_VLMETA, &tuning.recorded())`.
+    #[must_use]
+    pub fn recorded(&self) -> Vec<u8> {
         let text = self.report();
         let mut packed = Vec::with_capacity(text.len() + 5);
         // Writing into a Vec cannot fail.
         let _ = rmp::encode::write_str(&mut packed, &text);
-        array.vlmeta_add(REPORT_VLMETA, &packed)
+        packed
     }
 
-    /// The report a tuning kept in `array` ([`Tuning::record`]), if any.
-    ///
-    /// # Errors
-    /// As [`Array::vlmeta_get`](crate::Array::vlmeta_get).
-    pub fn recorded(array: &crate::Array) -> Result<Option<String>> {
-        if !array.vlmeta_exists(REPORT_VLMETA)? {
-            return Ok(None);
-        }
-        let packed = array.vlmeta_get(REPORT_VLMETA)?;
-        let mut rd = packed.as_slice();
-        let Ok(len) = rmp::decode::read_str_len(&mut rd) else { return Ok(None) };
-        Ok(rd.get(..len as usize).map(|b| String::from_utf8_lossy(b).into_owned()))
+    /// The report in `content`, the vlmetalayer [`REPORT_VLMETA`] of a tuned
+    /// array ([`Tuning::recorded`]); `None` if it does not hold one.
+    #[must_use]
+    pub fn report_in(content: &[u8]) -> Option<String> {
+        let mut rd = content;
+        let len = rmp::decode::read_str_len(&mut rd).ok()?;
+        rd.get(..len as usize).map(|b| String::from_utf8_lossy(b).into_owned())
     }
 
     /// What was chosen and why, in one line: the objective, the choice,
@@ -390,6 +384,8 @@ mod tests {
         assert_eq!(t.partitions, propose_partitions(4, &[1024], &hints()).unwrap());
         assert!(t.report().contains("default rule"), "{}", t.report());
         assert!(tune(&[0u8; 7], 4, &[2], &hints(), Objective::Balanced).is_err());
+        assert_eq!(Tuning::report_in(&t.recorded()), Some(t.report()));
+        assert_eq!(Tuning::report_in(b"\x01"), None);
         assert_eq!(Objective::by_name("size"), Some(Objective::Size));
         assert_eq!(Objective::by_name("fast"), None);
     }

@@ -63,6 +63,9 @@ static bool checksums;
  * other library here writes; the library's default (FULL) syncs a new array
  * before renaming it into place. */
 static bool nosync;
+/* caterva-frame-tuned (--defaults): the compression and partitions caterva_tune
+ * chooses from the dataset (objective balanced), as the Python package does. */
+static bool tuned;
 static int lib = -1;
 static const char *data_path, *dtype = "i8", *pos_path, *arr_path;
 static int64_t shape[NDIM];
@@ -243,6 +246,15 @@ static void cat_params(caterva_params_t *p, caterva_storage_t *s);
  */
 static int cat_default_settings(caterva_params_t *p, caterva_config_t *cfg, caterva_storage_t *s) {
     *cfg = CATERVA_CONFIG_DEFAULTS;
+    if (tuned) {
+        char *report = NULL;
+        int rc = caterva_tune(src, nbytes, p, CATERVA_TUNE_BALANCED, nthreads, cfg, s, &report);
+        if (rc != 0) return rc;
+        fprintf(stderr, "native: tuning: %s\n", report);
+        free(report);
+        cfg->nthreads = (int16_t) nthreads;
+        return 0;
+    }
     int rc = caterva_propose_config(cfg); /* the library's proposal: what Python and the CLI use */
     if (rc != 0) return rc;
     cfg->nthreads = (int16_t) nthreads;
@@ -659,7 +671,7 @@ static void time_open(const char *name, bool is_cold) {
 }
 
 static void usage(void) {
-    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-frame-nosync|caterva-sparse|b2nd --data FILE --dtype i8|f4|u2... "
+    die("usage: native --lib caterva-frame|caterva-frame-sums|caterva-frame-nosync|caterva-frame-tuned|caterva-sparse|b2nd --data FILE --dtype i8|f4|u2... "
         "--shape A,B,C --chunks A,B,C --blocks A,B,C --threads N --reps R --write-reps W --positions FILE --box S "
         "--path PATH [--codec lz4|blosclz|zstd|lz4hc] [--clevel N] [--filter shuffle|bitshuffle|none] "
         "[--defaults] [--cold] [--keep]");
@@ -685,6 +697,7 @@ int main(int argc, char **argv) {
             else if (strcmp(v, "caterva-sparse") == 0) lib = CAT_SPARSE;
             else if (strcmp(v, "caterva-frame-sums") == 0) lib = CAT_FRAME, checksums = true;
             else if (strcmp(v, "caterva-frame-nosync") == 0) lib = CAT_FRAME, nosync = true;
+            else if (strcmp(v, "caterva-frame-tuned") == 0) lib = CAT_FRAME, tuned = true;
 #endif
             else die("unknown library '%s' in this build", v);
         } else if (strcmp(k, "--data") == 0) data_path = v;

@@ -48,6 +48,7 @@ LIBS = [
     ("caterva-frame", "caterva-rs frame (C)", "native-caterva", "caterva-frame", None),
     ("caterva-frame-sums", "caterva-rs frame, checksums (C)", "native-caterva", "caterva-frame-sums", None),
     ("caterva-frame-nosync", "caterva-rs frame, no sync (C)", "native-caterva", "caterva-frame-nosync", None),
+    ("caterva-frame-tuned", "caterva-rs frame, tuned (C)", "native-caterva", "caterva-frame-tuned", None),
     ("caterva-sparse", "caterva-rs sparse dir (C)", "native-caterva", "caterva-sparse", None),
     ("b2nd2", "b2nd c-blosc2 2.15 (C)", "native-caterva", "b2nd", None),
     ("b2nd3", "b2nd c-blosc2 3.x (C)", "native-b2nd3", "b2nd", "python-blosc2"),
@@ -77,6 +78,12 @@ DATASETS = [
     ("climate", "f4", "float32 temperature-like field (time, lat, lon), rounded to 0.01",
      dict(shape=(240, 721, 1440), chunks=(24, 180, 360), blocks=(4, 45, 90)),
      dict(shape=(24, 73, 144), chunks=(12, 37, 72), blocks=(4, 15, 30))),
+    ("labels", "i4", "int32 label volume: 2,000 random boxes of constant labels over a background of 0",
+     dict(shape=(200, 512, 512), chunks=(25, 128, 128), blocks=(5, 32, 64)),
+     dict(shape=(40, 128, 128), chunks=(20, 64, 64), blocks=(5, 32, 32))),
+    ("sparse", "f4", "float32 field, 98% zeros: Gaussian values at 2% of the items, in clusters",
+     dict(shape=(200, 512, 512), chunks=(25, 128, 128), blocks=(5, 32, 64)),
+     dict(shape=(40, 128, 128), chunks=(20, 64, 64), blocks=(5, 32, 32))),
 ]
 DS = {d[0]: d for d in DATASETS}
 # What the run does, per dataset (--quick: fewer repetitions and items).
@@ -300,7 +307,8 @@ def climate_slabs(shape):
 
 
 def generate(name, shape):
-    """The dataset, generated once and cached: int64 0..n, the float64 field, or the climate field."""
+    """The dataset, generated once and cached: int64 0..n, the float64 field, the climate field, the
+    label volume or the sparse field."""
     import numpy as np
 
     path = dataset_path(name, shape)
@@ -317,6 +325,25 @@ def generate(name, shape):
         return path
     if name == "int":
         a = np.arange(np.prod(shape), dtype="<i8").reshape(shape)
+    elif name == "labels":
+        # Random boxes (up to a tenth of each axis) of random labels painted
+        # in order over zeros: large constant regions, sharp edges.
+        rng = np.random.default_rng(20261129)
+        a = np.zeros(shape, dtype="<i4")
+        for label in range(1, 2001):
+            lo = [int(rng.integers(0, n)) for n in shape]
+            hi = [min(n, l + 1 + int(rng.integers(0, max(1, n // 10)))) for l, n in zip(lo, shape)]
+            a[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]] = label
+    elif name == "sparse":
+        # Clusters: 2% of the items, chosen as small runs along the last axis
+        # starting at random places, hold Gaussian values; the rest is 0.
+        rng = np.random.default_rng(20261130)
+        a = np.zeros(int(np.prod(shape)), dtype="<f4")
+        n = a.size // 50
+        starts = rng.integers(0, a.size - 8, n // 8)
+        for off in range(8):
+            a[starts + off] = rng.normal(0.0, 1.0, starts.size).astype("<f4")
+        a = a.reshape(shape)
     else:
         # sin(i/37) cos(j/53) + k/400 plus Gaussian noise (sigma 1e-3) rounded to
         # multiples of 2^-16: smooth, with noisy low bits; ZSTD 5 + shuffle
@@ -633,7 +660,7 @@ def report(args, cfg, results, skipped, elapsed):
             continue
         r = next((results[d][lid] for d in args.datasets if lid in results.get(d, {})), None)
         ver = r["version"] if r and r["version"] else "?"
-        if lid in ("caterva-frame", "caterva-frame-sums", "caterva-sparse", "b2nd2", "b2nd3"):
+        if lid in ("caterva-frame", "caterva-frame-sums", "caterva-frame-tuned", "caterva-sparse", "b2nd2", "b2nd3"):
             ver = f"c-blosc2 {ver}"
             if lid.startswith("caterva"):
                 ver = f"libcaterva.so at the commit above, {ver}"
@@ -648,6 +675,9 @@ def report(args, cfg, results, skipped, elapsed):
                 "caterva-frame-nosync": "as caterva-rs frame, created without syncing "
                                         "(`caterva_ctx_set_durability(PROCESS)`), as the other libraries write",
                 "caterva-frame-sums": "as caterva-rs frame, with per-chunk checksums",
+                "caterva-frame-tuned": "as caterva-rs frame, with the compression and partitions "
+                                       "`caterva_tune(BALANCED)` chooses from the dataset (what the Python "
+                                       "package's constructors do with data); the tuning's time is in the write",
                 "caterva-sparse": "as caterva-rs frame, sparse frame (a directory)",
                 "b2nd2": f"`BLOSC2_CPARAMS_DEFAULTS` with typesize and nthreads {t}; chunks and blocks from "
                          f"python-blosc2's `compute_chunks_blocks`",
@@ -827,8 +857,9 @@ def main():
     elif args.defaults:
         ids = [x for x in ids if x != "zarr-sharded"]  # zarr has no default sharding
     else:
-        # Outside --defaults every caterva-rs column writes without syncing, as the others do.
-        ids = [x for x in ids if x != "caterva-frame-nosync"]
+        # Outside --defaults every caterva-rs column writes without syncing, as the others do,
+        # and the compression is the one asked for (nothing to tune).
+        ids = [x for x in ids if x not in ("caterva-frame-nosync", "caterva-frame-tuned")]
     if args.only:
         args.only = [x.strip() for x in args.only.split(",") if x.strip()]
         bad = [x for x in args.only if x not in ids]

@@ -145,7 +145,7 @@ pub fn run(a: &Args) -> Outcome {
     let copy = progress::spinner("copy", a.run.wanted(), || {
         let mut copy = arr.copy(&ctx, &storage)?;
         if let Some(t) = tuning.as_ref().filter(|t| !t.candidates.is_empty()) {
-            t.record(&mut copy)?;
+            copy.vlmeta_add(caterva::REPORT_VLMETA, &t.recorded())?;
         }
         Ok(copy)
     })

@@ -69,7 +69,8 @@ fn fields(path: &str, arr: &Array) -> Vec<(&'static str, Value)> {
     ];
     // What a tuning chose and why (`caterva copy --tune`, the Python
     // package's constructors), where one was kept.
-    if let Ok(Some(report)) = Tuning::recorded(arr) {
+    let kept = arr.vlmeta_get(caterva::REPORT_VLMETA).ok();
+    if let Some(report) = kept.as_deref().and_then(Tuning::report_in) {
         fields.push(("tuning", Value::Text(report)));
     }
     fields
