@@ -295,3 +295,51 @@ def test_mode_w_replaces_either_layout_at_a_url(servers):
     with pytest.raises(FileExistsError):
         cat.asarray(want, urlpath=url, contiguous=True)
     np.testing.assert_array_equal(cat.open(url)[...], want)
+
+
+def test_xarray_datasets_on_s3_and_a_web_server(servers, tmp_path):
+    """A Dataset written to an S3 prefix (one array per variable, sparse and
+    contiguous), added to and replaced there, opens as the same Dataset
+    written locally; a web server, which lists nothing, serves one through
+    the variables its .xarray.b2frame names; a sparse DataArray at a URL
+    opens as that one array."""
+    xr = pytest.importorskip("xarray")
+    import pandas as pd
+    from caterva.xarray_backend import to_caterva
+
+    web, www, s3url = servers
+    ds = xr.Dataset(
+        {"t": (("time", "station"), np.arange(24, dtype="f4").reshape(6, 4), {"units": "K"}),
+         "flag": ("station", np.array([True, False, True, True]))},
+        coords={"time": pd.date_range("2026-05-01", periods=6), "station": ["a", "bb", "c", "d"]},
+        attrs={"title": "remote"},
+    )
+    ds.t.encoding = {"dtype": "int16", "scale_factor": 0.5, "_FillValue": -1}
+    ds["t"][2, 1] = np.nan
+    to_caterva(ds, tmp_path / "local", encoding={"flag": {"contiguous": True}})
+    want = xr.open_dataset(tmp_path / "local", engine="caterva").load()
+    url = "s3://arrays/dataset"
+    to_caterva(ds.drop_vars("flag"), url)
+    to_caterva(ds[["flag"]], url, mode="a", encoding={"flag": {"contiguous": True}})
+    assert [(a["name"], a["contiguous"]) for a in cat.list_arrays(url)] == [
+        ("flag.b2nd", True), ("station.b2nd", False), ("t.b2nd", False), ("time.b2nd", False)]
+    xr.testing.assert_identical(xr.open_dataset(url, engine="caterva").load(), want)
+    # storage_options reach the listing, the marker and every array.
+    opts = {"client_kwargs": {"endpoint_url": s3url, "region_name": "us-east-1"}}
+    xr.testing.assert_identical(xr.open_dataset(url, engine="caterva", storage_options=opts).load(), want)
+    with pytest.raises(OSError, match="127.0.0.1:9"):
+        xr.open_dataset(url + "/", engine="caterva",
+                        storage_options={"endpoint_url": "http://127.0.0.1:9", "retries": 0, "timeout": 2})
+    cat.set_storage_options(url + "/", {})
+    with pytest.raises(FileExistsError):
+        to_caterva(ds, url)
+    to_caterva(ds[["flag"]], url, mode="w")
+    assert [a["name"] for a in cat.list_arrays(url)] == ["flag.b2nd", "station.b2nd"]
+    xr.testing.assert_identical(xr.open_dataset(url, engine="caterva").load(), want[["flag"]])
+    # A web server: the local folder copied under its root.
+    shutil.copytree(tmp_path / "local", www / "dataset")
+    xr.testing.assert_identical(xr.open_dataset(f"{web}/dataset", engine="caterva").load(), want)
+    with pytest.raises(FileNotFoundError, match="a web server lists nothing"):
+        xr.open_dataset(f"{web}/nothing", engine="caterva")
+    to_caterva(ds.t, "s3://arrays/t.b2nd")
+    xr.testing.assert_identical(xr.open_dataarray("s3://arrays/t.b2nd", engine="caterva").load(), want.t)
