@@ -259,6 +259,9 @@ def test_writer_modes_encoding_and_accessors(tmp_path):
     # ds.caterva.to: to_caterva as a method (the accessor this module registers).
     ds.caterva.to(path, checksums=True, encoding={
         "t": {"chunks": (8, 4), "blocks": (4, 2), "codec": cat.Codec.ZSTD, "clevel": 3, "contiguous": True}})
+    # xarray finds the engine by itself for a folder to_caterva wrote.
+    assert xr.backends.list_engines()["caterva"].guess_can_open(str(path))
+    xr.testing.assert_identical(xr.open_dataset(path).load(), xr.open_dataset(path, engine="caterva").load())
     # Encoding works on copies: the Dataset written is as it was.
     xr.testing.assert_identical(ds, original)
     assert ds.precip.encoding == original.precip.encoding and ds.t.encoding == {}

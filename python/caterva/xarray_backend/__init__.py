@@ -24,7 +24,9 @@ every vlmeta value (so python-blosc2 reads it too):
 A Dataset is a folder, a directory or an object-store prefix
 (``s3://bucket/ds``), with one array per variable, coordinates included
 (``<name>.b2nd``, the name made a plain file name; the name itself is in
-``_XARRAY_NAME``). Every array directly in it is a variable; subfolders
+``_XARRAY_NAME``). Coordinates are arrays of their own there, small ones
+too: one copy serves every variable, a coordinate may be as large as the
+data, and one along ``append_dim`` grows with it. Every array directly in it is a variable; subfolders
 that are not arrays are not looked into, and a directory holding
 ``chunks.b2frame`` is one array (a sparse frame), not a folder of them.
 Coordinates are told as xarray tells them in netCDF and zarr: a variable
