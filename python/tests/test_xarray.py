@@ -87,6 +87,10 @@ def test_to_caterva_refuses_before_writing(tmp_path):
     with pytest.raises(TypeError, match="attribute 'bad'.*msgpack"):
         to_caterva(many, tmp_path / "many.b2nd")
     assert not (tmp_path / "many.b2nd").exists()
+    # Twenty attributes (a frame holds 16 vlmetalayers) are written in one.
+    del many.attrs["bad"]
+    to_caterva(many, tmp_path / "many.b2nd")
+    assert xr.open_dataarray(tmp_path / "many.b2nd", engine="caterva").attrs == many.attrs
     clash = ref.copy()
     clash.attrs = {"_ARRAY_DIMENSIONS": 1}
     with pytest.raises(ValueError, match="backend's own"):
