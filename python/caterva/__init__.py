@@ -5,7 +5,8 @@ python-caterva's API (``empty``, ``zeros``, ``full``, ``from_buffer``,
 ``asarray``, ``open``, ``copy``, ``from_cframe``, ``remove``, ``NDArray``,
 ``Codec``, ``Filter``) on NumPy 2, with NumPy dtypes, orthogonal indexing,
 ``append``/``insert``/``delete``, checksums, several processes writing one
-array, and Dask (``caterva.dask.to_caterva``)."""
+array, Dask (``caterva.dask.to_caterva``) and xarray (``engine="caterva"``
+for an array or a folder of them, ``caterva.xarray_backend.to_caterva``)."""
 
 from importlib.metadata import PackageNotFoundError, version as _version
 
