@@ -74,15 +74,18 @@ fn names_parse_and_the_default_is_full() {
 }
 
 /// A one-row write syncs the journal's data and name and the frame at
-/// `Full` (a sparse frame: its index and the one chunk file; the directory
-/// only when chunk files come or go), nothing at `Process`; the data
-/// written is the same.
+/// `Full`, nothing at `Process`; the data written is the same. A sparse
+/// frame: the undo folder (where the journal keeps the chunk file it
+/// rewrites, by a second name, instead of copying its bytes), the
+/// journal's data and name, the index, the new chunk file and the
+/// directory (the new file is renamed over the old), and, once the journal
+/// is removed, its removal (before the original kept for it goes).
 #[test]
 fn syncs_of_a_one_row_write_per_level() {
     let dir = scratch("count");
     for contiguous in [true, false] {
         for checksums in [false, true] {
-            for (level, want) in [(Durability::Full, if contiguous { 3 } else { 4 }), (Durability::Process, 0)] {
+            for (level, want) in [(Durability::Full, if contiguous { 3 } else { 7 }), (Durability::Process, 0)] {
                 let what = format!("contiguous {contiguous}, checksums {checksums}, {level}");
                 let path = dir.join(format!("a-{contiguous}-{checksums}-{level}.b2nd"));
                 drop(make(&ctx(checksums, Durability::Full), &path, contiguous));
@@ -158,9 +161,14 @@ fn new_chunk_files_and_creation_sync_at_full_only() {
     // journal data and name; index, the new chunk file, the directory.
     let (syncs, _) = count(&dir, || arr.append(&items(10 * SHAPE[1], 3), 0).unwrap());
     assert_eq!(syncs, 5, "an append to a sparse frame");
-    // A delete removes a chunk file: the directory again.
+    // A delete removes a chunk file: the directory again; the file is kept
+    // by a second name until the journal's removal is durable.
     let (syncs, _) = count(&dir, || arr.delete(0, 40, 10).unwrap());
-    assert_eq!(syncs, 4, "a delete of a chunk from a sparse frame (journal data and name, index, directory)");
+    assert_eq!(
+        syncs, 6,
+        "a delete of a chunk from a sparse frame (undo folder, journal data and name, index, directory, journal's \
+         removal)"
+    );
     arr.set_durability(Durability::Process);
     let (syncs, writes) = count(&dir, || arr.append(&items(10 * SHAPE[1], 4), 0).unwrap());
     assert_eq!((syncs, writes > 0), (0, true), "an append at Process");
@@ -195,9 +203,11 @@ fn the_first_full_write_after_process_ones_syncs_the_whole_directory() {
     assert_eq!(syncs, 0);
     arr.set_durability(Durability::Full);
     let (syncs, _) = count(&dir, || write_row(&mut arr, 3, 4).unwrap());
-    assert_eq!(syncs, 2 + 1 + 5 + 1, "the first write at Full after writes at Process");
+    // (The undo folder, the journal, the index, each chunk file, the
+    // directory, the journal's removal.)
+    assert_eq!(syncs, 1 + 2 + 1 + 5 + 1 + 1, "the first write at Full after writes at Process");
     let (syncs, _) = count(&dir, || write_row(&mut arr, 4, 5).unwrap());
-    assert_eq!(syncs, 4, "the next one");
+    assert_eq!(syncs, 7, "the next one");
     // A frame file is synced whole by every write at Full anyway.
     let file = dir.join("f.b2frame");
     let mut f = make(&ctx(false, Durability::Process), &file, true);

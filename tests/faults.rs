@@ -342,7 +342,7 @@ fn check_write(w: &Write, contiguous: bool, root: &Path) -> Tally {
             assert!(armed.fired() || r.is_ok(), "{what}: the fault did not fire");
             // A handle that lived through a transient failure shows what is on disk.
             let shown = match (fault, arr.as_ref()) {
-                (Fault::Fail, Some(a)) => Some(state_of(a)),
+                (Fault::Fail, Some(a)) => Some(try_state_of(a).unwrap_or_else(|e| panic!("{what}: the handle: {e}"))),
                 _ => None,
             };
             drop(arr);
@@ -403,7 +403,7 @@ fn every_injected_io_fault_leaves_the_old_or_the_new_state() {
 // A power cut keeps what was synced and any part of what was not. The I/O
 // layer's recorder (`faults::record`) gives every change a write made, in
 // order: creations, writes (with their bytes), truncations, renames,
-// removals, and the syncs of files (`fdatasync`) and directories (`fsync`).
+// hard links, removals, and the syncs of files (`fdatasync`) and directories (`fsync`).
 // From the files as they were before the writes (all durable) and that
 // list, `crash_states` builds the disks a power cut at each point of the
 // list may leave, as a file system that keeps only what POSIX promises
@@ -517,6 +517,11 @@ fn apply(disk: &mut Disk, base: &Path, c: &Change, torn: bool) {
             let p = rel(path);
             disk.names.retain(|k, _| !k.starts_with(&p));
         }
+        Change::Link { from, to } => {
+            if let Some(&ino) = disk.names.get(&rel(from)) {
+                disk.names.insert(rel(to), ino);
+            }
+        }
         Change::SyncFile { .. } | Change::SyncDir(_) => {}
     }
 }
@@ -548,7 +553,7 @@ fn kept_for_sure(changes: &[Change], p: usize, existed: &[bool]) -> Vec<bool> {
             Change::Rename { from, to } => {
                 dir_synced(parent(to), i) && (parent(from) == parent(to) || dir_synced(parent(from), i))
             }
-            Change::Remove(path) => dir_synced(parent(path), i),
+            Change::Remove(path) | Change::Link { to: path, .. } => dir_synced(parent(path), i),
             Change::SyncFile { .. } | Change::SyncDir(_) => true,
         })
         .collect()
@@ -703,8 +708,10 @@ fn power_cuts(w: &Write, contiguous: bool, durability: Durability, root: &Path) 
         cut.points += 1;
         // Allowed: before or after the last returned write, or the one in flight;
         // once W2 synced, W1 must be there (every returned write but the last).
-        // W1's journal is removed unsynced; W2's first directory sync makes that durable.
-        let synced_in_w2 = changes[b..p.max(b)].iter().any(|c| matches!(c, Change::SyncDir(_)));
+        // W1's journal is removed unsynced; W2's first sync of the directory
+        // holding it makes that durable (not a sync of another directory:
+        // the undo folder's, before W2's journal is named).
+        let synced_in_w2 = changes[b..p.max(b)].iter().any(|c| matches!(c, Change::SyncDir(d) if *d == dir));
         // At `Normal`, any state after a returned write of the epoch, or before it.
         let allowed: Vec<&State> = if durability == Durability::Normal {
             vec![&s0, &s1, &s2]

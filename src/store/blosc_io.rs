@@ -58,6 +58,56 @@ struct Stream {
     served: Option<std::rc::Rc<CheckedBytes>>,
     /// A stream of an object of a [`Draft`]: its bytes are the draft's image.
     draft: Option<(Arc<Mutex<Draft>>, String)>,
+    /// A chunk file written under a new name, to replace the old on close.
+    replacing: Option<Replacing>,
+}
+
+/// A sparse frame's chunk file that c-blosc2 (re)writes (`"wb"`: an
+/// update, or a new chunk) is written to `<name>.caterva-new` and renamed
+/// over `<name>` when c-blosc2 closes it, unless a write to it failed
+/// (then the new file is removed and the old one stays). So the file at
+/// the chunk's name is always whole: a reader in another process reads
+/// the old chunk or the new one, never a truncated or half-written file,
+/// and the old file's inode is never written into, which lets the undo
+/// journal keep an original chunk file by a second name (a hard link)
+/// instead of copying its bytes (`journal::Layout::saves`).
+struct Replacing {
+    /// The chunk file's name.
+    path: PathBuf,
+    /// Where its new content is written.
+    new: PathBuf,
+    failed: std::cell::Cell<bool>,
+}
+
+impl Replacing {
+    /// Suffix of a chunk file being written.
+    const SUFFIX: &'static str = ".caterva-new";
+
+    /// For `path`, if it names a sparse frame's chunk file.
+    fn of(path: &Path) -> Option<Replacing> {
+        let name = path.file_name()?.to_str()?;
+        super::frame::chunk_id(name)?;
+        let new = path.with_file_name(format!("{name}{}", Self::SUFFIX));
+        Some(Replacing { path: path.to_owned(), new, failed: std::cell::Cell::new(false) })
+    }
+
+    /// Put the new file in place, or drop it if its writing failed.
+    fn finish(&self) -> std::io::Result<()> {
+        if self.failed.get() {
+            // Best effort: a leftover is removed by the next rollback too.
+            let _ = std::fs::remove_file(&self.new);
+            return Ok(());
+        }
+        super::io::rename(&self.new, &self.path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&self.new);
+        })
+    }
+}
+
+/// Whether `name` is that of a chunk file being written ([`Replacing`]),
+/// which a writer that died may have left.
+pub(super) fn is_chunk_being_written(name: &str) -> bool {
+    name.strip_suffix(Replacing::SUFFIX).is_some_and(|n| super::frame::chunk_id(n).is_some())
 }
 
 impl Stream {
@@ -185,6 +235,7 @@ impl Draft {
             append: mode.first() == Some(&b'a'),
             served: None,
             draft: Some((draft.clone(), name.to_owned())),
+            replacing: None,
         }))
     }
 }
@@ -479,23 +530,27 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
             }
             (n.location, n.name, n.named_by)
         });
-        let stream = Stream { object, file: None, path, remote, append, served, draft: None };
+        let stream = Stream { object, file: None, path, remote, append, served, draft: None, replacing: None };
         if stream.served.is_none() && stream.object().is_err() {
             return std::ptr::null_mut();
         }
         return Box::into_raw(Box::new(stream)).cast();
     }
-    match o.open(path) {
+    // A sparse frame's chunk file is never rewritten in place: see [`Replacing`].
+    let replacing = (mode.first() == Some(&b'w')).then(|| Replacing::of(path)).flatten();
+    let target = replacing.as_ref().map_or(path, |r| r.new.as_path());
+    match o.open(target) {
         Ok(file) => {
-            super::io::record!(path, super::io::faults::Change::created(path, &file, mode.first() == Some(&b'w')));
+            super::io::record!(target, super::io::faults::Change::created(target, &file, mode.first() == Some(&b'w')));
             let stream = Stream {
                 object: std::cell::OnceCell::new(),
                 file: Some(file),
-                path: path.to_owned(),
+                path: target.to_owned(),
                 remote: None,
                 append,
                 served: None,
                 draft: None,
+                replacing,
             };
             Box::into_raw(Box::new(stream)).cast()
         }
@@ -509,11 +564,20 @@ unsafe extern "C" fn cb_open(urlpath: *const c_char, mode: *const c_char, params
 }
 
 unsafe extern "C" fn cb_close(stream: *mut c_void) -> c_int {
-    if !stream.is_null() {
-        // SAFETY: made by Box::into_raw in cb_open; c-blosc2 closes it once.
-        drop(unsafe { Box::from_raw(stream.cast::<Stream>()) });
+    if stream.is_null() {
+        return 0;
     }
-    0
+    // SAFETY: made by Box::into_raw in cb_open; c-blosc2 closes it once.
+    let mut s = unsafe { Box::from_raw(stream.cast::<Stream>()) };
+    let Some(r) = s.replacing.take() else { return 0 };
+    drop(s.file.take());
+    match r.finish() {
+        Ok(()) => 0,
+        Err(e) => {
+            note_failure("replacing", &r.path, e);
+            -1
+        }
+    }
 }
 
 unsafe extern "C" fn cb_size(s: *mut c_void) -> i64 {
@@ -569,6 +633,9 @@ unsafe extern "C" fn cb_write(ptr: *const c_void, size: i64, nitems: i64, positi
     match write_all_at(file, &s.path, at, bytes) {
         Ok(()) => nitems,
         Err(e) => {
+            if let Some(r) = &s.replacing {
+                r.failed.set(true);
+            }
             note_failure("writing", &s.path, e);
             0
         }

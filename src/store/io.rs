@@ -304,6 +304,16 @@ pub(crate) fn rename(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Give the file at `from` a second name, `to` (a hard link: one inode,
+/// two names; writing through either changes both, replacing either by a
+/// rename does not touch the other).
+pub(crate) fn hard_link(from: &Path, to: &Path) -> std::io::Result<()> {
+    gate(Op::Create, to)?;
+    std::fs::hard_link(from, to)?;
+    record!(to, faults::Change::Link { from: from.to_owned(), to: to.to_owned() });
+    Ok(())
+}
+
 pub(crate) fn remove_file(path: &Path) -> std::io::Result<()> {
     gate(Op::Remove, path)?;
     std::fs::remove_file(path)?;
@@ -414,6 +424,13 @@ pub mod faults {
         },
         /// A file or empty directory removed.
         Remove(PathBuf),
+        /// A second name, `to`, for the file at `from` (a hard link).
+        Link {
+            /// The file's name.
+            from: PathBuf,
+            /// Its new, second name.
+            to: PathBuf,
+        },
     }
 
     impl Change {
@@ -514,7 +531,9 @@ pub mod faults {
         for rec in recs.iter() {
             let mut r = rec.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let involved = match &change {
-                Change::Rename { from, .. } => path.starts_with(&r.under) || from.starts_with(&r.under),
+                Change::Rename { from, .. } | Change::Link { from, .. } => {
+                    path.starts_with(&r.under) || from.starts_with(&r.under)
+                }
                 _ => path.starts_with(&r.under),
             };
             if involved {

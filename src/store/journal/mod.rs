@@ -134,9 +134,36 @@
 //! 3. at the commit, the frame: the file, or a sparse frame's index and
 //!    each chunk file the write wrote (these cannot be merged: each is its
 //!    own file), before the journal is removed;
-//! 4. a sparse frame's directory, at the commit, only when the write
-//!    created or removed chunk files (an append, a delete, a special chunk
-//!    made real): a chunk file rewritten in place changes no entry.
+//! 4. a sparse frame's directory, at the commit, when the write created,
+//!    rewrote or removed chunk files (an append, an update, a delete, a
+//!    special chunk made real): a chunk file is rewritten as a new file
+//!    renamed over the old one (see below).
+//!
+//! # Sparse frames: originals kept by a second name
+//!
+//! c-blosc2 writes a sparse frame's chunk file whole, and our I/O backend
+//! writes it under a new name renamed over the old one when it is complete
+//! (`blosc_io::Replacing`): the old file's inode is never written into, and
+//! a reader in another process finds the old chunk or the new one, never a
+//! cut one. So the journal saves an original chunk file by giving it a
+//! second name (a hard link) in the array's undo folder,
+//! `<urlpath>.caterva-undo`, recorded as [`CHUNK_LINK`], instead of
+//! copying its bytes into the journal: a one-row write that rewrites a
+//! 4 MiB chunk no longer reads it, writes it to the journal and syncs that.
+//! With `sync` the undo folder is synced before the record that names the
+//! link (sync 0, before sync 1 for the first change), and the journal's
+//! removal is made durable (its directory synced) before the links go: a
+//! power cut must never bring a journal back without the originals it
+//! restores from. A rollback puts an original back by linking it to a new
+//! name renamed over the chunk file, so an interrupted rollback can run
+//! again; only the first save of each chunk file counts (later saves of an
+//! epoch's writes only undo a write whose process died, when the kernel
+//! kept them). Names carry the journal's own token (process and time), so
+//! no journal finds another's file under its names. What a committed
+//! journal leaves in the folder goes at the array's next write or open.
+//! Where hard links cannot be made (the undo folder on another file
+//! system, one without hard links) the bytes are copied as before
+//! ([`CHUNK_FILE`]).
 //!
 //! A handle that wrote without syncing before ([`Durability::Process`])
 //! syncs, at its first synced commit, every chunk file of a sparse frame
@@ -210,8 +237,9 @@ use super::schunk::SChunk;
 use crate::blosc2::chunk_header::POS_CBYTES as CHUNK_POS_CBYTES;
 use crate::error::{Error, Result};
 use records::{
-    flush, io_err, kind_of, record, Kind, Save, BASE_END, BEGIN, BOOT, BYTES, CHUNK_FILE, CHUNK_IDS, COMMIT,
-    INDEX_COPY, KIND_DIR, KIND_FILE, LENGTH, MAGIC, MARK, STATE, TARGET, TMP_SUFFIX, WRITE,
+    flush, io_err, kind_of, record, remove_undo_folder, undo_folder, Kind, Save, BASE_END, BEGIN, BOOT, BYTES,
+    CHUNK_FILE, CHUNK_IDS, CHUNK_LINK, COMMIT, INDEX_COPY, KIND_DIR, KIND_FILE, LENGTH, MAGIC, MARK, STATE, TARGET,
+    TMP_SUFFIX, WRITE,
 };
 use recovery::{boot_id, busy, dir_sample, end_epoch_of_another, file_sample, mtime_ns, rollback};
 
@@ -395,6 +423,12 @@ enum Layout {
     },
     Dir {
         dir: PathBuf,
+        /// Where chunk files are kept by a second name ([`CHUNK_LINK`]),
+        /// under names that start with `token` (this journal's own: see
+        /// [`Journal::remove_links`]), and how many have been.
+        undo: PathBuf,
+        token: String,
+        links: u64,
         /// Chunk files the original index uses.
         in_use: BTreeSet<i64>,
         saved: BTreeSet<i64>,
@@ -423,7 +457,17 @@ impl Layout {
     /// the index uses: a new chunk file gets a number past every number in
     /// use, and a number that high that was in use has left the index
     /// since, by such an update or delete, which saved it.
-    fn saves(&mut self, sc: &SChunk, ops: &[Op]) -> Result<(Vec<Save>, bool)> {
+    ///
+    /// A chunk file is saved by a second name in the undo directory (a
+    /// hard link, [`CHUNK_LINK`]) rather than by its bytes: c-blosc2's
+    /// rewrite of it goes to a new file renamed over the name (see
+    /// `blosc_io::Replacing`), so the original inode stays as it was. With
+    /// `sync`, the link is made durable before the record that names it
+    /// (`dir_synced`: whether the undo directory's own entry will be synced
+    /// anyway, by the journal's naming). Where links cannot be made (another
+    /// file system under the array, one without hard links) the bytes are
+    /// copied, as before.
+    fn saves(&mut self, sc: &SChunk, ops: &[Op], sync: bool, dir_synced: bool) -> Result<(Vec<Save>, bool)> {
         if let Layout::Dir { removed, .. } = self {
             *removed |= ops.iter().any(|op| matches!(op, Op::Delete(_)));
         }
@@ -454,17 +498,61 @@ impl Layout {
                         out.push(save);
                     }
                 }
-                Layout::Dir { dir, in_use, saved, w_in_use, w_saved, .. } => {
+                Layout::Dir { dir, undo, token, links, in_use, saved, w_in_use, w_saved, .. } => {
                     if !w_in_use.contains(&off) || !w_saved.insert(off) {
                         continue;
                     }
                     durable |= in_use.contains(&off) && saved.insert(off);
                     let p = chunk_file(dir, off);
-                    out.push((CHUNK_FILE, off as u64, std::fs::read(&p).map_err(io_err("reading", &p))?));
+                    match Self::link(&p, undo, token, off, links, sync && !dir_synced)? {
+                        Some(name) => out.push((CHUNK_LINK, off as u64, name.into_bytes())),
+                        None => out.push((CHUNK_FILE, off as u64, std::fs::read(&p).map_err(io_err("reading", &p))?)),
+                    }
                 }
             }
         }
+        if let Layout::Dir { undo, .. } = self {
+            if sync && durable && out.iter().any(|(tag, ..)| *tag == CHUNK_LINK) {
+                sync_dir(undo, true)?;
+            }
+        }
         Ok((out, durable))
+    }
+
+    /// Keep the chunk file `path` (number `id`) by a second name in `undo`
+    /// (made if missing; with `sync_parent`, its entry made durable):
+    /// that name, or `None` if links cannot be made there.
+    fn link(
+        path: &Path,
+        undo: &Path,
+        token: &str,
+        id: i64,
+        links: &mut u64,
+        sync_parent: bool,
+    ) -> Result<Option<String>> {
+        match std::fs::create_dir(undo) {
+            Ok(()) => sync_dir(parent_dir(undo), sync_parent)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err("creating", undo)(e)),
+        }
+        let name = format!("{token}.{:08X}.{links}", id as u32);
+        let to = undo.join(&name);
+        match io::hard_link(path, &to) {
+            Ok(()) => {
+                *links += 1;
+                Ok(Some(name))
+            }
+            // Another file system, or one without hard links (or too many).
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EXDEV | libc::EPERM | libc::EMLINK | libc::EOPNOTSUPP | libc::ENOSYS)
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(io_err("linking", &to)(e)),
+        }
     }
 
     /// The bytes of the original chunk at `at` in `path`, if an update by
@@ -614,7 +702,9 @@ impl Journal {
     fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool, batch: bool) -> Result<Journal> {
         let path = journal_path(url);
         match kind_of(&path, false) {
-            Kind::Absent => {}
+            // What a journal whose removal was made durable left of its
+            // undo folder goes (see `Journal::remove_links`).
+            Kind::Absent => remove_undo_folder(url),
             // Another handle's epoch, between two of its writes, ends here.
             Kind::Ours if end_epoch_of_another(url, &path, sc.storage().contiguous)? => {}
             Kind::Ours => {
@@ -632,7 +722,8 @@ impl Journal {
         let (mut base, mut layout) =
             if sc.storage().contiguous { Self::base_file(url)? } else { Self::base_dir(sc, url)? };
         // What the first changes need saved goes in at once (one sync less).
-        for (tag, key, bytes) in layout.saves(sc, ops)?.0 {
+        // (The journal's naming syncs the undo directory's entry.)
+        for (tag, key, bytes) in layout.saves(sc, ops, sync, true)?.0 {
             base.extend(record(tag, key, &bytes));
         }
         base.extend(record(BASE_END, 0, &[]));
@@ -697,7 +788,12 @@ impl Journal {
         }
         let (saved, w_saved, w_in_use) = (BTreeSet::new(), BTreeSet::new(), in_use.clone());
         let made = BTreeSet::new();
-        let layout = Layout::Dir { dir, in_use, saved, removed: false, w_in_use, w_saved, made };
+        let undo = undo_folder(url);
+        // Names no other journal of this array used: one a power cut brought
+        // back must never find another journal's saved file under its names.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let token = format!("{:x}-{nanos:x}", std::process::id());
+        let layout = Layout::Dir { dir, undo, token, links: 0, in_use, saved, removed: false, w_in_use, w_saved, made };
         Ok((base, layout))
     }
 
@@ -719,7 +815,7 @@ impl Journal {
     }
 
     fn before(&mut self, sc: &SChunk, ops: &[Op]) -> Result<()> {
-        let (mut saves, durable) = self.layout.saves(sc, ops)?;
+        let (mut saves, durable) = self.layout.saves(sc, ops, self.sync, false)?;
         // Original bytes must be on disk before they are overwritten. The
         // announcement alone is not synced: like a MARK, recovery reads it
         // only without a restart since, when the kernel kept it anyway
@@ -748,7 +844,7 @@ impl Journal {
                 undo
             }
         };
-        let (saves, durable) = self.layout.saves(sc, ops)?;
+        let (saves, durable) = self.layout.saves(sc, ops, self.sync, false)?;
         group.extend(saves);
         group.push((WRITE, 0, Vec::new()));
         self.append(&group, durable)
@@ -810,7 +906,27 @@ impl Journal {
             };
             self.sync_changes(&current)?;
         }
-        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
+        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))?;
+        self.remove_links();
+        Ok(())
+    }
+
+    /// After the journal's removal: remove the chunk files it kept by a
+    /// second name, if it kept any. Not before the removal is durable
+    /// (with `sync`): a power cut that lost it would bring the journal back
+    /// without the originals it restores from. (Without `sync`, a killed
+    /// process is covered: the kernel keeps the order.) What is left if
+    /// this does not finish goes at the array's next write or open.
+    ///
+    /// Nothing to report: the write is committed (a failed sync leaves the
+    /// journal's removal as durable as a write without links leaves it,
+    /// until the array's next write, and the links stay until then).
+    fn remove_links(&self) {
+        if let Layout::Dir { links: 1.., .. } = self.layout {
+            if sync_dir(parent_dir(&self.path), self.sync).is_ok() {
+                remove_undo_folder(&self.url);
+            }
+        }
     }
 
     /// [`Journal::finish`], under the array's lock, if the journal is
@@ -836,7 +952,9 @@ impl Journal {
         }
         // Deleting the journal is the commit. If this is lost in a power
         // failure, the next open rolls back: the state before, also valid.
-        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))
+        io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))?;
+        self.remove_links();
+        Ok(())
     }
 
     /// Sync the frame (syncs 3 and 4 of the module docs): the file, or the
@@ -868,15 +986,15 @@ impl Journal {
                 for p in saved.iter().chain(&new).map(|&id| chunk_file(dir, id)).filter(|p| p.exists()) {
                     sync(&p)?;
                 }
-                // A chunk file gets a new entry only under a number the
-                // original index did not use (c-blosc2 numbers new files
-                // past every number in use; an original number comes back
-                // only after a delete removed its file), and loses one only
-                // by a delete. A file rewritten in place (an update of a
-                // chunk that had a file, or one made special, which
-                // truncates it) keeps its entry: the directory has nothing
-                // to sync then (before, every write synced it).
-                sync_dir(dir, *removed || !new.is_empty())
+                // A chunk file gets a new entry under a number the original
+                // index did not use (c-blosc2 numbers new files past every
+                // number in use; an original number comes back only after a
+                // delete removed its file), or when it is rewritten (saved
+                // first): the rewrite is a new file renamed over it
+                // (`blosc_io::Replacing`). It loses one by a delete. Other
+                // writes (an index change alone) leave the directory as it
+                // was: nothing to sync then.
+                sync_dir(dir, *removed || !new.is_empty() || !saved.is_empty())
             }
         }
     }

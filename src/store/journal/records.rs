@@ -16,6 +16,9 @@ pub(super) const JOURNAL_SUFFIX: &str = ".caterva-journal";
 pub(super) const TMP_SUFFIX: &str = ".caterva-journal-tmp";
 /// Suffix, after the journal's name, of a journal that was not applied.
 const STALE_SUFFIX: &str = ".stale";
+/// Suffix of the directory beside a sparse frame where its journal keeps
+/// original chunk files by a second name ([`CHUNK_LINK`] records).
+pub(super) const UNDO_SUFFIX: &str = ".caterva-undo";
 pub(super) const MAGIC: &[u8; 8] = b"CTVJRNL1";
 
 // Record tags.
@@ -32,6 +35,7 @@ pub(super) const BEGIN: u8 = 10; // before an operation after the first (or a ro
 pub(super) const BOOT: u8 = 11; // payload: the system's boot id when the journal was made
 pub(super) const WRITE: u8 = 12; // end of the records a later write of an epoch wrote before its first change
 pub(super) const COMMIT: u8 = 13; // a write of an epoch is complete: payload: the frame's fingerprint then (not synced)
+pub(super) const CHUNK_LINK: u8 = 14; // key: chunk file number; payload: the name, in the undo directory, of its original
 
 pub(super) const KIND_FILE: u64 = 0;
 pub(super) const KIND_DIR: u64 = 1;
@@ -43,6 +47,23 @@ pub(super) type Save = (u8, u64, Vec<u8>);
 #[must_use]
 pub(crate) fn journal_path(urlpath: &str) -> PathBuf {
     sidecar(urlpath, JOURNAL_SUFFIX)
+}
+
+/// The undo directory of the array at `urlpath` (see [`UNDO_SUFFIX`]).
+pub(super) fn undo_folder(urlpath: &str) -> PathBuf {
+    sidecar(urlpath, UNDO_SUFFIX)
+}
+
+/// Remove the undo directory of the array at `urlpath`, if there is one:
+/// its journal is gone (committed, rolled back or discarded), so nothing
+/// in it is needed. A failure leaves it for the next write or open.
+pub(super) fn remove_undo_folder(urlpath: &str) {
+    let dir = undo_folder(urlpath);
+    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    for e in entries.flatten() {
+        let _ = io::remove_file(&e.path());
+    }
+    let _ = io::remove_dir(&dir);
 }
 
 /// Where a journal that is not applied is kept.

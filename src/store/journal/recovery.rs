@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 #[cfg(doc)]
 use super::super::durability::Durability;
 
+use super::super::blosc_io::is_chunk_being_written;
 use super::super::frame::{self, chunk_file, chunk_id, SPARSE_INDEX};
 use super::super::fs::read_at;
 use super::super::fs::{
@@ -20,8 +21,9 @@ use super::super::identity;
 use super::super::io::{self, OpenOptions};
 use super::super::lock::try_lock;
 use super::records::{
-    flush, io_err, journal_path, kind_of, parse, record, stale_path, u64_at, Kind, Record, BEGIN, BOOT, BYTES,
-    CHUNK_FILE, CHUNK_IDS, COMMIT, INDEX_COPY, JOURNAL_SUFFIX, KIND_DIR, LENGTH, MARK, STATE, TMP_SUFFIX, WRITE,
+    flush, io_err, journal_path, kind_of, parse, record, remove_undo_folder, stale_path, u64_at, undo_folder, Kind,
+    Record, BEGIN, BOOT, BYTES, CHUNK_FILE, CHUNK_IDS, CHUNK_LINK, COMMIT, INDEX_COPY, JOURNAL_SUFFIX, KIND_DIR,
+    LENGTH, MARK, STATE, TMP_SUFFIX, UNDO_SUFFIX, WRITE,
 };
 use crate::error::{Error, Result};
 
@@ -120,7 +122,10 @@ pub(super) fn rollback(file: &mut io::File, path: &Path, url: &str, check: bool,
         sync_whole(url, !dir)?;
     }
     io::remove_file(path).map_err(io_err("removing journal", path))?;
-    sync_dir(parent_dir(path), sync)
+    sync_dir(parent_dir(path), sync)?;
+    // Only now (`Journal::remove_links`).
+    remove_undo_folder(url);
+    Ok(())
 }
 
 /// Sync all of the frame at `url`: the file, or a sparse frame's index,
@@ -162,6 +167,10 @@ pub(super) fn end_epoch_of_another(url: &str, path: &Path, contiguous: bool) -> 
         sync_whole(url, contiguous)?;
     }
     io::remove_file(path).map_err(io_err("removing journal", path))?;
+    // The journal's removal durable before the originals it names go (`Journal::remove_links`).
+    if std::fs::symlink_metadata(undo_folder(url)).is_ok() && sync_dir(parent_dir(path), recovery_syncs()).is_ok() {
+        remove_undo_folder(url);
+    }
     drop(file);
     Ok(true)
 }
@@ -334,11 +343,18 @@ pub(super) fn dir_sample(dir: &Path, in_use: &BTreeSet<i64>, records: &[Record<'
     };
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     for id in picked {
-        let saved = records.iter().find(|r| r.tag == CHUNK_FILE && r.key as i64 == id);
+        let saved = records.iter().find(|r| (r.tag == CHUNK_FILE || r.tag == CHUNK_LINK) && r.key as i64 == id);
         let (len, head) = match saved {
-            Some(r) => (r.payload.len() as u64, r.payload[..r.payload.len().min(SAMPLE_WINDOW as usize)].to_vec()),
-            None => {
-                let mut f = match File::open(chunk_file(dir, id)) {
+            Some(r) if r.tag == CHUNK_FILE => {
+                (r.payload.len() as u64, r.payload[..r.payload.len().min(SAMPLE_WINDOW as usize)].to_vec())
+            }
+            // The original, by its second name (the file there, or its replacement).
+            _ => {
+                let path = match saved {
+                    Some(r) => linked_original(dir, r.payload)?,
+                    None => chunk_file(dir, id),
+                };
+                let mut f = match File::open(path) {
                     Ok(f) => f,
                     Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
                     Err(e) => return Err(e),
@@ -368,16 +384,60 @@ fn undo_file(path: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
     restore().map_err(io_err("rolling back", path))
 }
 
+/// The path of the original chunk file a [`CHUNK_LINK`] record of the
+/// sparse frame `dir` names (`payload`).
+fn linked_original(dir: &Path, payload: &[u8]) -> std::io::Result<PathBuf> {
+    let name = std::str::from_utf8(payload)
+        .ok()
+        .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..")
+        .ok_or_else(|| std::io::Error::new(ErrorKind::InvalidData, "a saved chunk file's name is not one"))?;
+    let url = dir.to_str().ok_or_else(|| std::io::Error::from(ErrorKind::InvalidInput))?;
+    Ok(undo_folder(url).join(name))
+}
+
+/// Put the original chunk file that `payload` (a [`CHUNK_LINK`] record's)
+/// names back at `path`: linked to a new name, which is renamed over
+/// `path`. The original keeps its second name, so a rollback that is
+/// interrupted can be run again.
+fn restore_linked(dir: &Path, path: &Path, payload: &[u8]) -> Result<()> {
+    let original = linked_original(dir, payload).map_err(io_err("reading journal", path))?;
+    if std::fs::symlink_metadata(&original).is_err() {
+        return Err(Error::InvalidFormat(format!(
+            "the original of '{}', which the undo journal keeps as '{}', is missing: the array cannot be rolled back",
+            path.display(),
+            original.display()
+        )));
+    }
+    let mut new = path.as_os_str().to_owned();
+    new.push(".caterva-restore");
+    let new = PathBuf::from(new);
+    let _ = std::fs::remove_file(&new);
+    io::hard_link(&original, &new).map_err(io_err("rolling back", path))?;
+    io::rename(&new, path).map_err(io_err("rolling back", path))
+}
+
 fn undo_dir(dir: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
     let write = |p: &Path, bytes: &[u8]| -> Result<()> {
         let mut f = OpenOptions::truncate().open(p).map_err(io_err("opening for rollback", p))?;
         f.write_all(bytes).and_then(|()| flush(&f, sync)).map_err(io_err("rolling back", p))
     };
-    for r in records.iter().rev() {
-        match r.tag {
-            INDEX_COPY => write(&dir.join(SPARSE_INDEX), r.payload)?,
-            CHUNK_FILE => write(&chunk_file(dir, r.key as i64), r.payload)?,
-            _ => {}
+    if let Some(index) = records.iter().find(|r| r.tag == INDEX_COPY) {
+        write(&dir.join(SPARSE_INDEX), index.payload)?;
+    }
+    // A chunk file saved more than once (by later writes of an epoch) is
+    // put back as the first save has it: later saves only undo a write
+    // whose process died (and their files, kept by a second name without a
+    // sync, may be gone after a power cut, when the first is what counts).
+    let mut done = BTreeSet::new();
+    for r in records.iter().filter(|r| matches!(r.tag, CHUNK_FILE | CHUNK_LINK)) {
+        if !done.insert(r.key) {
+            continue;
+        }
+        let path = chunk_file(dir, r.key as i64);
+        if r.tag == CHUNK_FILE {
+            write(&path, r.payload)?;
+        } else {
+            restore_linked(dir, &path, r.payload)?;
         }
     }
     // Chunk files the original index does not use (new ones) go. (Of an
@@ -387,7 +447,9 @@ fn undo_dir(dir: &Path, records: &[Record<'_>], sync: bool) -> Result<()> {
     let in_use: BTreeSet<i64> = ids.payload.chunks_exact(8).filter_map(|b| u64_at(b, 0)).map(|i| i as i64).collect();
     for e in std::fs::read_dir(dir).map_err(io_err("listing", dir))?.flatten() {
         let name = e.file_name();
-        if chunk_id(&name.to_string_lossy()).is_some_and(|id| !in_use.contains(&id)) {
+        let name = name.to_string_lossy();
+        // And chunk files a writer was writing (`blosc_io::Replacing`).
+        if chunk_id(&name).is_some_and(|id| !in_use.contains(&id)) || is_chunk_being_written(&name) {
             io::remove_file(&e.path()).map_err(io_err("removing", &e.path()))?;
         }
     }
@@ -424,7 +486,7 @@ fn open_locked(path: &Path) -> Result<Found> {
 /// journal that never got its name, or a directory put aside by an
 /// unfinished replacement is there.
 pub(crate) fn may_need_recovery(base: &Path) -> bool {
-    [JOURNAL_SUFFIX, TMP_SUFFIX, OLD_SUFFIX]
+    [JOURNAL_SUFFIX, TMP_SUFFIX, OLD_SUFFIX, UNDO_SUFFIX]
         .iter()
         .any(|suffix| std::fs::symlink_metadata(suffixed(base, suffix)).is_ok())
 }
@@ -454,8 +516,14 @@ pub(crate) fn recover(urlpath: &str) -> Result<()> {
     }
     let path = journal_path(urlpath);
     // Something else of the journal's name is not a write to undo.
-    if kind_of(&path, false) != Kind::Ours {
-        return Ok(());
+    match kind_of(&path, false) {
+        Kind::Ours => {}
+        // What a committed journal left of its undo directory goes.
+        Kind::Absent => {
+            remove_undo_folder(urlpath);
+            return Ok(());
+        }
+        Kind::Foreign(_) => return Ok(()),
     }
     match open_locked(&path)? {
         Found::Nothing => Ok(()),
@@ -491,6 +559,7 @@ pub(crate) fn discard(urlpath: &str) -> Result<()> {
             _ => {}
         }
     }
+    remove_undo_folder(urlpath);
     // A directory put aside, if ours (anything else of that name stays).
     let old = sidecar(urlpath, OLD_SUFFIX);
     if is_our_leftover(&old) {

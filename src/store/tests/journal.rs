@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::records::{parse, read_record, stale_path};
+use super::records::{parse, read_record, stale_path, undo_folder};
 use super::*;
 use crate::blosc2::{repeat_chunk, CCtx, CParams, Compression};
 use crate::store::fs::OLD_SUFFIX;
@@ -107,13 +107,17 @@ fn rollback_restores_every_byte() {
         let journal = std::fs::read(journal_path(url)).unwrap();
         let records = parse(&journal).unwrap();
         // Contiguous: header, tail, and chunks 0 and 2, overwritten in place
-        // (the new ones fit); sparse: the files of chunks 0, 2 and 1. The
-        // first change's save goes in with the base records.
+        // (the new ones fit); sparse: the files of chunks 0, 2 and 1, kept
+        // by a second name (not copied). The first change's save goes in
+        // with the base records.
         let saves = |tag| records.iter().filter(|r| r.tag == tag).count();
-        assert_eq!((saves(BYTES), saves(CHUNK_FILE)), if contiguous { (4, 0) } else { (0, 3) });
+        assert_eq!(
+            (saves(BYTES), saves(CHUNK_FILE), saves(CHUNK_LINK)),
+            if contiguous { (4, 0, 0) } else { (0, 0, 3) }
+        );
         let base_end = records.iter().position(|r| r.tag == BASE_END).unwrap();
         let later = |tag| records[base_end..].iter().filter(|r| r.tag == tag).count();
-        assert_eq!(later(BYTES) + later(CHUNK_FILE), if contiguous { 1 } else { 2 });
+        assert_eq!(later(BYTES) + later(CHUNK_LINK), if contiguous { 1 } else { 2 });
         // Each later operation is announced, and each one that ran leaves the frame's state.
         assert_eq!((later(BEGIN), later(MARK)), (5, 6));
         recover(url).unwrap();
@@ -226,17 +230,33 @@ fn an_interrupted_rollback_is_finished() {
         crash_mid_write(url);
         let journal = std::fs::read(journal_path(url)).unwrap();
         assert_eq!(parse(&journal).unwrap().last().map(|r| r.tag), Some(MARK));
+        // The chunk files it kept by a second name (a sparse frame), which
+        // go after the journal.
+        let undo = undo_folder(url);
+        let kept: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&undo)
+            .map(|d| d.flatten().map(|e| (e.path(), std::fs::read(e.path()).unwrap())).collect())
+            .unwrap_or_default();
+        assert_eq!(kept.is_empty(), contiguous);
+        let put_back = || {
+            std::fs::create_dir_all(&undo).unwrap();
+            for (p, bytes) in &kept {
+                std::fs::write(p, bytes).unwrap();
+            }
+        };
         recover(url).unwrap();
+        assert!(!undo.exists(), "the undo folder outlived its journal");
         // Killed at the end of that rollback: the frame is restored, the
         // journal (with the rollback announced) still there.
         let mut announced = journal.clone();
         announced.extend(record(BEGIN, 0, &[]));
         std::fs::write(journal_path(url), &announced).unwrap();
+        put_back();
         recover(url).unwrap();
         assert!(!journal_path(url).exists() && !stale_path(&journal_path(url)).exists());
         assert_eq!(snapshot(url), before);
         // Unannounced, the restored frame would not be the last operation's state.
         std::fs::write(journal_path(url), &journal).unwrap();
+        put_back();
         recover(url).unwrap();
         assert!(stale_path(&journal_path(url)).exists());
         assert_eq!(snapshot(url), before);
@@ -454,4 +474,26 @@ fn an_epoch_ends_at_drop_and_at_another_handles_write() {
         drop(a);
         assert!(!journal_path(url).exists());
     });
+}
+
+#[test]
+fn what_a_committed_journal_left_in_its_undo_folder_goes_at_the_next_open() {
+    let dir = scratch("undo-left");
+    let url = dir.join("a.b2nd").to_string_lossy().into_owned();
+    make(&url, false, 3);
+    // A writer that died after removing its journal, before its links.
+    let undo = undo_folder(&url);
+    std::fs::create_dir_all(&undo).unwrap();
+    std::fs::write(undo.join("1-2.00000000.0"), b"an original").unwrap();
+    let before = content(&url);
+    assert!(!undo.exists(), "opening left the undo folder of a committed journal");
+    // Again, with a handle that then writes.
+    std::fs::create_dir_all(&undo).unwrap();
+    std::fs::write(undo.join("1-2.00000000.0"), b"an original").unwrap();
+    let mut a = Array::open(&ctx(), &url).unwrap();
+    a.vlmeta_update("note", b"second").unwrap();
+    drop(a);
+    assert!(!undo.exists());
+    assert_eq!(content(&url).0, before.0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
