@@ -37,6 +37,19 @@ pub enum Error {
     /// The bytes on disk or in a buffer are not a valid caterva array (a
     /// damaged frame, contradictory metalayers, a corrupt journal).
     InvalidFormat(String),
+    /// The data is sound as far as can be told but uses what this build
+    /// cannot decode: a codec or filter plugin c-blosc2 was built without,
+    /// a chunk or frame format of a newer c-blosc2. Not damage: another
+    /// reader may read it, and a copy through one that can converts it.
+    /// (C callers get `CATERVA_ERR_INVALID_ARGUMENT`, as for
+    /// [`Error::InvalidFormat`].)
+    Unsupported {
+        /// The feature, in a few words, for grouping and reports:
+        /// `"filter BYTEDELTA"`, `"codec ZFP_ACC"`, `"chunk format version 6"`.
+        feature: String,
+        /// The whole sentence: where, what, and which c-blosc2 cannot decode it.
+        reason: String,
+    },
     /// c-blosc2 reported a failure.
     Blosc {
         /// What was being done ("appending chunk 3", …).
@@ -100,6 +113,8 @@ pub enum ErrorKind {
     NotFound,
     /// [`Error::InvalidFormat`].
     InvalidFormat,
+    /// [`Error::Unsupported`].
+    Unsupported,
     /// [`Error::Blosc`].
     Blosc,
     /// [`Error::Io`].
@@ -137,6 +152,11 @@ impl Error {
         Error::Io { op, path, kind: e.kind(), message: e.to_string() }
     }
 
+    /// What this build cannot decode: `feature` in a few words, `reason` the sentence.
+    pub(crate) fn unsupported(feature: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Unsupported { feature: feature.into(), reason: reason.into() }
+    }
+
     /// Chunk `chunk` fails its integrity check.
     pub(crate) fn corrupt(chunk: i64, reason: impl Into<String>) -> Self {
         Error::Corrupt { chunk, reason: reason.into() }
@@ -152,6 +172,7 @@ impl Error {
             Error::InvalidStorage { .. } | Error::Conflict { .. } => ErrorKind::InvalidStorage,
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::InvalidFormat(_) => ErrorKind::InvalidFormat,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Blosc { .. } => ErrorKind::Blosc,
             Error::Io { .. } => ErrorKind::Io,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
@@ -176,7 +197,10 @@ impl fmt::Display for Reason<'_> {
             Error::InvalidArgument(m) | Error::InvalidIndex(m) | Error::NullPointer(m) | Error::InvalidFormat(m) => {
                 f.write_str(m)
             }
-            Error::InvalidStorage { reason, .. } | Error::Conflict { reason, .. } | Error::Corrupt { reason, .. } => {
+            Error::InvalidStorage { reason, .. }
+            | Error::Conflict { reason, .. }
+            | Error::Corrupt { reason, .. }
+            | Error::Unsupported { reason, .. } => {
                 f.write_str(reason)
             }
             Error::Blosc { op, code: Some(c) } => match blosc2_error_name(*c) {
@@ -255,6 +279,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidStorage | ErrorKind::NotFound => "invalid storage",
             ErrorKind::NullPointer => "null pointer",
             ErrorKind::InvalidFormat => "invalid format",
+            ErrorKind::Unsupported => "unsupported",
             ErrorKind::Io => "i/o error",
             ErrorKind::InvalidIndex => "invalid index",
             ErrorKind::Corrupt => "corrupt data",
