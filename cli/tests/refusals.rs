@@ -2,7 +2,9 @@
 //! chunks this build cannot decode a verdict of their own (exit status 3),
 //! apart from damage (1, which wins when both are found); `copy` of an
 //! array that reads always works, recompressing what it cannot write and
-//! saying so; neither prints the usage text for what is not a usage error.
+//! saying so (chunks it cannot decode are copied as they are, or refused
+//! with exit status 3 when they must be recompressed); neither prints the
+//! usage text for what is not a usage error.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -110,6 +112,16 @@ fn verify_gives_unsupported_chunks_their_own_verdict() {
     assert_eq!(j["unsupported"], serde_json::json!({"filter BYTEDELTA": 4}));
     assert_eq!(j["problems"][0]["kind"], "unsupported");
     assert_eq!(j["sound"], false);
+    // `copy` with the same partitions and compression copies the chunks as
+    // they are (no decoding): the copy is as unsupported as its source.
+    let r = caterva(&["copy", s(&arr), s(&d.join("same.b2frame")), "-q"]);
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    assert_eq!(caterva(&["verify", s(&d.join("same.b2frame")), "-q"]).code, 3);
+    // Recompressing them needs them decoded: the same verdict, exit 3.
+    let r = caterva(&["copy", s(&arr), s(&d.join("copy.b2frame")), "--codec", "zlib"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("cannot copy") && r.stderr.contains("filter BYTEDELTA"), "{}", r.stderr);
+    assert!(!d.join("copy.b2frame").exists());
     // Damage too: both are reported, damage decides the exit status.
     damage(&arr, 5);
     let r = caterva(&["verify", s(&arr), "-j", "1"]);
@@ -124,11 +136,6 @@ fn verify_gives_unsupported_chunks_their_own_verdict() {
     let j: Json = serde_json::from_str(&caterva(&["verify", s(&arr), "--json"]).stdout).unwrap();
     let kinds: Vec<&str> = j["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["unsupported", "unsupported", "unsupported", "unsupported", "damaged"]);
-    // `copy` of chunks that cannot be decoded: the same verdict, exit 3.
-    let r = caterva(&["copy", s(&arr), s(&d.join("copy.b2frame"))]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("cannot copy") && r.stderr.contains("filter BYTEDELTA"), "{}", r.stderr);
-    assert!(!d.join("copy.b2frame").exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 
