@@ -177,6 +177,7 @@ fn empty_records_with_one_byte_fields_round_trip() {
         let carray = dir.join("records.bcolz");
         let blp = dir.join("records.blp");
         let _ = std::fs::remove_dir_all(&carray);
+        let _ = std::fs::remove_file(&blp);
         blz::export_carray(&a, &carray, &ExportOptions::default(), &mut none).unwrap_or_else(|e| panic!("{dtype}: {e}"));
         blz::export_bloscpack(&a, &blp, &ExportOptions::default(), &mut none).unwrap_or_else(|e| panic!("{dtype}: {e}"));
         for (what, path) in [("carray", &carray), (".blp", &blp)] {
