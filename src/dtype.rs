@@ -125,7 +125,10 @@ fn typestr(text: &str) -> Option<usize> {
     // A subarray prefix: `(2,3)<f4`.
     if let Some(rest) = t.strip_prefix('(') {
         let (dims, base) = rest.split_once(')')?;
-        let n = dims.split(',').filter(|d| !d.trim().is_empty()).try_fold(1usize, |n, d| n.checked_mul(d.trim().parse().ok()?))?;
+        let n = dims
+            .split(',')
+            .filter(|d| !d.trim().is_empty())
+            .try_fold(1usize, |n, d| n.checked_mul(d.trim().parse().ok()?))?;
         return typestr(base)?.checked_mul(n);
     }
     if let Some(size) = named(t) {
@@ -324,7 +327,8 @@ mod tests {
         ] {
             assert_eq!(itemsize(d), Some(n), "{d}");
         }
-        for bad in ["", "<", "O", "|O", "<O8", "i3", "f5", "b2", "<i4x", "<i4[ns]", "int65", "x1", "M4", "float64[ns]"] {
+        for bad in ["", "<", "O", "|O", "<O8", "i3", "f5", "b2", "<i4x", "<i4[ns]", "int65", "x1", "M4", "float64[ns]"]
+        {
             assert_eq!(itemsize(bad), None, "{bad}");
         }
     }

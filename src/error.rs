@@ -200,9 +200,7 @@ impl fmt::Display for Reason<'_> {
             Error::InvalidStorage { reason, .. }
             | Error::Conflict { reason, .. }
             | Error::Corrupt { reason, .. }
-            | Error::Unsupported { reason, .. } => {
-                f.write_str(reason)
-            }
+            | Error::Unsupported { reason, .. } => f.write_str(reason),
             Error::Blosc { op, code: Some(c) } => match blosc2_error_name(*c) {
                 Some((name, words)) => write!(f, "{op} failed: {words} (c-blosc2's BLOSC2_ERROR_{name})"),
                 None => write!(f, "{op} failed: c-blosc2 gave an error it does not name (code {c})"),
@@ -319,7 +317,9 @@ mod tests {
             "blosc2 failed: compressing chunk 3 failed: a filter of the pipeline failed or is not available \
              (c-blosc2's BLOSC2_ERROR_FILTER_PIPELINE)"
         );
-        assert!(Error::blosc("x", -9).to_string().contains("codec dictionary error (c-blosc2's BLOSC2_ERROR_CODEC_DICT)"));
+        assert!(Error::blosc("x", -9)
+            .to_string()
+            .contains("codec dictionary error (c-blosc2's BLOSC2_ERROR_CODEC_DICT)"));
         assert_eq!(Error::blosc("x", None).to_string(), "blosc2 failed: x failed");
         let unknown = Error::blosc("x", -1000).to_string();
         assert!(unknown.contains("an error it does not name (code -1000)"), "{unknown}");

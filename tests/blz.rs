@@ -172,14 +172,17 @@ fn empty_records_with_one_byte_fields_round_trip() {
         ("[('u', '<U3'), ('v', 'V8'), ('w', '|S3')]", 23, vec![0]),
     ] {
         let params = caterva::Params { itemsize, shape: shape.clone(), dtype: Some(dtype.into()) };
-        let st = StorageParams { chunkshape: vec![4; shape.len()], blockshape: vec![2; shape.len()], ..Default::default() };
+        let st =
+            StorageParams { chunkshape: vec![4; shape.len()], blockshape: vec![2; shape.len()], ..Default::default() };
         let a = Array::zeros(&ctx, &params, &st).unwrap();
         let carray = dir.join("records.bcolz");
         let blp = dir.join("records.blp");
         let _ = std::fs::remove_dir_all(&carray);
         let _ = std::fs::remove_file(&blp);
-        blz::export_carray(&a, &carray, &ExportOptions::default(), &mut none).unwrap_or_else(|e| panic!("{dtype}: {e}"));
-        blz::export_bloscpack(&a, &blp, &ExportOptions::default(), &mut none).unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        blz::export_carray(&a, &carray, &ExportOptions::default(), &mut none)
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        blz::export_bloscpack(&a, &blp, &ExportOptions::default(), &mut none)
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
         for (what, path) in [("carray", &carray), (".blp", &blp)] {
             let b = blz::import(&ctx, path, &StorageParams::default(), &mut none)
                 .unwrap_or_else(|e| panic!("{dtype} ({what}): {e}"));

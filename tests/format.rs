@@ -171,7 +171,10 @@ fn a_folder_that_is_no_array_is_said_to_be_none() {
     Array::from_buffer(&ctx(), &Params { itemsize: 1, shape: vec![10], dtype: None }, &st, &[7u8; 10]).unwrap();
     std::fs::remove_file(dir.join("chunks.b2frame")).unwrap();
     let e = Array::open(&ctx(), path).unwrap_err();
-    assert!(matches!(e, Error::InvalidFormat(ref m) if m.contains("damaged sparse frame") && m.contains("lost its chunks index")), "{e:?}");
+    assert!(
+        matches!(e, Error::InvalidFormat(ref m) if m.contains("damaged sparse frame") && m.contains("lost its chunks index")),
+        "{e:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use caterva::{
-    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, Config, Context, ErrorKind, Filter,
-    Objective, PartitionHints, StorageParams, Tuning,
+    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, Config, Context, ErrorKind, Filter, Objective,
+    PartitionHints, StorageParams, Tuning,
 };
 
 use crate::{progress, Failure, Outcome, RunOpts};
@@ -285,7 +285,8 @@ fn writable(cp: CParams) -> (CParams, Vec<String>) {
         if let Filter::Other(id) = *filter {
             *filter = Filter::NoFilter;
             out.filters_meta[slot] = 0;
-            let name = codec::filter::plugin_name(id).map_or(format!("filter {id}"), |n| format!("filter {n} (id {id})"));
+            let name =
+                codec::filter::plugin_name(id).map_or(format!("filter {id}"), |n| format!("filter {n} (id {id})"));
             changes.push(format!("{name} cannot be run by this build: left out of the copy's filters"));
         }
     }

@@ -65,7 +65,8 @@ pub fn run(a: &Args) -> Outcome {
         Err(e) if matches!(e.kind(), ErrorKind::InvalidFormat | ErrorKind::Corrupt) => {
             if a.json {
                 let problem = json!({"chunk": null, "kind": "damaged", "reason": e.to_string()});
-                let report_ = json!({"path": path, "chunks": null, "problems": [problem], "unsupported": {}, "sound": false});
+                let report_ =
+                    json!({"path": path, "chunks": null, "problems": [problem], "unsupported": {}, "sound": false});
                 crate::out(&report(report_))?;
             } else {
                 crate::out(&format!("{path}: damaged: {e}\n"))?;
@@ -168,7 +169,9 @@ fn json_report(path: &str, total: i64, problems: &[ChunkProblem]) -> String {
         problems.iter().map(|p| json!({"chunk": chunk(p), "kind": kind(p), "reason": p.error.to_string()})).collect();
     let errors: Vec<&caterva::Error> = problems.iter().map(|p| &p.error).collect();
     let unsupported = unsupported_json(&errors);
-    report(json!({"path": path, "chunks": total, "problems": list, "unsupported": unsupported, "sound": problems.is_empty()}))
+    report(
+        json!({"path": path, "chunks": total, "problems": list, "unsupported": unsupported, "sound": problems.is_empty()}),
+    )
 }
 
 /// `{"filter BYTEDELTA": 4, ...}`: the chunks (or the frame, as one) each

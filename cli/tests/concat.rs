@@ -72,7 +72,8 @@ fn concat_joins_two_arrays_into_a_new_file() {
 
 #[test]
 fn an_empty_first_array_takes_the_partitions_of_the_second() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-empty-{}", std::process::id()));
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-empty-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let ctx = Context::new(Config::default()).unwrap();
@@ -100,7 +101,10 @@ fn an_empty_first_array_takes_the_partitions_of_the_second() {
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty() && out.contains("[5, 6]"), "{out}{err}");
     let c = Array::open(&ctx, &path("c.b2nd")).unwrap();
-    assert_eq!((c.shape(), c.geometry().chunkshape(), c.geometry().blockshape()), (&[5, 6][..], &[2, 4][..], &[1, 2][..]));
+    assert_eq!(
+        (c.shape(), c.geometry().chunkshape(), c.geometry().blockshape()),
+        (&[5, 6][..], &[2, 4][..], &[1, 2][..])
+    );
     // A's storage kind (sparse), dtype and vlmetalayers.
     assert!(!c.info().contiguous);
     assert_eq!(c.dtype().as_deref(), Some("<i2"));

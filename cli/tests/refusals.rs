@@ -94,12 +94,12 @@ fn verify_gives_unsupported_chunks_their_own_verdict() {
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 5, "{}", r.stdout);
     for (n, line) in lines[..4].iter().enumerate() {
-        assert!(
-            line.starts_with(&format!("chunk {n}: unsupported: the chunk uses filter BYTEDELTA (id 35")),
-            "{line}"
-        );
+        assert!(line.starts_with(&format!("chunk {n}: unsupported: the chunk uses filter BYTEDELTA (id 35")), "{line}");
     }
-    assert_eq!(lines[4], format!("{}: unsupported: filter BYTEDELTA (4 chunks); the other 2 of 6 chunks sound", s(&arr)));
+    assert_eq!(
+        lines[4],
+        format!("{}: unsupported: filter BYTEDELTA (4 chunks); the other 2 of 6 chunks sound", s(&arr))
+    );
     assert!(!r.stdout.contains("damaged"), "{}", r.stdout);
     assert_eq!(
         r.stderr.trim(),
@@ -164,7 +164,10 @@ fn copy_recompresses_what_it_cannot_write() {
     let copy = Array::open(&ctx(), s(&dst)).unwrap();
     assert_eq!(copy.to_vec().unwrap(), data);
     let cp = copy.info().cparams;
-    assert_eq!(cp.filters, [Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::Shuffle]);
+    assert_eq!(
+        cp.filters,
+        [Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::NoFilter, Filter::Shuffle]
+    );
     assert_eq!((cp.codec, cp.clevel), (recorded.codec, recorded.clevel), "everything else kept");
     assert_eq!(copy.dtype().as_deref(), Some("<i4"));
     // Asked for another codec: the same change, and the codec.
