@@ -60,14 +60,15 @@ pub fn run(a: &Args) -> Outcome {
             } else {
                 crate::out(&format!("{path}: {e}\n"))?;
             }
-            return Err(Failure::Unsupported(format!("'{path}' uses what this build cannot decode")));
+            let caterva::Error::Unsupported { feature, .. } = &e else { unreachable!("matched above") };
+            return Err(Failure::Unsupported(format!("'{path}' uses what this build cannot decode: {feature}")));
         }
         Err(e) if matches!(e.kind(), ErrorKind::InvalidFormat | ErrorKind::Corrupt) => {
             if a.json {
                 let problem = json!({"chunk": null, "kind": "damaged", "reason": e.to_string()});
-                let report_ =
+                let whole =
                     json!({"path": path, "chunks": null, "problems": [problem], "unsupported": {}, "sound": false});
-                crate::out(&report(report_))?;
+                crate::out(&report(whole))?;
             } else {
                 crate::out(&format!("{path}: damaged: {e}\n"))?;
             }

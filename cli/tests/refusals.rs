@@ -136,6 +136,19 @@ fn verify_gives_unsupported_chunks_their_own_verdict() {
     let j: Json = serde_json::from_str(&caterva(&["verify", s(&arr), "--json"]).stdout).unwrap();
     let kinds: Vec<&str> = j["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["unsupported", "unsupported", "unsupported", "unsupported", "damaged"]);
+    // A frame unsupported as a whole (c-blosc2 3.x's variable-length
+    // blocks, a flag of its header): reported as such, not as damaged.
+    let vl = d.join("vl.b2frame");
+    source(&vl, true);
+    let mut bytes = std::fs::read(&vl).unwrap();
+    bytes[25] |= 0x80; // the header's general flags
+    std::fs::write(&vl, bytes).unwrap();
+    let r = caterva(&["verify", s(&vl)]);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.starts_with(&format!("{}: unsupported: ", s(&vl))), "{}", r.stdout);
+    assert!(r.stderr.contains("cannot decode: variable-length blocks"), "{}", r.stderr);
+    let j: Json = serde_json::from_str(&caterva(&["verify", s(&vl), "--json"]).stdout).unwrap();
+    assert_eq!((&j["chunks"], &j["unsupported"]), (&Json::Null, &serde_json::json!({"variable-length blocks": 1})));
     let _ = std::fs::remove_dir_all(&d);
 }
 
