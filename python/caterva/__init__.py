@@ -42,7 +42,7 @@ except ImportError as _e:
     if _why is None:
         raise
     raise _why from _e
-from ._caterva import CatervaError, ChangedError
+from ._caterva import CatervaError, ChangedError, UnsupportedError
 from . import dask
 from .constructors import asarray, copy, empty, from_buffer, from_cframe, full, open, remove, zeros
 from .ndarray import NDArray
@@ -57,7 +57,7 @@ except PackageNotFoundError:  # pragma: no cover - running from the source tree
 blosc2_version = _caterva.blosc2_version()
 
 __all__ = [
-    "CatervaError", "ChangedError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
+    "CatervaError", "ChangedError", "UnsupportedError", "Codec", "Filter", "NDArray", "asarray", "copy", "empty", "from_buffer",
     "from_cframe", "full", "open", "remove", "zeros", "to_caterva", "blosc2_version", "__version__",
     "propose_partitions", "list_arrays", "set_storage_options", "tune",
 ]

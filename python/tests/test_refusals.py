@@ -21,6 +21,24 @@ def test_a_dictionary_with_lz4_is_refused_by_name(tmp_path):
     assert (cat.open(tmp_path / "d.b2frame")[:] == np.arange(1000)).all() and a.shape == (1000,)
 
 
+def test_what_this_build_cannot_decode_is_unsupported_not_damaged(tmp_path):
+    # Chunk 0 of a sparse array names filter BYTEDELTA (id 35, a c-blosc2
+    # plugin this build lacks) in the filter slot where SHUFFLE was.
+    a = cat.asarray(np.arange(400, dtype="i4") // 3, urlpath=str(tmp_path / "b.b2nd"), contiguous=False,
+                    chunks=(100,), blocks=(50,), codec=cat.Codec.ZSTD, filters=[cat.Filter.SHUFFLE], filtersmeta=[0])
+    chunk = tmp_path / "b.b2nd" / "00000000.chunk"
+    raw = bytearray(chunk.read_bytes())
+    slot = 16 + list(raw[16:22]).index(1)  # the chunk header's six filter slots
+    raw[slot] = 35
+    chunk.write_bytes(bytes(raw))
+    del a
+    b = cat.open(tmp_path / "b.b2nd")
+    assert (b[100:200] == np.arange(100, 200, dtype="i4") // 3).all()
+    with pytest.raises(cat.UnsupportedError, match="filter BYTEDELTA") as e:
+        b[:100]
+    assert isinstance(e.value, cat.CatervaError) and str(e.value).startswith("unsupported: ")
+
+
 def test_a_folder_that_is_no_array_is_said_to_be_none(tmp_path):
     folder = tmp_path / "plain"
     folder.mkdir()
