@@ -376,6 +376,22 @@ static int test_unregistered_ids(const test_case_t *tc) {
     return 0;
 }
 
+static int test_dict_needs_zstd(const test_case_t *tc) {
+    (void)tc;
+    caterva_ctx_t *ctx = NULL;
+    caterva_config_t cfg = CATERVA_CONFIG_DEFAULTS;
+    cfg.usedict = 1;
+    cfg.compcodec = BLOSC_LZ4;
+    CHECK_RC(caterva_ctx_new(&cfg, &ctx), CATERVA_ERR_INVALID_ARGUMENT);
+    CHECK(ctx == NULL);
+    CHECK(strstr(caterva_last_error(), "use_dict with codec lz4") != NULL);
+    CHECK(strstr(caterva_last_error(), "ZSTD only") != NULL);
+    cfg.compcodec = BLOSC_ZSTD;
+    CHECK_OK(caterva_ctx_new(&cfg, &ctx));
+    CHECK_OK(caterva_ctx_free(&ctx));
+    return 0;
+}
+
 void suite_readonly(void) {
     RUN_CASE(test_every_change_refused);
     RUN_ALL_CASES(test_vlmeta_of_zeros);
@@ -383,4 +399,5 @@ void suite_readonly(void) {
     RUN_CASE(test_symlink_at_the_lock);
     RUN_CASE(test_foreign_sidecars);
     RUN_CASE(test_unregistered_ids);
+    RUN_CASE(test_dict_needs_zstd);
 }

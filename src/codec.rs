@@ -41,8 +41,42 @@ pub fn by_name(name: &str) -> Option<u8> {
     ALL.iter().find(|(_, n)| *n == name).map(|(c, _)| *c)
 }
 
+/// The names python-blosc2 gives the codec plugins (`blosc2.Codec`), by id
+/// (c-blosc2's `codecs-registry.h`): codecs this build does not ship.
+const PLUGINS: [(u8, &str); 9] = [
+    (32, "NDLZ"),
+    (33, "ZFP_ACC"),
+    (34, "ZFP_PREC"),
+    (35, "ZFP_RATE"),
+    (36, "OPENHTJ2K"),
+    (37, "GROK"),
+    (38, "OPENZL"),
+    (39, "J2K"),
+    (40, "HTJ2K"),
+];
+
+/// The name of codec plugin `id` (`"ZFP_ACC"` for 33), as python-blosc2
+/// calls it; `None` for any other id. c-blosc2 is built here without its
+/// plugins: what uses one is named with it ("unsupported").
+#[must_use]
+pub fn plugin_name(id: u8) -> Option<&'static str> {
+    PLUGINS.iter().find(|(c, _)| *c == id).map(|(_, n)| *n)
+}
+
 /// The filters of a pipeline ([`CParams::filters`](crate::CParams::filters)).
 pub mod filter {
+    /// The names python-blosc2 gives the filter plugins (`blosc2.Filter`),
+    /// by id (c-blosc2's `filters-registry.h`).
+    const PLUGINS: [(u8, &str); 5] =
+        [(32, "NDCELL"), (33, "NDMEAN"), (34, "BYTEDELTA_BUGGY"), (35, "BYTEDELTA"), (36, "INT_TRUNC")];
+
+    /// The name of filter plugin `id` (`"BYTEDELTA"` for 35), as
+    /// python-blosc2 calls it; `None` for any other id.
+    #[must_use]
+    pub fn plugin_name(id: u8) -> Option<&'static str> {
+        PLUGINS.iter().find(|(f, _)| *f == id).map(|(_, n)| *n)
+    }
+
     /// An empty slot of the pipeline.
     pub const NOFILTER: u8 = blosc2_sys::BLOSC_NOFILTER as u8;
     /// Byte shuffle.
@@ -99,5 +133,10 @@ mod tests {
         assert_eq!(describe(TRUNC_PREC, 10).as_deref(), Some("trunc_prec(10)"));
         assert_eq!(describe(NOFILTER, 0).as_deref(), Some("nofilter"));
         assert_eq!(describe(35, 0), None);
+        assert_eq!(filter::plugin_name(35), Some("BYTEDELTA"));
+        assert_eq!(filter::plugin_name(36), Some("INT_TRUNC"));
+        assert_eq!(filter::plugin_name(4), None);
+        assert_eq!(super::plugin_name(33), Some("ZFP_ACC"));
+        assert_eq!(super::plugin_name(5), None);
     }
 }

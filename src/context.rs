@@ -262,6 +262,16 @@ fn check_pipeline(cp: &CParams) -> Result<()> {
     if let Some(f) = filter_ids.iter().find(|&&f| f < FIRST_PLUGIN && filter::describe(f, 0).is_none()) {
         return Err(Error::InvalidArgument(format!("filter {f} is not a Blosc2 filter")));
     }
+    // c-blosc2 2.15 trains dictionaries for ZSTD alone and fails any other
+    // codec at the first chunk with a bare BLOSC2_ERROR_CODEC_DICT
+    // (`blosc2_compress_ctx`).
+    if cp.use_dict && codec_id != codec::ZSTD {
+        return Err(Error::InvalidArgument(format!(
+            "use_dict with codec {}: c-blosc2 {} has dictionaries for ZSTD only; choose zstd or turn use_dict off",
+            cp.codec,
+            crate::blosc2::blosc2_version()
+        )));
+    }
     let plugins = std::iter::once(codec_id).chain(filter_ids).any(|id| id >= FIRST_PLUGIN);
     if !plugins {
         return Ok(());
@@ -393,5 +403,25 @@ impl Codecs {
         nthreads: usize,
     ) -> Result<Vec<u8>> {
         self.cctx(comp, geom, nthreads)?.compress(chunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blosc2::Codec;
+
+    #[test]
+    fn dictionaries_are_for_zstd_only() {
+        for codec in [Codec::Lz4, Codec::Lz4hc, Codec::BloscLz, Codec::Zlib] {
+            let cparams = CParams { codec, use_dict: true, ..CParams::default() };
+            let e = Context::new(Config { cparams, ..Config::default() }).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{e}");
+            let text = e.to_string();
+            assert!(text.contains(&format!("use_dict with codec {codec}")) && text.contains("ZSTD only"), "{text}");
+            assert!(!text.contains("blosc2 error"), "{text}");
+        }
+        let cparams = CParams { codec: Codec::Zstd, use_dict: true, ..CParams::default() };
+        assert!(Context::new(Config { cparams, ..Config::default() }).is_ok());
     }
 }

@@ -37,6 +37,19 @@ pub enum Error {
     /// The bytes on disk or in a buffer are not a valid caterva array (a
     /// damaged frame, contradictory metalayers, a corrupt journal).
     InvalidFormat(String),
+    /// The data is sound as far as can be told but uses what this build
+    /// cannot decode: a codec or filter plugin c-blosc2 was built without,
+    /// a chunk or frame format of a newer c-blosc2. Not damage: another
+    /// reader may read it, and a copy through one that can converts it.
+    /// (C callers get `CATERVA_ERR_INVALID_ARGUMENT`, as for
+    /// [`Error::InvalidFormat`].)
+    Unsupported {
+        /// The feature, in a few words, for grouping and reports:
+        /// `"filter BYTEDELTA"`, `"codec ZFP_ACC"`, `"chunk format version 6"`.
+        feature: String,
+        /// The whole sentence: where, what, and which c-blosc2 cannot decode it.
+        reason: String,
+    },
     /// c-blosc2 reported a failure.
     Blosc {
         /// What was being done ("appending chunk 3", …).
@@ -100,6 +113,8 @@ pub enum ErrorKind {
     NotFound,
     /// [`Error::InvalidFormat`].
     InvalidFormat,
+    /// [`Error::Unsupported`].
+    Unsupported,
     /// [`Error::Blosc`].
     Blosc,
     /// [`Error::Io`].
@@ -137,6 +152,11 @@ impl Error {
         Error::Io { op, path, kind: e.kind(), message: e.to_string() }
     }
 
+    /// What this build cannot decode: `feature` in a few words, `reason` the sentence.
+    pub(crate) fn unsupported(feature: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Unsupported { feature: feature.into(), reason: reason.into() }
+    }
+
     /// Chunk `chunk` fails its integrity check.
     pub(crate) fn corrupt(chunk: i64, reason: impl Into<String>) -> Self {
         Error::Corrupt { chunk, reason: reason.into() }
@@ -152,6 +172,7 @@ impl Error {
             Error::InvalidStorage { .. } | Error::Conflict { .. } => ErrorKind::InvalidStorage,
             Error::NotFound { .. } => ErrorKind::NotFound,
             Error::InvalidFormat(_) => ErrorKind::InvalidFormat,
+            Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Blosc { .. } => ErrorKind::Blosc,
             Error::Io { .. } => ErrorKind::Io,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
@@ -176,10 +197,14 @@ impl fmt::Display for Reason<'_> {
             Error::InvalidArgument(m) | Error::InvalidIndex(m) | Error::NullPointer(m) | Error::InvalidFormat(m) => {
                 f.write_str(m)
             }
-            Error::InvalidStorage { reason, .. } | Error::Conflict { reason, .. } | Error::Corrupt { reason, .. } => {
-                f.write_str(reason)
-            }
-            Error::Blosc { op, code: Some(c) } => write!(f, "{op} failed (blosc2 error {c})"),
+            Error::InvalidStorage { reason, .. }
+            | Error::Conflict { reason, .. }
+            | Error::Corrupt { reason, .. }
+            | Error::Unsupported { reason, .. } => f.write_str(reason),
+            Error::Blosc { op, code: Some(c) } => match blosc2_error_name(*c) {
+                Some((name, words)) => write!(f, "{op} failed: {words} (c-blosc2's BLOSC2_ERROR_{name})"),
+                None => write!(f, "{op} failed: c-blosc2 gave an error it does not name (code {c})"),
+            },
             Error::Blosc { op, code: None } => write!(f, "{op} failed"),
             Error::Io { op, message, .. } => write!(f, "{op}: {message}"),
             Error::NotFound { path } => write!(f, "'{path}' does not exist"),
@@ -192,6 +217,57 @@ impl fmt::Display for Reason<'_> {
     }
 }
 
+/// c-blosc2's error codes: the name of each in `blosc2.h`'s `BLOSC2_ERROR_*`
+/// enumeration (without the prefix) and what it says, in the words of that
+/// enumeration's comments, so that a message names what failed, never a
+/// bare number.
+const BLOSC2_ERRORS: [(i32, &str, &str); 36] = {
+    use blosc2_sys as b;
+    [
+        (b::BLOSC2_ERROR_FAILURE, "FAILURE", "generic failure"),
+        (b::BLOSC2_ERROR_STREAM, "STREAM", "bad stream"),
+        (b::BLOSC2_ERROR_DATA, "DATA", "invalid data"),
+        (b::BLOSC2_ERROR_MEMORY_ALLOC, "MEMORY_ALLOC", "memory allocation failed"),
+        (b::BLOSC2_ERROR_READ_BUFFER, "READ_BUFFER", "not enough bytes to read"),
+        (b::BLOSC2_ERROR_WRITE_BUFFER, "WRITE_BUFFER", "not enough room to write"),
+        (b::BLOSC2_ERROR_CODEC_SUPPORT, "CODEC_SUPPORT", "codec not supported"),
+        (b::BLOSC2_ERROR_CODEC_PARAM, "CODEC_PARAM", "invalid parameter of the codec"),
+        (b::BLOSC2_ERROR_CODEC_DICT, "CODEC_DICT", "codec dictionary error"),
+        (b::BLOSC2_ERROR_VERSION_SUPPORT, "VERSION_SUPPORT", "format version not supported"),
+        (b::BLOSC2_ERROR_INVALID_HEADER, "INVALID_HEADER", "invalid value in a header"),
+        (b::BLOSC2_ERROR_INVALID_PARAM, "INVALID_PARAM", "invalid parameter"),
+        (b::BLOSC2_ERROR_FILE_READ, "FILE_READ", "file read failure"),
+        (b::BLOSC2_ERROR_FILE_WRITE, "FILE_WRITE", "file write failure"),
+        (b::BLOSC2_ERROR_FILE_OPEN, "FILE_OPEN", "file open failure"),
+        (b::BLOSC2_ERROR_NOT_FOUND, "NOT_FOUND", "not found"),
+        (b::BLOSC2_ERROR_RUN_LENGTH, "RUN_LENGTH", "bad run-length encoding"),
+        (b::BLOSC2_ERROR_FILTER_PIPELINE, "FILTER_PIPELINE", "a filter of the pipeline failed or is not available"),
+        (b::BLOSC2_ERROR_CHUNK_INSERT, "CHUNK_INSERT", "chunk insertion failed"),
+        (b::BLOSC2_ERROR_CHUNK_APPEND, "CHUNK_APPEND", "chunk append failed"),
+        (b::BLOSC2_ERROR_CHUNK_UPDATE, "CHUNK_UPDATE", "chunk update failed"),
+        (b::BLOSC2_ERROR_2GB_LIMIT, "2GB_LIMIT", "sizes over 2 GB are not supported"),
+        (b::BLOSC2_ERROR_SCHUNK_COPY, "SCHUNK_COPY", "super-chunk copy failed"),
+        (b::BLOSC2_ERROR_FRAME_TYPE, "FRAME_TYPE", "wrong type of frame"),
+        (b::BLOSC2_ERROR_FILE_TRUNCATE, "FILE_TRUNCATE", "file truncation failed"),
+        (b::BLOSC2_ERROR_THREAD_CREATE, "THREAD_CREATE", "a thread or thread context could not be created"),
+        (b::BLOSC2_ERROR_POSTFILTER, "POSTFILTER", "postfilter failure"),
+        (b::BLOSC2_ERROR_FRAME_SPECIAL, "FRAME_SPECIAL", "special frame failure"),
+        (b::BLOSC2_ERROR_SCHUNK_SPECIAL, "SCHUNK_SPECIAL", "special super-chunk failure"),
+        (b::BLOSC2_ERROR_PLUGIN_IO, "PLUGIN_IO", "I/O plugin error"),
+        (b::BLOSC2_ERROR_FILE_REMOVE, "FILE_REMOVE", "file removal failed"),
+        (b::BLOSC2_ERROR_NULL_POINTER, "NULL_POINTER", "a pointer is null"),
+        (b::BLOSC2_ERROR_INVALID_INDEX, "INVALID_INDEX", "invalid index"),
+        (b::BLOSC2_ERROR_METALAYER_NOT_FOUND, "METALAYER_NOT_FOUND", "metalayer not found"),
+        (b::BLOSC2_ERROR_MAX_BUFSIZE_EXCEEDED, "MAX_BUFSIZE_EXCEEDED", "maximum buffer size exceeded"),
+        (b::BLOSC2_ERROR_TUNER, "TUNER", "tuner failure"),
+    ]
+};
+
+/// The name (`FILTER_PIPELINE`) and description of c-blosc2 error `code`.
+fn blosc2_error_name(code: i32) -> Option<(&'static str, &'static str)> {
+    BLOSC2_ERRORS.iter().find(|(c, ..)| *c == code).map(|&(_, name, words)| (name, words))
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.kind() {
@@ -201,6 +277,7 @@ impl fmt::Display for Error {
             ErrorKind::InvalidStorage | ErrorKind::NotFound => "invalid storage",
             ErrorKind::NullPointer => "null pointer",
             ErrorKind::InvalidFormat => "invalid format",
+            ErrorKind::Unsupported => "unsupported",
             ErrorKind::Io => "i/o error",
             ErrorKind::InvalidIndex => "invalid index",
             ErrorKind::Corrupt => "corrupt data",
@@ -223,3 +300,29 @@ macro_rules! invalid {
     ($($arg:tt)*) => { return Err($crate::error::Error::InvalidArgument(format!($($arg)*))) };
 }
 pub(crate) use invalid;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blosc2_errors_are_named_in_words() {
+        // Every code of the enumeration, -1 to -36, once.
+        let mut codes: Vec<i32> = BLOSC2_ERRORS.iter().map(|e| e.0).collect();
+        codes.sort_unstable();
+        assert_eq!(codes, (-36..=-1).collect::<Vec<_>>());
+        let e = Error::blosc("compressing chunk 3", -18);
+        assert_eq!(
+            e.to_string(),
+            "blosc2 failed: compressing chunk 3 failed: a filter of the pipeline failed or is not available \
+             (c-blosc2's BLOSC2_ERROR_FILTER_PIPELINE)"
+        );
+        assert!(Error::blosc("x", -9)
+            .to_string()
+            .contains("codec dictionary error (c-blosc2's BLOSC2_ERROR_CODEC_DICT)"));
+        assert_eq!(Error::blosc("x", None).to_string(), "blosc2 failed: x failed");
+        let unknown = Error::blosc("x", -1000).to_string();
+        assert!(unknown.contains("an error it does not name (code -1000)"), "{unknown}");
+        assert!(!Error::blosc("x", -5).to_string().contains("-5"));
+    }
+}

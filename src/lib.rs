@@ -45,6 +45,7 @@ mod buffer;
 mod cache;
 pub mod codec;
 mod context;
+mod dtype;
 mod engine;
 mod error;
 // The C ABI: its `pub` items are exported by symbol (include/caterva.h), not by path.

@@ -158,6 +158,71 @@ fn real_writers_import_and_export() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Records whose fields carry no byte-order mark (`u1`, `S3`, `?`, as
+/// `str(dtype)` writes them and bcolz records them), in arrays without
+/// items: the dtype is all that tells their item size. Exported as a
+/// carray and as a `.blp` file, and imported back from both (issue 41).
+#[test]
+fn empty_records_with_one_byte_fields_round_trip() {
+    let dir = scratch_dir("blz-empty-records");
+    let ctx = ctx();
+    for (dtype, itemsize, shape) in [
+        ("[('a', 'u1'), ('b', '<i4'), ('c', 'S3'), ('d', '?'), ('e', 'i1')]", 10, vec![0]),
+        ("[('p', [('x', 'u1'), ('y', '|u1')]), ('f', '<f4', (2, 3))]", 26, vec![0, 4]),
+        ("[('u', '<U3'), ('v', 'V8'), ('w', '|S3')]", 23, vec![0]),
+    ] {
+        let params = caterva::Params { itemsize, shape: shape.clone(), dtype: Some(dtype.into()) };
+        let st =
+            StorageParams { chunkshape: vec![4; shape.len()], blockshape: vec![2; shape.len()], ..Default::default() };
+        let a = Array::zeros(&ctx, &params, &st).unwrap();
+        let carray = dir.join("records.bcolz");
+        let blp = dir.join("records.blp");
+        let _ = std::fs::remove_dir_all(&carray);
+        let _ = std::fs::remove_file(&blp);
+        blz::export_carray(&a, &carray, &ExportOptions::default(), &mut none)
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        blz::export_bloscpack(&a, &blp, &ExportOptions::default(), &mut none)
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        for (what, path) in [("carray", &carray), (".blp", &blp)] {
+            let b = blz::import(&ctx, path, &StorageParams::default(), &mut none)
+                .unwrap_or_else(|e| panic!("{dtype} ({what}): {e}"));
+            assert_eq!((b.itemsize(), b.shape()), (itemsize, &shape[..]), "{dtype} ({what})");
+            assert_eq!(b.dtype().as_deref(), Some(dtype), "{what}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same written by bcolz itself, which records `str(dtype)` (no mark on
+/// 1-byte fields; bcolz cannot write the default of a record with a bytes
+/// field, so none here); our `.blp` export of it read by bloscpack.
+#[test]
+fn bcolz_empty_records_import_and_bloscpack_reads_our_export() {
+    let dir = scratch_dir("blz-bcolz-empty-records");
+    let carray = dir.join("rec0.bcolz");
+    let script = "import sys, bcolz, numpy as np\n\
+                  dt = np.dtype([('a', 'u1'), ('b', '<i4'), ('d', '?'), ('e', 'i1')])\n\
+                  bcolz.carray(np.zeros(0, dtype=dt), rootdir=sys.argv[1], mode='w', chunklen=16).flush()\n\
+                  print(open(sys.argv[1] + '/meta/storage').read())\n";
+    let out = run(Command::new(python("bcolz")).arg("-c").arg(script).arg(&carray), "bcolz empty records");
+    assert!(out.contains("('a', 'u1')"), "bcolz records no mark on 1-byte fields: {out}");
+    let a = blz::import(&ctx(), &carray, &StorageParams::default(), &mut none).unwrap();
+    assert_eq!((a.itemsize(), a.shape()), (7, &[0][..]));
+    let blp = dir.join("rec0.blp");
+    blz::export_bloscpack(&a, &blp, &ExportOptions::default(), &mut none).unwrap();
+    // (bloscpack 0.15 needs collections' abstract classes where Python 3.10 dropped them: as peer.py.)
+    let script = "import sys, collections, collections.abc\n\
+                  for n in ('MutableMapping', 'Mapping', 'Iterable'): setattr(collections, n, getattr(collections.abc, n))\n\
+                  import bloscpack\n\
+                  a = bloscpack.unpack_ndarray_file(sys.argv[1])\n\
+                  print('read', a.shape, a.dtype.itemsize)\n";
+    let out = run(Command::new(python("bcolz")).arg("-c").arg(script).arg(&blp), "bloscpack reads our .blp");
+    assert!(out.contains("read (0,) 7"), "{out}");
+    let b = blz::import(&ctx(), &blp, &StorageParams::default(), &mut none).unwrap();
+    assert_eq!((b.itemsize(), b.shape()), (7, &[0][..]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn kind(r: caterva::Result<Array>) -> (ErrorKind, String) {
     let e = r.expect_err("damaged input must be refused");
     (e.kind(), e.to_string())

@@ -143,6 +143,42 @@ fn garbage_is_not_a_frame() {
 }
 
 #[test]
+fn a_folder_that_is_no_array_is_said_to_be_none() {
+    let dir = std::env::temp_dir().join(format!("caterva-not-an-array-{}", std::process::id()));
+    let path = dir.to_str().unwrap();
+    // Empty, then holding something else (a zarr store, say).
+    std::fs::create_dir_all(&dir).unwrap();
+    for extra in [None, Some(".zarray")] {
+        if let Some(name) = extra {
+            std::fs::write(dir.join(name), b"{}").unwrap();
+        }
+        let e = Array::open(&ctx(), path).unwrap_err();
+        assert!(matches!(e, Error::InvalidStorage { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("invalid storage: '{path}' is not a caterva/blosc2 array: a folder without a chunks index ('chunks.b2frame')")
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A sparse frame that lost its index is damaged, and said to be.
+    let st = StorageParams {
+        chunkshape: vec![4],
+        blockshape: vec![2],
+        contiguous: false,
+        urlpath: Some(path.to_owned()),
+        ..Default::default()
+    };
+    Array::from_buffer(&ctx(), &Params { itemsize: 1, shape: vec![10], dtype: None }, &st, &[7u8; 10]).unwrap();
+    std::fs::remove_file(dir.join("chunks.b2frame")).unwrap();
+    let e = Array::open(&ctx(), path).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidFormat(ref m) if m.contains("damaged sparse frame") && m.contains("lost its chunks index")),
+        "{e:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn dtype_is_recorded_kept_and_checked() {
     let ctx = ctx();
     let storage = StorageParams { chunkshape: vec![3, 1], blockshape: vec![2, 1], ..Default::default() };

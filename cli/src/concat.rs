@@ -14,7 +14,8 @@ pub struct Args {
     /// The array that follows it along the axis
     #[arg(value_name = "B")]
     b: String,
-    /// Where to write the result (A's partitions, compression and storage kind)
+    /// Where to write the result (A's partitions, compression and storage
+    /// kind; B's partitions and compression when A is empty)
     #[arg(value_name = "DST")]
     dst: String,
     /// The axis to join along
@@ -35,12 +36,21 @@ pub fn run(a: &Args) -> Outcome {
     if std::fs::symlink_metadata(&a.dst).is_ok() && !a.force {
         return Err(Failure::Open(format!("'{}' exists; pass --force to replace it", a.dst)));
     }
+    // The partitions and compression of the first array that holds items:
+    // an empty one may have chunks of length 0 (python-blosc2 makes them
+    // so), which hold none of the result's. A's storage kind, dtype and
+    // metadata either way.
     let info = first.info();
+    let empty = |arr: &caterva::Array| arr.shape().contains(&0);
+    let from = if empty(&first) && !empty(&second) { second.info() } else { info.clone() };
     // A split mode the frame does not record reads as the library default.
-    let ctx = crate::context(&a.run, info.cparams, false)?;
+    let ctx = crate::context(&a.run, from.cparams, false).map_err(|f| match f {
+        Failure::Usage(m) => Failure::Failed(format!("cannot write '{}': {m}", a.dst)),
+        f => f,
+    })?;
     let storage = StorageParams {
-        chunkshape: info.chunkshape.clone(),
-        blockshape: info.blockshape.clone(),
+        chunkshape: from.chunkshape,
+        blockshape: from.blockshape,
         contiguous: info.contiguous,
         urlpath: Some(a.dst.clone()),
         metalayers: Vec::new(),

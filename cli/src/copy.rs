@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use caterva::{
-    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, ErrorKind, Objective, PartitionHints,
-    StorageParams, Tuning,
+    codec, propose_partitions, Access, Array, ArrayInfo, CParams, Codec, Config, Context, ErrorKind, Filter, Objective,
+    PartitionHints, StorageParams, Tuning,
 };
 
 use crate::{progress, Failure, Outcome, RunOpts};
@@ -141,7 +141,16 @@ pub fn run(a: &Args) -> Outcome {
         None => None,
     };
     check_destination(a)?;
-    let ctx = crate::context(&a.run, cp, a.checksums)?;
+    let (cp, changes) = writable(cp);
+    for change in &changes {
+        eprintln!("caterva: copy: {change}");
+    }
+    // The parameters are the source's or checked options: a context that
+    // still cannot be made is a failure here, not the user's command line.
+    let ctx = crate::context(&a.run, cp, a.checksums).map_err(|f| match f {
+        Failure::Usage(m) => Failure::Failed(format!("cannot write '{}': {m}", a.dst)),
+        f => f,
+    })?;
     let copy = progress::spinner("copy", a.run.wanted(), || {
         let mut copy = arr.copy(&ctx, &storage)?;
         if let Some(t) = tuning.as_ref().filter(|t| !t.candidates.is_empty()) {
@@ -155,6 +164,8 @@ pub fn run(a: &Args) -> Outcome {
             // The partitions asked for do not fit the array.
             ErrorKind::InvalidArgument if partitions => Failure::Usage(e.message()),
             ErrorKind::InvalidStorage | ErrorKind::NotFound => Failure::Open(format!("cannot write '{}': {e}", a.dst)),
+            // A chunk of the source this build cannot decode: the copy cannot be made here.
+            ErrorKind::Unsupported => Failure::Unsupported(format!("cannot copy '{}': {e}", a.src)),
             _ => Failure::Failed(format!("cannot write '{}': {e}", a.dst)),
         }
     })?;
@@ -246,6 +257,44 @@ fn cparams(a: &Args, info: &ArrayInfo) -> CParams {
         cp.clevel = level;
     }
     cp
+}
+
+/// `cp` made writable here, with a sentence for each change: an array we
+/// read may record a codec or filter plugin c-blosc2 is built here without
+/// (its chunks may still decode: special chunks, or a filter recorded but
+/// unused), or a dictionary with a codec other than ZSTD (c-blosc2 3.x);
+/// the copy is recompressed with the library's default codec in place of
+/// the plugin codec, without the plugin filters (the values read are what
+/// the copy holds: a lossy filter's work is already in them), and without
+/// the dictionary. Everything else is kept. Unchanged when the library
+/// takes `cp` as it is.
+fn writable(cp: CParams) -> (CParams, Vec<String>) {
+    let takes = |cp: CParams| Context::new(Config { cparams: cp, nthreads: 1, ..Config::default() }).is_ok();
+    if takes(cp) {
+        return (cp, Vec::new());
+    }
+    let mut out = cp;
+    let mut changes = Vec::new();
+    if let Codec::Other(id) = cp.codec {
+        out.codec = CParams::default().codec;
+        out.codec_meta = 0;
+        let name = codec::plugin_name(id).map_or(format!("codec {id}"), |n| format!("codec {n} (id {id})"));
+        changes.push(format!("{name} cannot be written by this build: recompressed with {} instead", out.codec));
+    }
+    for (slot, filter) in out.filters.iter_mut().enumerate() {
+        if let Filter::Other(id) = *filter {
+            *filter = Filter::NoFilter;
+            out.filters_meta[slot] = 0;
+            let name =
+                codec::filter::plugin_name(id).map_or(format!("filter {id}"), |n| format!("filter {n} (id {id})"));
+            changes.push(format!("{name} cannot be run by this build: left out of the copy's filters"));
+        }
+    }
+    if out.use_dict && out.codec != Codec::Zstd {
+        out.use_dict = false;
+        changes.push(format!("a dictionary with codec {}: left out (dictionaries are for zstd only)", out.codec));
+    }
+    (out, changes)
 }
 
 /// Refuse to overwrite anything without `--force`, and the source always.

@@ -4,7 +4,8 @@
 //!
 //! Built on the library's public API only. Exit status: 0 success, 1
 //! problems found in the data (or an operation that failed part-way), 2 a
-//! usage error or a file that cannot be opened.
+//! usage error or a file that cannot be opened, 3 data that uses what this
+//! build cannot decode (`verify`, `copy`).
 
 mod blz;
 mod concat;
@@ -26,7 +27,8 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 macro_rules! exit_status {
     () => {
         "Exit status: 0 success, 1 problems found in the data (or an operation that failed\n\
-         part-way), 2 a usage error or a file that cannot be opened or created."
+         part-way), 2 a usage error or a file that cannot be opened or created, 3 (verify,\n\
+         copy) data that uses what this build cannot decode (a codec or filter plugin)."
     };
 }
 
@@ -96,7 +98,11 @@ enum Cmd {
         after_help = concat!(
             "Unset options keep the source's settings (filters always are). When the\n\
              partitions and compression are unchanged, chunks are copied without\n\
-             recompressing them. Metalayers and vlmetalayers are copied.\n\n",
+             recompressing them. Metalayers and vlmetalayers are copied. What the source\n\
+             records but this build cannot write (a codec or filter plugin such as ZFP or\n\
+             INT_TRUNC, a dictionary with a codec other than zstd) is changed: the default\n\
+             codec, the plugin filters left out, no dictionary; each change is said on\n\
+             stderr. Chunks this build cannot decode stop the copy (exit status 3).\n\n",
             exit_status!()
         )
     )]
@@ -107,10 +113,17 @@ enum Cmd {
         after_help = concat!(
             "Prints one line per damaged chunk ('chunk N: reason'), then a summary; a frame\n\
              whose structure is damaged is reported as a whole ('PATH: damaged: reason').\n\
-             With --json: one object with path, chunks (the total; null for a damaged frame),\n\
-             problems (a list of {chunk, reason}; chunk is null for the frame as a whole)\n\
-             and sound (true or false).\n\n",
-            exit_status!()
+             Chunks that use what this build cannot decode (a codec or filter plugin such\n\
+             as BYTEDELTA or ZFP, a newer c-blosc2's format) are not damage: each gets a\n\
+             line ('chunk N: unsupported: reason') and the summary counts them by feature\n\
+             ('unsupported: filter BYTEDELTA (4 chunks)').\n\
+             With --json: one object with path, chunks (the total; null for a frame reported\n\
+             as a whole), problems (a list of {chunk, kind, reason}; kind is damaged or\n\
+             unsupported, chunk null for the frame as a whole), unsupported (chunks by\n\
+             feature) and sound (true or false).\n\n\
+             Exit status: 0 all sound, 1 damage found (whether or not some chunks are also\n\
+             unsupported: damage decides), 3 chunks this build cannot decode and no damage,\n\
+             2 a usage error or a file that cannot be opened."
         )
     )]
     Verify(verify::Args),
@@ -120,7 +133,9 @@ enum Cmd {
         after_help = concat!(
             "The shapes must agree off the axis, and the item sizes and dtypes must be\n\
              equal. The result takes A's partitions, compression, storage kind, dtype,\n\
-             metalayers and vlmetalayers. B is read whole into memory.\n\n",
+             metalayers and vlmetalayers; when A is empty (a length 0 along an axis), B's\n\
+             partitions and compression (an empty array's chunks may be 0 long), the rest\n\
+             still A's. B is read whole into memory.\n\n",
             exit_status!()
         )
     )]
@@ -208,6 +223,10 @@ pub enum Failure {
     Open(String),
     /// The data has problems, or an operation failed part-way (exit 1).
     Failed(String),
+    /// The data uses what this build cannot decode (a codec or filter
+    /// plugin, a newer c-blosc2's format), and nothing is found damaged
+    /// (exit 3).
+    Unsupported(String),
     /// Standard output was closed by its reader (`caterva cat x | head`): stop quietly (exit 0).
     Closed,
 }
@@ -260,6 +279,10 @@ fn main() -> ExitCode {
         Err(Failure::Failed(m)) => {
             eprintln!("caterva: {m}");
             ExitCode::from(1)
+        }
+        Err(Failure::Unsupported(m)) => {
+            eprintln!("caterva: {m}");
+            ExitCode::from(3)
         }
     }
 }

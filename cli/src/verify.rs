@@ -1,10 +1,17 @@
 //! `caterva verify`: read every chunk back ([`caterva::Array::verify`]) and
-//! list the damaged ones, as text or (`--json`) one JSON object.
+//! list the damaged ones, and those that use what this build cannot decode
+//! (a codec or filter plugin, a newer c-blosc2's format: "unsupported", a
+//! verdict of its own, with exit status 3), as text or (`--json`) one JSON
+//! object.
 //!
 //! A file that does not open because it is damaged (a broken frame, or a
 //! checksum table, header marker or recorded metadata that fails its
 //! check) is reported as damaged as a whole; so is, with
-//! `--require-checksums`, a file that keeps no checksums.
+//! `--require-checksums`, a file that keeps no checksums. Damage decides
+//! the exit status when there is both: it is the finding that needs acting
+//! on, while an unsupported chunk may well be sound.
+
+use std::collections::BTreeMap;
 
 use caterva::{Array, CParams, ChunkProblem, Config, Context, ErrorKind};
 use serde_json::json;
@@ -43,10 +50,25 @@ pub fn run(a: &Args) -> Outcome {
     // to run it.
     let arr = match Array::open(&ctx, path) {
         Ok(arr) => arr,
+        Err(e @ caterva::Error::Unsupported { .. }) => {
+            if a.json {
+                let problem = json!({"chunk": null, "kind": "unsupported", "reason": e.to_string()});
+                let unsupported = unsupported_json(&[&e]);
+                crate::out(&report(
+                    json!({"path": path, "chunks": null, "problems": [problem], "unsupported": unsupported, "sound": false}),
+                ))?;
+            } else {
+                crate::out(&format!("{path}: {e}\n"))?;
+            }
+            let caterva::Error::Unsupported { feature, .. } = &e else { unreachable!("matched above") };
+            return Err(Failure::Unsupported(format!("'{path}' uses what this build cannot decode: {feature}")));
+        }
         Err(e) if matches!(e.kind(), ErrorKind::InvalidFormat | ErrorKind::Corrupt) => {
             if a.json {
-                let problem = json!({"chunk": null, "reason": e.to_string()});
-                crate::out(&report(json!({"path": path, "chunks": null, "problems": [problem], "sound": false})))?;
+                let problem = json!({"chunk": null, "kind": "damaged", "reason": e.to_string()});
+                let whole =
+                    json!({"path": path, "chunks": null, "problems": [problem], "unsupported": {}, "sound": false});
+                crate::out(&report(whole))?;
             } else {
                 crate::out(&format!("{path}: damaged: {e}\n"))?;
             }
@@ -63,13 +85,52 @@ pub fn run(a: &Args) -> Outcome {
             .map_err(|e| Failure::Open(format!("could not read '{path}' to verify it: {e}")))?
     };
     crate::out(&if a.json { json_report(path, total, &problems) } else { text_report(a, total, &problems) })?;
-    let chunks = problems.iter().filter(|p| p.nchunk >= 0).count();
-    if problems.len() > chunks {
-        Err(Failure::Failed(format!("'{path}' is damaged: its checksum table or metadata, and {chunks} chunk(s)")))
-    } else if chunks > 0 {
-        Err(Failure::Failed(format!("'{path}' has {chunks} damaged chunk(s)")))
+    let found = Found::of(&problems);
+    let unsupported = found.unsupported_summary();
+    let also = if unsupported.is_empty() { String::new() } else { format!("; unsupported: {unsupported}") };
+    if found.table {
+        Err(Failure::Failed(format!(
+            "'{path}' is damaged: its checksum table or metadata, and {} chunk(s){also}",
+            found.damaged
+        )))
+    } else if found.damaged > 0 {
+        Err(Failure::Failed(format!("'{path}' has {} damaged chunk(s){also}", found.damaged)))
+    } else if !unsupported.is_empty() {
+        Err(Failure::Unsupported(format!("'{path}' uses what this build cannot decode: {unsupported}")))
     } else {
         Ok(())
+    }
+}
+
+/// The problems counted: damage (of the table and metadata, of chunks) and
+/// the chunks this build cannot decode, by feature.
+struct Found<'a> {
+    table: bool,
+    damaged: usize,
+    unsupported: BTreeMap<&'a str, usize>,
+}
+
+impl<'a> Found<'a> {
+    fn of(problems: &'a [ChunkProblem]) -> Self {
+        let mut found = Found { table: false, damaged: 0, unsupported: BTreeMap::new() };
+        for p in problems {
+            match &p.error {
+                caterva::Error::Unsupported { feature, .. } => {
+                    *found.unsupported.entry(feature.as_str()).or_default() += 1;
+                }
+                _ if p.nchunk < 0 => found.table = true,
+                _ => found.damaged += 1,
+            }
+        }
+        found
+    }
+
+    /// `filter BYTEDELTA (4 chunks), codec NDLZ (1 chunk)`; empty if none.
+    fn unsupported_summary(&self) -> String {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let parts: Vec<String> =
+            self.unsupported.iter().map(|(f, &n)| format!("{f} ({n} chunk{})", plural(n))).collect();
+        parts.join(", ")
     }
 }
 
@@ -77,11 +138,25 @@ pub fn run(a: &Args) -> Outcome {
 fn text_report(a: &Args, total: i64, problems: &[ChunkProblem]) -> String {
     let mut text: String = problems.iter().map(|p| format!("{p}\n")).collect();
     if !a.run.quiet {
-        let chunks = problems.iter().filter(|p| p.nchunk >= 0).count();
-        let table = if problems.len() > chunks { "checksum table or metadata damaged; " } else { "" };
-        text += &match chunks {
-            0 if table.is_empty() => format!("{}: {total} chunks, all sound\n", a.path),
-            n => format!("{}: {table}{n} of {total} chunks damaged\n", a.path),
+        let found = Found::of(problems);
+        let mut parts = Vec::new();
+        if found.table {
+            parts.push("checksum table or metadata damaged".to_owned());
+        }
+        if found.table || found.damaged > 0 {
+            parts.push(format!("{} of {total} chunks damaged", found.damaged));
+        }
+        if !found.unsupported.is_empty() {
+            parts.push(format!("unsupported: {}", found.unsupported_summary()));
+            if found.damaged == 0 {
+                let unchecked: usize = found.unsupported.values().sum();
+                parts.push(format!("the other {} of {total} chunks sound", total as usize - unchecked));
+            }
+        }
+        text += &if parts.is_empty() {
+            format!("{}: {total} chunks, all sound\n", a.path)
+        } else {
+            format!("{}: {}\n", a.path, parts.join("; "))
         };
     }
     text
@@ -90,8 +165,27 @@ fn text_report(a: &Args, total: i64, problems: &[ChunkProblem]) -> String {
 fn json_report(path: &str, total: i64, problems: &[ChunkProblem]) -> String {
     // The checksum table and metadata (nchunk -1) belong to no chunk.
     let chunk = |p: &ChunkProblem| if p.nchunk >= 0 { json!(p.nchunk) } else { json!(null) };
-    let list: Vec<_> = problems.iter().map(|p| json!({"chunk": chunk(p), "reason": p.error.to_string()})).collect();
-    report(json!({"path": path, "chunks": total, "problems": list, "sound": problems.is_empty()}))
+    let kind = |p: &ChunkProblem| if p.error.kind() == ErrorKind::Unsupported { "unsupported" } else { "damaged" };
+    let list: Vec<_> =
+        problems.iter().map(|p| json!({"chunk": chunk(p), "kind": kind(p), "reason": p.error.to_string()})).collect();
+    let errors: Vec<&caterva::Error> = problems.iter().map(|p| &p.error).collect();
+    let unsupported = unsupported_json(&errors);
+    report(
+        json!({"path": path, "chunks": total, "problems": list, "unsupported": unsupported, "sound": problems.is_empty()}),
+    )
+}
+
+/// `{"filter BYTEDELTA": 4, ...}`: the chunks (or the frame, as one) each
+/// feature this build cannot decode keeps from being checked.
+fn unsupported_json(errors: &[&caterva::Error]) -> serde_json::Value {
+    let mut by = serde_json::Map::new();
+    for e in errors {
+        if let caterva::Error::Unsupported { feature, .. } = e {
+            let n = by.get(feature).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            by.insert(feature.clone(), json!(n + 1));
+        }
+    }
+    serde_json::Value::Object(by)
 }
 
 fn report(value: serde_json::Value) -> String {

@@ -689,7 +689,7 @@ fn verify_json_and_quiet_reports() {
     // A sound array.
     let c = case("b2d_i2_sparse");
     let n = Array::open(&ctx(), &c.spec.path).unwrap().info().nchunks;
-    let want = serde_json::json!({"path": c.spec.path, "chunks": n, "problems": [], "sound": true});
+    let want = serde_json::json!({"path": c.spec.path, "chunks": n, "problems": [], "unsupported": {}, "sound": true});
     assert_eq!(json_of(&["verify", &c.spec.path, "--json"]), want);
     assert_eq!(json_of(&["verify", "-q", "--json", &c.spec.path]), want, "-q keeps the essential output");
 

@@ -69,3 +69,51 @@ fn concat_joins_two_arrays_into_a_new_file() {
     assert_eq!(code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_empty_first_array_takes_the_partitions_of_the_second() {
+    let dir =
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-empty-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ctx = Context::new(Config::default()).unwrap();
+    let path = |n: &str| dir.join(n).to_string_lossy().into_owned();
+    let make = |name: &str, shape: &[i64], chunks: &[i32], blocks: &[i32], contiguous: bool| {
+        let n = shape.iter().product::<i64>() as usize * 2;
+        let data: Vec<u8> = (0..n).map(|i| (i as u8).wrapping_mul(7)).collect();
+        let st = StorageParams {
+            chunkshape: chunks.to_vec(),
+            blockshape: blocks.to_vec(),
+            contiguous,
+            urlpath: Some(path(name)),
+            metalayers: Vec::new(),
+        };
+        let params = Params { itemsize: 2, shape: shape.to_vec(), dtype: Some("<i2".into()) };
+        let mut arr = Array::from_buffer(&ctx, &params, &st, &data).unwrap();
+        arr.vlmeta_add("from", name.as_bytes()).unwrap();
+        data
+    };
+    // Empty, with chunks of length 0 along the empty axis (as python-blosc2
+    // makes them): they could hold none of the result's items.
+    make("empty.b2nd", &[0, 6], &[0, 6], &[0, 3], false);
+    let b = make("b.b2frame", &[5, 6], &[2, 4], &[1, 2], true);
+    let (code, out, err) = caterva(&["concat", &path("empty.b2nd"), &path("b.b2frame"), &path("c.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty() && out.contains("[5, 6]"), "{out}{err}");
+    let c = Array::open(&ctx, &path("c.b2nd")).unwrap();
+    assert_eq!(
+        (c.shape(), c.geometry().chunkshape(), c.geometry().blockshape()),
+        (&[5, 6][..], &[2, 4][..], &[1, 2][..])
+    );
+    // A's storage kind (sparse), dtype and vlmetalayers.
+    assert!(!c.info().contiguous);
+    assert_eq!(c.dtype().as_deref(), Some("<i2"));
+    assert_eq!(c.vlmeta_get("from").unwrap(), b"empty.b2nd");
+    assert_eq!(c.to_vec().unwrap(), b);
+    // Both empty: the result is too, with A's partitions.
+    make("empty2.b2nd", &[0, 6], &[0, 6], &[0, 3], false);
+    let (code, out, err) = caterva(&["concat", &path("empty.b2nd"), &path("empty2.b2nd"), &path("d.b2nd")]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[0, 6]"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

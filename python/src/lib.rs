@@ -19,7 +19,10 @@
 //!   `ValueError` (bad arguments, indexes), `FileNotFoundError`/`OSError`
 //!   (storage, I/O), `caterva.CatervaError` (a `RuntimeError`: bad format,
 //!   corruption, c-blosc2 failures), `caterva.ChangedError` (a
-//!   `CatervaError`: another handle changed the array; `refresh()`).
+//!   `CatervaError`: another handle changed the array; `refresh()`),
+//!   `caterva.UnsupportedError` (a `CatervaError`: data this build cannot
+//!   decode, a codec or filter plugin or a newer c-blosc2's format; not
+//!   damage).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -42,6 +45,14 @@ create_exception!(
      nothing was read or written; call refresh() and try again. Never a sign of damage."
 );
 
+create_exception!(
+    _caterva,
+    UnsupportedError,
+    CatervaError,
+    "The data uses what this build cannot decode: a codec or filter plugin c-blosc2 is built here without \
+     (BYTEDELTA, ZFP, ...), or a newer c-blosc2's format. Not damage: another reader may read it."
+);
+
 /// The library's error as a Python exception, with its message, by its
 /// kind (and an I/O error's own kind): never by its text.
 fn to_py(e: caterva::Error) -> PyErr {
@@ -53,6 +64,7 @@ fn to_py(e: caterva::Error) -> PyErr {
         ErrorKind::Io if missing => PyFileNotFoundError::new_err(msg),
         ErrorKind::InvalidStorage | ErrorKind::Io => PyOSError::new_err(msg),
         ErrorKind::Changed => ChangedError::new_err(msg),
+        ErrorKind::Unsupported => UnsupportedError::new_err(msg),
         _ => CatervaError::new_err(msg),
     }
 }
@@ -724,6 +736,7 @@ fn _caterva(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TUNING_VLMETA", caterva::REPORT_VLMETA)?;
     m.add("CatervaError", m.py().get_type::<CatervaError>())?;
     m.add("ChangedError", m.py().get_type::<ChangedError>())?;
+    m.add("UnsupportedError", m.py().get_type::<UnsupportedError>())?;
     m.add("MAX_ITEMSIZE", caterva::MAX_ITEMSIZE)?;
     Ok(())
 }

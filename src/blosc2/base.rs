@@ -82,6 +82,11 @@ pub(crate) fn cstring(s: &str, what: &str) -> Result<CString> {
 }
 
 pub(crate) fn blosc_err(what: &str, rc: i64) -> Error {
+    // c-blosc2's compressors return 0, no error code, when the output does
+    // not fit its buffer.
+    if rc == 0 {
+        return Error::blosc(format!("{what} (the output did not fit its buffer)"), None);
+    }
     Error::blosc(what, rc)
 }
 

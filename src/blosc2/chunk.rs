@@ -15,6 +15,7 @@ use super::cparams::Compression;
 use crate::blosc2::chunk_header::{
     block_end, block_starts, ChunkHeader, CHUNK_MAX_TYPESIZE, HEADER_LEN, POS_BLOSC2_FLAGS,
 };
+use crate::codec;
 use crate::error::{Error, Result};
 
 pub(crate) fn dparams(nthreads: usize) -> b::blosc2_dparams {
@@ -139,7 +140,7 @@ impl DCtx {
     ///
     /// # Errors
     /// [`Error::Blosc`] on a corrupt chunk or a size mismatch;
-    /// [`Error::InvalidFormat`] for a chunk [`check_decodable`] refuses.
+    /// [`Error::Unsupported`] for a chunk [`check_decodable`] refuses.
     pub(crate) fn decompress(&mut self, chunk: &Chunk<'_>, dst: &mut [u8], mask: Option<&[bool]>) -> Result<()> {
         check_decodable(chunk.bytes())?;
         let info = chunk.info()?;
@@ -202,9 +203,9 @@ impl DCtx {
     ///
     /// # Errors
     /// [`Error::InvalidFormat`] if the chunk header is damaged, the chunk
-    /// cannot be read by blocks or the block is not in it, or
-    /// [`check_decodable`] refuses it; [`Error::Blosc`] if it does not
-    /// decompress.
+    /// cannot be read by blocks or the block is not in it;
+    /// [`Error::Unsupported`] if [`check_decodable`] refuses it;
+    /// [`Error::Blosc`] if it does not decompress.
     pub(crate) fn decompress_block(&mut self, chunk: &Chunk<'_>, nblock: usize, dst: &mut [u8]) -> Result<()> {
         check_decodable(chunk.bytes())?;
         if !chunk.by_blocks(dst.len())? || chunk.bytes().is_empty() {
@@ -279,25 +280,6 @@ pub(crate) fn chunk_typesize(itemsize: usize) -> usize {
     (1..=CHUNK_MAX_TYPESIZE).rev().find(|d| itemsize % d == 0).unwrap_or(1)
 }
 
-/// The names python-blosc2 gives the codec plugins (`blosc2.Codec`), by id
-/// (c-blosc2's `codecs-registry.h`).
-pub(crate) const PLUGIN_CODECS: [(u8, &str); 9] = [
-    (32, "NDLZ"),
-    (33, "ZFP_ACC"),
-    (34, "ZFP_PREC"),
-    (35, "ZFP_RATE"),
-    (36, "OPENHTJ2K"),
-    (37, "GROK"),
-    (38, "OPENZL"),
-    (39, "J2K"),
-    (40, "HTJ2K"),
-];
-
-/// The names python-blosc2 gives the filter plugins (`blosc2.Filter`), by id
-/// (c-blosc2's `filters-registry.h`).
-pub(crate) const PLUGIN_FILTERS: [(u8, &str); 5] =
-    [(32, "NDCELL"), (33, "NDMEAN"), (34, "BYTEDELTA_BUGGY"), (35, "BYTEDELTA"), (36, "INT_TRUNC")];
-
 /// Refuse, by name, a chunk that uses what the c-blosc2 we link cannot
 /// decode: a codec or filter plugin (blosc2-sys builds c-blosc2 without
 /// them), a dictionary with LZ4/LZ4HC (c-blosc2 3.x; 2.15 has dictionaries
@@ -308,20 +290,23 @@ pub(crate) const PLUGIN_FILTERS: [(u8, &str); 5] =
 /// repeated value, uninitialised) carry no codec and always decode.
 ///
 /// # Errors
-/// [`Error::InvalidFormat`] naming the feature.
+/// [`Error::Unsupported`] naming the feature.
 pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
     let (Some(&version), Some(&flags)) = (bytes.first(), bytes.get(2)) else {
         return Ok(());
     };
-    let refuse = |what: String| {
-        Err(Error::InvalidFormat(format!(
-            "unsupported: the chunk uses {what}, which c-blosc2 {} as built here cannot decode",
-            blosc2_version()
-        )))
+    // `feature` names it in a few words (what `caterva verify` groups
+    // chunks by), `what` in the sentence.
+    let refuse = |feature: String, what: String| {
+        Err(Error::unsupported(
+            feature,
+            format!("the chunk uses {what}, which c-blosc2 {} as built here cannot decode", blosc2_version()),
+        ))
     };
     if version > b::BLOSC2_VERSION_FORMAT as u8 {
         let what = if version == 6 { " (variable-length blocks, c-blosc2 3.x)" } else { "" };
-        return refuse(format!("chunk format version {version}{what}"));
+        let feature = format!("chunk format version {version}");
+        return refuse(feature.clone(), format!("{feature}{what}"));
     }
     let extended = flags & 0x05 == 0x05;
     let Some(&flags2) = bytes.get(31).filter(|_| extended) else {
@@ -344,15 +329,18 @@ pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
             [0, 1, 3, 4].contains(&format)
         };
         if !builtin && !registered_codec(codec) {
-            return refuse(match PLUGIN_CODECS.iter().find(|(id, _)| *id == codec) {
-                Some((id, name)) => format!("codec {name} (id {id}, a c-blosc2 plugin)"),
-                None => format!("codec id {codec}"),
-            });
+            return match codec::plugin_name(codec) {
+                Some(name) => refuse(format!("codec {name}"), format!("codec {name} (id {codec}, a c-blosc2 plugin)")),
+                None => refuse(format!("codec id {codec}"), format!("codec id {codec}")),
+            };
         }
         let lz4 = format == b::BLOSC_LZ4_FORMAT as u8
             || (format == b::BLOSC_UDCODEC_FORMAT as u8 && [b::BLOSC_LZ4, b::BLOSC_LZ4HC].contains(&u32::from(codec)));
         if lz4 && flags2 & b::BLOSC2_USEDICT as u8 != 0 {
-            return refuse("a dictionary with codec LZ4/LZ4HC (use_dict, written by c-blosc2 3.x)".into());
+            return refuse(
+                "an LZ4/LZ4HC dictionary".into(),
+                "a dictionary with codec LZ4/LZ4HC (use_dict, written by c-blosc2 3.x)".into(),
+            );
         }
     }
     // Ids from 160 up are the caller's own filters (`blosc2_register_filter`):
@@ -361,10 +349,10 @@ pub(crate) fn check_decodable(bytes: &[u8]) -> Result<()> {
     // built without.
     let user = b::BLOSC2_USER_REGISTERED_FILTERS_START as u8;
     if let Some(&f) = filters.iter().find(|&&f| f > b::BLOSC_TRUNC_PREC as u8 && f < user) {
-        return refuse(match PLUGIN_FILTERS.iter().find(|(id, _)| *id == f) {
-            Some((id, name)) => format!("filter {name} (id {id}, a c-blosc2 plugin)"),
-            None => format!("filter id {f}"),
-        });
+        return match codec::filter::plugin_name(f) {
+            Some(name) => refuse(format!("filter {name}"), format!("filter {name} (id {f}, a c-blosc2 plugin)")),
+            None => refuse(format!("filter id {f}"), format!("filter id {f}")),
+        };
     }
     Ok(())
 }
@@ -430,7 +418,7 @@ pub(crate) fn fill_repeated(value: &[u8], offset: usize, dst: &mut [u8]) {
 /// c-blosc2 2.15, are put right by [`regroup`].
 ///
 /// # Errors
-/// [`Error::InvalidFormat`] when that shuffle comes with other filters:
+/// [`Error::Unsupported`] when that shuffle comes with other filters:
 /// undoing it after them would not give the items back.
 pub(crate) fn grouped_shuffle(bytes: &[u8]) -> Result<Option<(usize, usize)>> {
     let (Some(&flags), Some(&flags2)) = (bytes.get(2), bytes.get(31)) else {
@@ -452,13 +440,16 @@ pub(crate) fn grouped_shuffle(bytes: &[u8]) -> Result<Option<(usize, usize)>> {
         return Ok(None);
     };
     if filters.iter().enumerate().any(|(j, &f)| j != i && f != b::BLOSC_NOFILTER as u8) {
-        return Err(Error::InvalidFormat(format!(
-            "a chunk shuffles by {}-byte groups (SHUFFLE with filters_meta {}, written by c-blosc2 2.16 or \
-             later) together with other filters {filters:?}, which c-blosc2 {} cannot decode",
-            metas[i],
-            metas[i],
-            blosc2_version()
-        )));
+        return Err(Error::unsupported(
+            "SHUFFLE by groups with other filters",
+            format!(
+                "a chunk shuffles by {}-byte groups (SHUFFLE with filters_meta {}, written by c-blosc2 2.16 or \
+                 later) together with other filters {filters:?}, which c-blosc2 {} cannot decode",
+                metas[i],
+                metas[i],
+                blosc2_version()
+            ),
+        ));
     }
     Ok(Some((typesize, usize::from(metas[i]))))
 }

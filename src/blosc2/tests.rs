@@ -124,6 +124,20 @@ fn undecodable_features_are_named() {
     let mut v6 = header(4, 5, shuffle, 0);
     v6[0] = 6;
     assert!(refused(&v6).contains("chunk format version 6 (variable-length blocks"));
+    // Its own kind, and the feature in a few words (what `caterva verify` groups by).
+    let feature = |h: &[u8]| match check_decodable(h) {
+        Err(crate::Error::Unsupported { feature, reason }) => {
+            assert!(!reason.starts_with("unsupported"), "{reason}");
+            feature
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(feature(&header(0, 0, [1, 35, 0, 0, 0, 0], 0)), "filter BYTEDELTA");
+    assert_eq!(feature(&header(6, 33, shuffle, 0)), "codec ZFP_ACC");
+    assert_eq!(feature(&header(0, 0, [0, 0, 0, 0, 0, 100], 0)), "filter id 100");
+    assert_eq!(feature(&header(1, 1, shuffle, 1)), "an LZ4/LZ4HC dictionary");
+    assert_eq!(feature(&v6), "chunk format version 6");
+    assert!(refused(&v6).starts_with("unsupported: the chunk uses chunk format version 6"), "{}", refused(&v6));
 }
 
 #[test]

@@ -52,8 +52,10 @@ fn read_attrs(path: &Path) -> Result<Attributes> {
 }
 
 /// A NumPy dtype as bcolz records it (`str(dtype)`: `int64`, `bool`,
-/// `|S5`, `<U3`, `[('a', '<i4'), ...]`) in the typestr form the `b2nd`
-/// metalayer uses, with its item size when it can be told from the string.
+/// `|S5`, `<U3`, `[('a', '<i4'), ('b', 'u1')]`) in the typestr form the
+/// `b2nd` metalayer uses, with its item size by NumPy's rules (the byte-order
+/// mark optional, as `str(dtype)` leaves it out of 1-byte and byte-string
+/// fields: `crate::dtype`).
 ///
 /// # Errors
 /// [`Error::InvalidFormat`] for object dtypes and strings that are not dtypes.
@@ -80,35 +82,24 @@ pub fn numpy_typestr(dtype: &str) -> Result<(String, Option<usize>)> {
         })
     };
     let d = dtype.trim();
-    if d.starts_with('[') {
-        return Ok((d.to_owned(), descr_itemsize(d)));
-    }
     let typestr = if let Some(t) = named(d) {
         t.to_owned()
     } else if let Some(unit) = d.strip_prefix("datetime64") {
         format!("<M8{unit}")
     } else if let Some(unit) = d.strip_prefix("timedelta64") {
         format!("<m8{unit}")
-    } else if d.starts_with(['<', '>', '|', '=']) {
-        d.to_owned()
     } else {
-        return Err(Error::InvalidFormat(format!("dtype '{dtype}' is not one bcolz data can be imported with")));
+        d.to_owned()
     };
-    let body = typestr.trim_start_matches(['<', '>', '|', '=']);
-    let kind = body.chars().next().unwrap_or(' ');
-    let digits: String = body.chars().skip(1).take_while(char::is_ascii_digit).collect();
-    let n: Option<usize> = digits.parse().ok();
-    let size = match (kind, n) {
-        ('O', _) => {
-            return Err(Error::InvalidFormat(format!(
-                "dtype '{dtype}' holds Python objects (pickled), which have no fixed-size items"
-            )))
-        }
-        ('U', Some(n)) => n.checked_mul(4),
-        ('b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'V' | 'm' | 'M', Some(n)) => Some(n),
-        ('?', None) => Some(1),
-        _ => return Err(Error::InvalidFormat(format!("dtype '{dtype}' is not a NumPy dtype"))),
-    };
+    if typestr.trim_start_matches(['<', '>', '|', '=']).starts_with('O') {
+        return Err(Error::InvalidFormat(format!(
+            "dtype '{dtype}' holds Python objects (pickled), which have no fixed-size items"
+        )));
+    }
+    let size = crate::dtype::itemsize(&typestr);
+    if size.is_none() && !typestr.starts_with(['[', '{', '(']) {
+        return Err(Error::InvalidFormat(format!("dtype '{dtype}' is not a NumPy dtype")));
+    }
     if size == Some(0) {
         return Err(Error::InvalidFormat(format!("dtype '{dtype}' has items of 0 bytes")));
     }
@@ -117,117 +108,17 @@ pub fn numpy_typestr(dtype: &str) -> Result<(String, Option<usize>)> {
 
 /// The item size of a structured NumPy dtype written as its description,
 /// `repr(dtype.descr)` or `str(dtype)`: `[('a', '<i4'), ('b', '<f8', (3,))]`,
-/// nested descriptions and subarray shapes included. `None` when the text
-/// is not such a description (titles, the `{'names': ...}` form) or a
-/// field's type is not a fixed-size NumPy type.
+/// fields with or without a byte-order mark (`u1`, `?`, `S3`), nested
+/// descriptions, titles and subarray shapes included, or the
+/// `{'names': ...}` form. `None` when the text is not such a description
+/// or a field's type is not a fixed-size NumPy type.
 #[must_use]
 pub fn descr_itemsize(descr: &str) -> Option<usize> {
-    let mut p = DescrParser { s: descr.as_bytes(), at: 0 };
-    let n = p.list()?;
-    p.ws();
-    (p.at == p.s.len()).then_some(n)
-}
-
-/// A recursive-descent reader of a dtype description (a Python literal).
-struct DescrParser<'a> {
-    s: &'a [u8],
-    at: usize,
-}
-
-impl DescrParser<'_> {
-    fn ws(&mut self) {
-        while self.s.get(self.at).is_some_and(u8::is_ascii_whitespace) {
-            self.at += 1;
-        }
-    }
-
-    /// Skip whitespace, then take `c` if it comes next.
-    fn eat(&mut self, c: u8) -> bool {
-        self.ws();
-        let hit = self.s.get(self.at) == Some(&c);
-        self.at += usize::from(hit);
-        hit
-    }
-
-    /// `'...'` or `"..."` (no escapes: names and typestrs have none).
-    fn string(&mut self) -> Option<String> {
-        self.ws();
-        let q = *self.s.get(self.at).filter(|&&c| c == b'\'' || c == b'"')?;
-        let len = self.s[self.at + 1..].iter().position(|&c| c == q || c == b'\\')?;
-        let body = std::str::from_utf8(&self.s[self.at + 1..self.at + 1 + len]).ok()?.to_owned();
-        if self.s[self.at + 1 + len] != q {
-            return None;
-        }
-        self.at += len + 2;
-        Some(body)
-    }
-
-    fn int(&mut self) -> Option<usize> {
-        self.ws();
-        let len = self.s[self.at..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let n = std::str::from_utf8(&self.s[self.at..self.at + len]).ok()?.parse().ok()?;
-        self.at += len;
-        Some(n)
-    }
-
-    /// `[field, ...]`: the sum of the fields' sizes.
-    fn list(&mut self) -> Option<usize> {
-        if !self.eat(b'[') {
-            return None;
-        }
-        let mut total = 0usize;
-        while !self.eat(b']') {
-            total = total.checked_add(self.field()?)?;
-            if !self.eat(b',') {
-                return self.eat(b']').then_some(total);
-            }
-        }
-        Some(total)
-    }
-
-    /// `(name, type[, shape])`, type a typestr or a nested description.
-    fn field(&mut self) -> Option<usize> {
-        if !self.eat(b'(') {
-            return None;
-        }
-        self.string()?;
-        if !self.eat(b',') {
-            return None;
-        }
-        self.ws();
-        let size = if self.s.get(self.at) == Some(&b'[') {
-            self.list()?
-        } else {
-            let t = self.string()?;
-            if !t.starts_with(['<', '>', '|', '=']) {
-                return None;
-            }
-            numpy_typestr(&t).ok()?.1?
-        };
-        let mut count = 1usize;
-        if self.eat(b')') {
-            return Some(size);
-        }
-        if !self.eat(b',') {
-            return None;
-        }
-        if self.eat(b')') {
-            return Some(size);
-        }
-        if self.eat(b'(') {
-            while !self.eat(b')') {
-                count = count.checked_mul(self.int()?)?;
-                if !self.eat(b',') {
-                    self.eat(b')').then_some(())?;
-                    break;
-                }
-            }
-        } else {
-            count = self.int()?;
-        }
-        self.eat(b',');
-        self.eat(b')').then_some(())?;
-        size.checked_mul(count)
+    let d = descr.trim();
+    if d.starts_with(['[', '{']) {
+        crate::dtype::itemsize(d)
+    } else {
+        None
     }
 }
 
@@ -494,14 +385,22 @@ mod tests {
             ("[('u', '<U3')]", Some(12)),
             ("[]", Some(0)),
             ("[('a', '<i4'), ('b', '<f8'", None),
-            ("[('a', 'i4')]", None),
+            ("[('a', 'i4')]", Some(4)),
+            ("[('a', 'u1'), ('b', '?'), ('c', 'S3'), ('d', 'i1')]", Some(6)),
             ("[('a', '|O')]", None),
-            ("[(('t', 'a'), '<i4')]", None),
+            ("[(('t', 'a'), '<i4')]", Some(4)),
             ("[('a', '<i4')] x", None),
             ("[('a', '<i4', (2,)]", None),
         ] {
             assert_eq!(descr_itemsize(d), n, "{d}");
         }
         assert_eq!(numpy_typestr("[('a', '<i4'), ('b', '<f8')]").unwrap().1, Some(12));
+        // bcolz's str(dtype) of records with 1-byte fields (issue 41).
+        assert_eq!(numpy_typestr("[('a', 'u1'), ('b', '<i4')]").unwrap().1, Some(5));
+        assert_eq!(numpy_typestr("|S3").unwrap(), ("|S3".into(), Some(3)));
+        assert_eq!(numpy_typestr("uint8").unwrap(), ("|u1".into(), Some(1)));
+        assert!(numpy_typestr("|O").unwrap_err().to_string().contains("Python objects"));
+        assert_eq!(numpy_typestr("[('Open', '<f8'), ('o', 'O')]").unwrap().1, None);
+        assert!(numpy_typestr("nonsense").unwrap_err().to_string().contains("is not a NumPy dtype"));
     }
 }

@@ -51,6 +51,9 @@ fn decompress(dctx: &mut DCtx, chunk: &[u8], out: &mut Vec<u8>, what: &dyn Fn() 
     blosc2::decompress_into(dctx, chunk, out).map_err(|e| match e {
         Error::Blosc { op, code } => Error::Blosc { op: format!("{op} of {}", what()), code },
         Error::InvalidFormat(m) => Error::InvalidFormat(format!("{}: {m}", what())),
+        Error::Unsupported { feature, reason } => {
+            Error::Unsupported { feature, reason: format!("{}: {reason}", what()) }
+        }
         e => e,
     })
 }

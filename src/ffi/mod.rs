@@ -227,7 +227,7 @@ pub(crate) fn malloc_cstr(s: &str) -> Result<*mut c_char> {
 pub(crate) fn code(e: &Error) -> c_int {
     use crate::error::ErrorKind as K;
     match e.kind() {
-        K::InvalidArgument | K::InvalidFormat => CATERVA_ERR_INVALID_ARGUMENT,
+        K::InvalidArgument | K::InvalidFormat | K::Unsupported => CATERVA_ERR_INVALID_ARGUMENT,
         K::InvalidStorage | K::NotFound => CATERVA_ERR_INVALID_STORAGE,
         K::NullPointer => CATERVA_ERR_NULL_POINTER,
         K::InvalidIndex => CATERVA_ERR_INVALID_INDEX,

@@ -121,11 +121,12 @@ pub(super) fn check_chunk_header(
     let ch = ChunkHeader::parse(s.get(0, CHUNK_HEADER, "chunk header")?).expect("a whole header");
     let version = ch.version;
     if version == CHUNK_VERSION_VL_BLOCKS {
-        return Err(s.err(
+        return Err(s.unsupported(
             0,
+            "variable-length blocks",
             format!(
-                "{what}: unsupported: chunk format version {version} (variable-length blocks, c-blosc2 3.x), \
-                 which c-blosc2 2.15 cannot decode"
+                "{what}: chunk format version {version} (variable-length blocks, c-blosc2 3.x), which c-blosc2 \
+                 2.15 cannot decode"
             ),
         ));
     }

@@ -447,6 +447,11 @@ impl<'s> Section<'s> {
         Error::InvalidFormat(format!("{}: {msg} (at byte {})", self.name, self.base + at as u64))
     }
 
+    /// [`Error::Unsupported`]: what c-blosc2 2.15 cannot decode, at byte `at`.
+    fn unsupported(&self, at: usize, feature: &str, msg: impl Display) -> Error {
+        Error::unsupported(feature, format!("{}: {msg} (at byte {})", self.name, self.base + at as u64))
+    }
+
     fn get(&self, at: usize, n: usize, what: impl Display + Copy) -> Result<&'s [u8]> {
         let bytes = self.bytes;
         at.checked_add(n)

@@ -79,10 +79,11 @@ impl Frame<'_> {
     fn check_flags(&self, s: &Section<'_>) -> Result<()> {
         let general = s.byte(POS_GENERAL_FLAGS, "general flags")?;
         if general & FRAME_VL_BLOCKS != 0 {
-            return Err(s.err(
+            return Err(s.unsupported(
                 POS_GENERAL_FLAGS,
-                "unsupported: the frame holds chunks of variable-length blocks (frame format version 3 with the \
-                 VL-blocks flag, c-blosc2 3.x), which c-blosc2 2.15 cannot decode",
+                "variable-length blocks",
+                "the frame holds chunks of variable-length blocks (frame format version 3 with the VL-blocks \
+                 flag, c-blosc2 3.x), which c-blosc2 2.15 cannot decode",
             ));
         }
         // c-blosc2 3.x writes version 3 for any frame whose chunk size is

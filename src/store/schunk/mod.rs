@@ -277,7 +277,7 @@ impl SChunk {
             let dir = std::path::Path::new(urlpath);
             if dir.is_dir() && !super::frame::is_sparse_dir(dir) {
                 // (c-blosc2 2.15 would leak a copy of the path there: frame_from_file_offset.)
-                return Error::blosc(format!("opening '{urlpath}' (no sparse-frame index in it)"), None);
+                return not_a_sparse_frame(urlpath);
             }
             e
         })
@@ -728,4 +728,21 @@ impl Drop for SChunk {
             b::blosc2_schunk_free(sc);
         }
     }
+}
+
+/// Why the directory `urlpath`, which holds no sparse-frame index, does not
+/// open: chunk files and nothing else are a sparse frame that lost its
+/// index (damaged, as `frame::is_sparse_array` counts it); anything else is
+/// no array at all (a plain folder, a zarr store, …), said as such.
+fn not_a_sparse_frame(urlpath: &str) -> Error {
+    let index = super::frame::SPARSE_INDEX;
+    if super::frame::is_sparse_array(std::path::Path::new(urlpath)) {
+        return Error::InvalidFormat(format!(
+            "'{urlpath}' is a damaged sparse frame: it holds chunk files but has lost its chunks index ('{index}')"
+        ));
+    }
+    Error::storage(
+        Some(urlpath),
+        format!("'{urlpath}' is not a caterva/blosc2 array: a folder without a chunks index ('{index}')"),
+    )
 }
