@@ -175,7 +175,21 @@ fn io_error(e: object_store::Error) -> io::Error {
         E::NotSupported { .. } | E::NotImplemented { .. } => io::ErrorKind::Unsupported,
         _ => io::ErrorKind::Other,
     };
-    io::Error::new(kind, e.to_string())
+    let mut text = e.to_string();
+    if kind == io::ErrorKind::Other {
+        // The causes object_store's message leaves out, which say why a
+        // request could not be sent: a refused connection, a failed TLS
+        // handshake, an untrusted certificate.
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            let said = c.to_string();
+            if !text.contains(&said) {
+                text = format!("{text}: {said}");
+            }
+            cause = c.source();
+        }
+    }
+    io::Error::new(kind, text)
 }
 
 /// A bucket's prefix or a web server's directory.
@@ -469,9 +483,20 @@ fn client<C: ?Sized + Send + Sync + 'static>(
     if let Some(c) = clients.get(&key).and_then(|c| c.downcast_ref::<Arc<C>>()) {
         return Ok(c.clone());
     }
+    tls_provider();
     let c = build()?;
     clients.insert(key, Box::new(c.clone()));
     Ok(c)
+}
+
+/// Makes *ring* rustls's process-wide cryptography provider, unless the host
+/// program installed one first (then its own serves). reqwest, built without
+/// a provider of its own (Cargo.toml: aws-lc-rs, its default, is not
+/// compiled), takes that default when a client is made, and panics without
+/// one; so every client is made after this.
+fn tls_provider() {
+    // (An error only says that a provider was already installed.)
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 impl Remote {
@@ -1135,6 +1160,7 @@ mod tests {
 
     /// [`s3`] with the key pair (`key`, `key`).
     fn s3_as(endpoint: &str, bucket: &str, root: &str, key: &str) -> Remote {
+        super::tls_provider();
         let s3 = object_store::aws::AmazonS3Builder::new()
             .with_endpoint(endpoint)
             .with_bucket_name(bucket)
@@ -1274,5 +1300,26 @@ mod tests {
         std::fs::write(dir.join("sample"), b"another file, of another length").unwrap();
         assert!(o.read_vec(0, 16).is_err());
         assert_eq!(loc.open("sample").unwrap().read_vec(0, 7).unwrap(), b"another");
+    }
+
+    /// `https://` goes through rustls with *ring* (Cargo.toml: aws-lc-rs is
+    /// not built): the client is made (reqwest, built without a provider,
+    /// panicked there before one was installed), its request opens with a
+    /// TLS handshake, and a server that answers in plain HTTP fails it with
+    /// rustls's error, not a panic nor a plain-HTTP exchange.
+    #[test]
+    fn https_requests_start_a_tls_handshake() {
+        let nginx = servers::nginx();
+        std::fs::write(nginx.www().join("sample"), conformance::sample()).unwrap();
+        let base = nginx.url().replacen("http://", "https://", 1);
+        let once = crate::store::location::options::StorageOptions::new().set("retries", "0").unwrap();
+        crate::store::location::options::set(&base, once).unwrap();
+        let (loc, _) = super::locate(&format!("{base}/sample")).unwrap();
+        // (io_error: the message carries the causes, the TLS error among them.)
+        let e = loc.stat("sample").unwrap_err().to_string();
+        assert!(e.contains("InvalidContentType"), "not rustls's error on a plain-HTTP answer: {e}");
+        // (The same server and object over plain HTTP.)
+        let (plain, _) = super::locate(&format!("{}/sample", nginx.url())).unwrap();
+        assert!(plain.stat("sample").unwrap().is_some());
     }
 }
