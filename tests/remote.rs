@@ -190,6 +190,17 @@ fn arrays_on_web_servers_and_s3_read_as_on_disk() {
                     write(&mut copy).unwrap();
                     assert_eq!(seen(&remote), seen(&copy), "{what}: after a write");
                     assert_eq!(seen(&Array::open(ctx, &url).unwrap()), seen(&copy), "{what}: written, reopened");
+                    // Grown: appended to (many chunks at once on a local
+                    // disk, through the frame's draft there) and resized.
+                    let extra = vec![0x5Au8; (9 * SHAPE[1] * SHAPE[2] * 4) as usize];
+                    let grown = [SHAPE[0] + 9 + 5, SHAPE[1] + 3, SHAPE[2]];
+                    for a in [&mut remote, &mut copy] {
+                        a.append(&extra, 0).unwrap_or_else(|e| panic!("{what}: appending: {e}"));
+                        a.resize(&grown, None).unwrap_or_else(|e| panic!("{what}: resizing: {e}"));
+                    }
+                    let back_again = Array::open(ctx, &url).unwrap();
+                    assert_eq!(back_again.shape(), grown, "{what}: grown");
+                    assert_eq!(back_again.to_vec().unwrap(), copy.to_vec().unwrap(), "{what}: grown, reopened");
                 } else {
                     let e = write(&mut remote).unwrap_err();
                     assert_eq!(e.kind(), ErrorKind::InvalidStorage, "{what}: {e}");

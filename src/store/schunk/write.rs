@@ -68,7 +68,10 @@ impl SChunk {
             nbytes += info.nbytes as i64;
             stored.push(&c[..info.cbytes]);
         }
-        if rest.is_empty() || stored.len() != rest.len() || self.raw().frame.is_null() || self.borrowed {
+        // A frame elsewhere than on a local disk (through a stand-in) is
+        // written by c-blosc2 into its draft, chunk by chunk.
+        let remote = super::super::blosc_io::stand_in_url(self.io_params()).is_some();
+        if rest.is_empty() || stored.len() != rest.len() || self.raw().frame.is_null() || self.borrowed || remote {
             return rest.iter().try_for_each(|c| self.append_chunk(c));
         }
         let offsets = self.frame_offsets()?;
