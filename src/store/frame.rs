@@ -7,7 +7,6 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::blosc_io::CheckedBytes;
 use super::location::{self, FrameSite, Generation, Object, Protocol, Slice};
 use crate::blosc2::chunk_header::{ChunkHeader, HEADER_LEN};
 
@@ -233,15 +232,19 @@ pub(crate) fn with_generation(content: u64, generation: &Generation) -> u64 {
 }
 
 /// The [`fingerprint`] of a frame whose file (a sparse frame's index)
-/// holds `len` bytes, from what a check read of it; `None` if that does not
-/// cover what the fingerprint hashes.
-pub(crate) fn fingerprint_served(served: &CheckedBytes, contiguous: bool) -> Option<u64> {
-    let len = usize::try_from(served.len).ok()?;
+/// holds `len` bytes, from what a check read of it (`served(at, n)`: the
+/// bytes it read there, `blosc_io::CheckedBytes::bytes`); `None` if that
+/// does not cover what the fingerprint hashes.
+pub(crate) fn fingerprint_served(
+    len: u64,
+    served: impl Fn(u64, usize) -> Option<Vec<u8>>,
+    contiguous: bool,
+) -> Option<u64> {
     if !contiguous {
-        return Some(xxhash_rust::xxh3::xxh3_64(&served.bytes(0, len)?));
+        return Some(xxhash_rust::xxh3::xxh3_64(&served(0, usize::try_from(len).ok()?)?));
     }
     let missing = || std::io::Error::from(std::io::ErrorKind::NotFound);
-    fingerprint_of(served.len, |at, n| served.bytes(at, n).ok_or_else(missing)).ok()
+    fingerprint_of(len, |at, n| served(at, n).ok_or_else(missing)).ok()
 }
 
 /// The fingerprint of a contiguous frame of `len` bytes, read by `read(at, n)`.

@@ -79,7 +79,7 @@ impl Store {
         let summary = SChunk::check(urlpath, Chunks::Later).ok()?;
         let frame_check::CheckedRead { served, object } = summary.read?;
         let contiguous = !summary.sparse;
-        let checked = frame::fingerprint_served(&served, contiguous)?;
+        let checked = frame::fingerprint_served(served.len, |at, n| served.bytes(at, n), contiguous)?;
         let mut store = {
             let _serving = blosc_io::ServingChecked::start(served);
             Self::adopt(SChunk::parse(urlpath).ok()?, DeferredHeaderCheck::due()).ok()?

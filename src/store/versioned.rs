@@ -78,7 +78,7 @@ impl Store {
         };
         let site = at.frame_site(!summary.sparse, None);
         // From what the check read: no request more.
-        let seen = frame::fingerprint_served(&served, site.contiguous);
+        let seen = frame::fingerprint_served(served.len, |from, n| served.bytes(from, n), site.contiguous);
         let sc = {
             let _serving = ServingChecked::start(served.clone());
             SChunk::parse_site(&site)?
