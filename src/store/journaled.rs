@@ -260,12 +260,16 @@ impl Store {
     /// [`Store::write`]'s transaction, under the array's lock.
     fn transaction<T>(&mut self, change: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let sync = self.durability.syncs();
+        let _early = blosc_io::WritebackEarly::during(sync);
         // The handle's epoch, unless another handle ended it since.
         let epoch = self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         let journal = TxJournal::armed(sync, self.unsynced, self.durability.batches(), epoch);
         let mut tx = Tx { sc: &mut self.sc, sums: &mut self.sums, journal, marker_due: false };
         match change(&mut tx).and_then(|v| tx.commit().map(|c| (v, c))) {
             Ok((v, (changed, epoch))) => {
+                if let (true, Some(url)) = (changed, self.sc.storage().urlpath.as_deref()) {
+                    self.epoch.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).wrote(url);
+                }
                 if changed {
                     // A synced commit made the whole store durable (see
                     // journal's sync_changes); an epoch's end does.

@@ -151,16 +151,21 @@
 //! copying its bytes into the journal: a one-row write that rewrites a
 //! 4 MiB chunk no longer reads it, writes it to the journal and syncs that.
 //! With `sync` the undo folder is synced before the record that names the
-//! link (sync 0, before sync 1 for the first change), and the journal's
-//! removal is made durable (its directory synced) before the links go: a
-//! power cut must never bring a journal back without the originals it
-//! restores from. A rollback puts an original back by linking it to a new
+//! link (sync 0, before sync 1 for the first change), and the links go
+//! only once the journal's removal is durable: a power cut must never bring
+//! a journal back without the originals it restores from. A commit leaves
+//! them; the array's next write, once its own journal's naming (sync 2, in
+//! the same directory) has made that removal durable, has them removed on
+//! a thread of their own, and dropping the handle syncs and removes what
+//! its process's commits left since (see `reaper`: freeing a replaced chunk
+//! file cost more than the write's syncs). A rollback puts an original back by linking it to a new
 //! name renamed over the chunk file, so an interrupted rollback can run
 //! again; only the first save of each chunk file counts (later saves of an
 //! epoch's writes only undo a write whose process died, when the kernel
 //! kept them). Names carry the journal's own token (process and time), so
-//! no journal finds another's file under its names. What a committed
-//! journal leaves in the folder goes at the array's next write or open.
+//! no journal finds another's file under its names. What a process that
+//! ended without dropping its handle left in the folder goes at the array's
+//! next write or open.
 //! Where hard links cannot be made (the undo folder on another file
 //! system, one without hard links) the bytes are copied as before
 //! ([`CHUNK_FILE`]).
@@ -213,6 +218,7 @@
 //! loss the array is at a commit no older than the epoch's start, and
 //! never torn; a killed process loses nothing that returned.
 
+mod reaper;
 mod records;
 mod recovery;
 
@@ -446,6 +452,15 @@ enum Layout {
 }
 
 impl Layout {
+    /// The prefix of the names this journal gives the chunk files it keeps
+    /// (a sparse frame's).
+    fn token(&self) -> Option<&str> {
+        match self {
+            Layout::Dir { token, .. } => Some(token),
+            Layout::File { .. } => None,
+        }
+    }
+
     /// The bytes `ops` may overwrite that no record of the write in
     /// progress holds yet, and whether any of them are original bytes
     /// saved for the first time (which must be on disk, synced, before they
@@ -530,14 +545,24 @@ impl Layout {
         links: &mut u64,
         sync_parent: bool,
     ) -> Result<Option<String>> {
-        match std::fs::create_dir(undo) {
-            Ok(()) => sync_dir(parent_dir(undo), sync_parent)?,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_err("creating", undo)(e)),
-        }
         let name = format!("{token}.{:08X}.{links}", id as u32);
         let to = undo.join(&name);
-        match io::hard_link(path, &to) {
+        let mut tries = 0;
+        let linked = loop {
+            match std::fs::create_dir(undo) {
+                Ok(()) => sync_dir(parent_dir(undo), sync_parent)?,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_err("creating", undo)(e)),
+            }
+            match io::hard_link(path, &to) {
+                // The folder was empty, and a removal of names journals
+                // left (`reaper`, maybe in another process) removed it
+                // between the two: again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 && path.exists() => tries += 1,
+                other => break other,
+            }
+        };
+        match linked {
             Ok(()) => {
                 *links += 1;
                 Ok(Some(name))
@@ -584,9 +609,10 @@ impl Layout {
 
 /// A handle's epoch between two of its writes ([`Durability::Normal`]):
 /// its journal, which the next write joins; ended (under the array's lock)
-/// when dropped.
+/// when dropped. And the array the handle wrote, if it did: what its
+/// commits left in the undo folder goes then too (`reaper::settle`).
 #[derive(Default)]
-pub(crate) struct Epoch(Option<Box<Journal>>);
+pub(crate) struct Epoch(Option<Box<Journal>>, Option<String>);
 
 impl Epoch {
     /// The journal, for a write to join, unless another handle ended the
@@ -600,6 +626,13 @@ impl Epoch {
     /// Keep `journal` (an epoch's, after a write) for the next write.
     pub(crate) fn keep(&mut self, journal: Option<Box<Journal>>) {
         self.0 = journal;
+    }
+
+    /// The handle committed a write to the array at `url`.
+    pub(crate) fn wrote(&mut self, url: &str) {
+        if self.1.as_deref() != Some(url) {
+            self.1 = Some(url.to_owned());
+        }
     }
 
     /// End the epoch, if one is open: under the array's lock, sync what
@@ -629,6 +662,9 @@ impl Epoch {
 impl Drop for Epoch {
     fn drop(&mut self) {
         let _ = self.end();
+        if let Some(url) = &self.1 {
+            reaper::settle(url);
+        }
     }
 }
 
@@ -702,9 +738,9 @@ impl Journal {
     fn begin(sc: &SChunk, url: &str, ops: &[Op], sync: bool, whole: bool, batch: bool) -> Result<Journal> {
         let path = journal_path(url);
         match kind_of(&path, false) {
-            // What a journal whose removal was made durable left of its
-            // undo folder goes (see `Journal::remove_links`).
-            Kind::Absent => remove_undo_folder(url),
+            // What journals removed before left in the undo folder goes
+            // once this one is named (`reaper::after_naming`).
+            Kind::Absent => {}
             // Another handle's epoch, between two of its writes, ends here.
             Kind::Ours if end_epoch_of_another(url, &path, sc.storage().contiguous)? => {}
             Kind::Ours => {
@@ -743,8 +779,10 @@ impl Journal {
         };
         write(&mut file).map_err(io_err("writing journal", &tmp))?;
         io::rename(&tmp, &path).map_err(io_err("naming journal", &path))?;
-        // Sync 2: the name before the first change.
+        // Sync 2: the name before the first change. (It makes the removal
+        // of every journal removed before durable too.)
         sync_dir(parent_dir(&path), sync)?;
+        reaper::after_naming(url, layout.token());
         let len = base.len() as u64;
         let started = std::time::Instant::now();
         let pid = std::process::id();
@@ -911,8 +949,9 @@ impl Journal {
         Ok(())
     }
 
-    /// After the journal's removal: remove the chunk files it kept by a
-    /// second name, if it kept any. Not before the removal is durable
+    /// After the journal's removal at an epoch's end: remove the chunk
+    /// files it kept by a second name, if it kept any (a single write's
+    /// commit leaves them to `reaper`). Not before the removal is durable
     /// (with `sync`): a power cut that lost it would bring the journal back
     /// without the originals it restores from. (Without `sync`, a killed
     /// process is covered: the kernel keeps the order.) What is left if
@@ -953,7 +992,10 @@ impl Journal {
         // Deleting the journal is the commit. If this is lost in a power
         // failure, the next open rolls back: the state before, also valid.
         io::remove_file(&self.path).map_err(io_err("removing journal", &self.path))?;
-        self.remove_links();
+        // The chunk files it kept go once that is durable (`reaper`).
+        if let Layout::Dir { token, links: 1.., .. } = &self.layout {
+            reaper::left(&self.url, token, self.sync);
+        }
         Ok(())
     }
 

@@ -58,12 +58,20 @@ pub(super) fn undo_folder(urlpath: &str) -> PathBuf {
 /// its journal is gone (committed, rolled back or discarded), so nothing
 /// in it is needed. A failure leaves it for the next write or open.
 pub(super) fn remove_undo_folder(urlpath: &str) {
-    let dir = undo_folder(urlpath);
-    let Ok(entries) = std::fs::read_dir(&dir) else { return };
+    remove_undo_names(&undo_folder(urlpath), |_| true);
+}
+
+/// Remove the names in the undo directory `dir` that `doomed` picks, and
+/// the directory if that empties it. Failures are left for later (a name
+/// another thread removed first, a directory another write fills again).
+pub(super) fn remove_undo_names(dir: &Path, doomed: impl Fn(&str) -> bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
-        let _ = io::remove_file(&e.path());
+        if doomed(&e.file_name().to_string_lossy()) {
+            let _ = io::remove_file(&e.path());
+        }
     }
-    let _ = io::remove_dir(&dir);
+    let _ = io::remove_dir(dir);
 }
 
 /// Where a journal that is not applied is kept.

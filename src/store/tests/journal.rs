@@ -497,3 +497,50 @@ fn what_a_committed_journal_left_in_its_undo_folder_goes_at_the_next_open() {
     assert_eq!(content(&url).0, before.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The chunk files a sparse frame's write keeps by a second name stay
+/// after its commit, go once the next write's journal is named (on a
+/// thread of their own) or when the handle is dropped; two handles
+/// writing in turn (their removals racing the other's links) read back
+/// every item, and no undo folder outlives them.
+#[test]
+fn kept_originals_go_after_the_next_write_or_with_the_handle() {
+    let dir = scratch("kept");
+    let url = dir.join("a.b2nd").to_string_lossy().into_owned();
+    drop(make(&url, false, 5));
+    let undo = undo_folder(&url);
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&undo)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default()
+    };
+    let row = |a: &mut Array, r: i64, seed: u64| {
+        a.set_slice_buffer(&[r, 0], &[r + 1, 10], &noise(40, seed), &[1, 10]).unwrap();
+    };
+    let mut a = Array::open(&ctx(), &url).unwrap();
+    row(&mut a, 3, 1);
+    let first = names();
+    assert!(!first.is_empty(), "the write kept no original (a hard link)");
+    row(&mut a, 17, 2);
+    drop(a);
+    assert!(!undo.exists(), "the undo folder outlived the handle: {:?}", names());
+    // Two handles in turn, checked against a model.
+    let mut model = Array::open(&ctx(), &url).unwrap().to_vec().unwrap();
+    let (mut a, mut b) = (Array::open(&ctx(), &url).unwrap(), Array::open(&ctx(), &url).unwrap());
+    for i in 0..40u64 {
+        let r = (i * 7 % 20) as i64;
+        let h = if i % 2 == 0 { &mut a } else { &mut b };
+        h.refresh().unwrap();
+        row(h, r, 100 + i);
+        model[r as usize * 40..(r as usize + 1) * 40].copy_from_slice(&noise(40, 100 + i));
+        // Only this write's originals may be there, and those of the writes
+        // before it whose removal is under way.
+        assert!(names().len() <= 3 * 2, "names pile up: {:?}", names());
+    }
+    drop(a);
+    assert_eq!(b.to_vec().unwrap(), model);
+    drop(b);
+    assert!(!undo.exists(), "the undo folder outlived the handles: {:?}", names());
+    assert_eq!(Array::open(&ctx(), &url).unwrap().to_vec().unwrap(), model);
+    let _ = std::fs::remove_dir_all(&dir);
+}
