@@ -243,7 +243,7 @@ static int test_tune(const test_case_t *tc) {
         char *report = NULL;
         CHECK_OK(caterva_tune(labels, size, &params, objectives[o], 2, &cfg, &storage, &report));
         CHECK(report != NULL && strstr(report, names[o]) == report);
-        CHECK(strstr(report, "candidates on a 256 KiB sample") != NULL);
+        CHECK(strstr(report, "candidates on samples of whole blocks") != NULL);
         free(report);
         CHECK_OK(caterva_tune(labels, size, &params, objectives[o], 2, &again, &storage2, NULL));
         CHECK(same_choice(&cfg, &again, &storage, &storage2));

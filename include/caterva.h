@@ -366,9 +366,10 @@
 #define SAMPLE_BYTES (256 << 10)
 
 /**
- * How many evenly spaced runs of the data make the sample.
+ * The fewest blocks a sample holds (of blocks larger than a quarter of
+ * [`SAMPLE_BYTES`]).
  */
-#define SAMPLE_WINDOWS 4
+#define SAMPLE_WINDOWS 2
 
 /**
  * Arrays with less data are not tuned: [`tune`] returns the default rule.

@@ -22,11 +22,18 @@
 //! - blocks of 16 KiB (the default rule's), and for [`Objective::Balanced`]
 //!   also 64 KiB, for [`Objective::Size`] also 64 and 256 KiB (larger blocks
 //!   compress better and make small reads decompress more);
-//! - on a sample of at most [`SAMPLE_BYTES`]: [`SAMPLE_WINDOWS`] evenly
-//!   spaced runs of the caller's data (all of it if smaller), compressed
-//!   with one thread. That bounds the work: 3 (speed), 18 (balanced) or
-//!   36 (size) compressions of 256 KiB, 0.5 to 25 ms on this project's
-//!   test data; [`Tuning::micros`] reports it per array.
+//! - for each block size, the blocks the array would get (the partitions
+//!   [`propose_partitions`] makes for it), on a sample of whole blocks of
+//!   the caller's data, about [`SAMPLE_BYTES`] of them (at least
+//!   [`SAMPLE_WINDOWS`]), evenly spaced over the data, each compressed on
+//!   its own as a chunk's blocks are, with one thread. (A sample of runs of
+//!   items in C order, as before, misses the jumps between the rows of an
+//!   N-d block: it put the int64 0..n dataset of `bench/compare` at ratio
+//!   192 where its blocks compress 40 times.)
+//! - every codec and filter at the first block size, and the three that
+//!   did best there at the larger ones. That bounds the work: 3 (speed), 12
+//!   (balanced) or 15 (size) compressions of about 256 KiB, 3.4 to 12 ms
+//!   on `bench/compare`'s datasets; [`Tuning::micros`] reports it per array.
 //!
 //! Arrays with less data than [`MIN_TUNED_BYTES`] are not tuned (the
 //! default rule serves them: the tuning would cost more than 5% of their
@@ -41,8 +48,9 @@ use crate::partition::{propose_cparams, propose_partitions, PartitionHints, Part
 /// The most bytes of the caller's data a tuning compresses per candidate.
 pub const SAMPLE_BYTES: usize = 256 << 10;
 
-/// How many evenly spaced runs of the data make the sample.
-pub const SAMPLE_WINDOWS: usize = 4;
+/// The fewest blocks a sample holds (of blocks larger than a quarter of
+/// [`SAMPLE_BYTES`]).
+pub const SAMPLE_WINDOWS: usize = 2;
 
 /// Arrays with less data are not tuned: [`tune`] returns the default rule.
 /// A tuning takes 2 to 25 ms (one thread); an array of this size takes
@@ -99,6 +107,8 @@ pub struct Candidate {
     pub block_bytes: usize,
     /// The sample's compressed bytes with these settings.
     pub cbytes: usize,
+    /// The bytes of its sample (whole blocks of its size).
+    pub sample_bytes: usize,
     /// The fixed relative cost of the codec and filters (LZ4 with a byte
     /// shuffle is 1).
     pub cost: f64,
@@ -118,7 +128,7 @@ pub struct Tuning {
     /// Every candidate tried, the chosen one first (empty when the array
     /// was too small to tune: the default rule then).
     pub candidates: Vec<Candidate>,
-    /// Bytes of the sample.
+    /// Bytes of the largest sample (each block size has its own).
     pub sample_bytes: usize,
     /// Microseconds the tuning took.
     pub micros: u64,
@@ -154,18 +164,69 @@ fn block_penalty(block_bytes: usize) -> f64 {
     (block_bytes as f64 / f64::from(16 << 10)).max(1.0).powf(0.25)
 }
 
-/// Up to [`SAMPLE_BYTES`] of `data`: [`SAMPLE_WINDOWS`] evenly spaced runs,
-/// each a whole number of items.
-fn sample(data: &[u8], itemsize: usize) -> Vec<u8> {
-    if data.len() <= SAMPLE_BYTES {
+/// How many codec and filter choices of the first block size are tried
+/// at the larger ones.
+const KEPT_PAST_FIRST: usize = 3;
+
+/// Whole blocks of `blockshape` from `data` (the array's first items, C
+/// order, of `shape`: whole leading rows are used), laid one after
+/// another as a chunk holds them: [`SAMPLE_BYTES`] of them, at least
+/// [`SAMPLE_WINDOWS`], evenly spaced over the grid of blocks that the
+/// data covers. A block is compressed on its own, so the sample compresses
+/// as the array's chunks will: with the same jumps between rows in a
+/// block, which a run of items in C order does not have. (Where the data
+/// covers no whole block along an axis, the block is cut there and padded
+/// with zeros, as an array's edge blocks are.)
+fn sample_blocks(data: &[u8], itemsize: usize, shape: &[i64], blockshape: &[i32]) -> Vec<u8> {
+    let bshape: Vec<usize> = blockshape.iter().map(|&b| b.max(1) as usize).collect();
+    let block_items: usize = bshape.iter().product();
+    let block_bytes = block_items * itemsize;
+    let dims: Vec<usize> = shape.iter().map(|&n| n.max(0) as usize).collect();
+    let row: usize = dims.iter().skip(1).product::<usize>() * itemsize;
+    if dims.is_empty() || block_bytes == 0 || row == 0 {
         return data.to_vec();
     }
-    let run = (SAMPLE_BYTES / SAMPLE_WINDOWS / itemsize).max(1) * itemsize;
-    let items = data.len() / itemsize;
-    let mut out = Vec::with_capacity(run * SAMPLE_WINDOWS);
-    for w in 0..SAMPLE_WINDOWS {
-        let start = (items - run / itemsize) * w / (SAMPLE_WINDOWS - 1).max(1) * itemsize;
-        out.extend_from_slice(&data[start..start + run]);
+    // What the data covers: whole leading rows.
+    let mut have = dims.clone();
+    have[0] = have[0].min(data.len() / row);
+    if have[0] == 0 {
+        return data.to_vec();
+    }
+    let grid: Vec<usize> = have.iter().zip(&bshape).map(|(&n, &b)| (n / b).max(1)).collect();
+    let total: usize = grid.iter().product();
+    let wanted = (SAMPLE_BYTES / block_bytes).max(SAMPLE_WINDOWS).min(total);
+    let mut out = vec![0u8; wanted * block_bytes];
+    // Strides (in items) of the data.
+    let mut strides = vec![1usize; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1];
+    }
+    let last = dims.len() - 1;
+    for (k, dst) in out.chunks_exact_mut(block_bytes).enumerate() {
+        // The block's place in the grid (evenly spaced, the middle of each share).
+        let mut lin = (2 * k + 1) * total / (2 * wanted);
+        let mut origin = vec![0usize; dims.len()];
+        for i in (0..dims.len()).rev() {
+            origin[i] = (lin % grid[i]) * bshape[i];
+            lin /= grid[i];
+        }
+        // Each run along the last axis of the block.
+        let runs = block_items / bshape[last];
+        for r in 0..runs {
+            let (mut rest, mut at, mut inside) = (r, 0usize, true);
+            for i in (0..last).rev() {
+                let pos = origin[i] + rest % bshape[i];
+                rest /= bshape[i];
+                inside &= pos < have[i];
+                at += pos * strides[i];
+            }
+            let n = bshape[last].min(have[last].saturating_sub(origin[last]));
+            if inside && n > 0 {
+                let from = (at + origin[last]) * itemsize;
+                let to = r * bshape[last] * itemsize;
+                dst[to..to + n * itemsize].copy_from_slice(&data[from..from + n * itemsize]);
+            }
+        }
     }
     out
 }
@@ -212,7 +273,6 @@ pub fn tune(
     if data.len() < MIN_TUNED_BYTES {
         return default_rule();
     }
-    let sample = sample(data, itemsize);
     let blocks: &[usize] = match (hints.block_bytes, objective) {
         (Some(b), _) => &[b],
         (None, Objective::Speed) => &[16 << 10],
@@ -226,21 +286,43 @@ pub fn tune(
     };
     let typesize = crate::blosc2::chunk_typesize(itemsize);
     let mut candidates = Vec::new();
+    let mut sampled = 0;
+    let mut tried: Vec<Vec<i32>> = Vec::new();
     for &block_bytes in blocks {
-        // Whole items per block, as the partitions will make them.
-        let blocksize = (block_bytes / itemsize).max(1) * itemsize;
-        for &(codec, clevel) in codecs {
-            for filters in pipelines() {
+        // The blocks the array would get, sampled as its chunks hold them.
+        let parts = propose_partitions(itemsize, shape, &PartitionHints { block_bytes: Some(block_bytes), ..*hints })?;
+        if tried.contains(&parts.blockshape) {
+            continue;
+        }
+        tried.push(parts.blockshape.clone());
+        let sample = sample_blocks(data, itemsize, shape, &parts.blockshape);
+        let blocksize = parts.blockshape.iter().map(|&b| b.max(1) as usize).product::<usize>() * itemsize;
+        sampled = sampled.max(sample.len());
+        // Past the first block size, only the codecs and filters that did
+        // best at the first (the ranking rarely changes with the block
+        // size; the time of the tuning does).
+        let all = codecs.len() * pipelines().len();
+        let combos: Vec<(Codec, u8, [Filter; 6])> = if candidates.is_empty() {
+            codecs.iter().flat_map(|&(c, l)| pipelines().into_iter().map(move |f| (c, l, f))).collect()
+        } else {
+            let mut first: Vec<&Candidate> = candidates[..all].iter().collect();
+            first.sort_by(|a, b| a.score.total_cmp(&b.score));
+            first.iter().take(KEPT_PAST_FIRST).map(|c| (c.cparams.codec, c.cparams.clevel, c.cparams.filters)).collect()
+        };
+        for (codec, clevel, filters) in combos {
+            {
                 let cparams = CParams { codec, clevel, filters, ..propose_cparams() };
                 let mut cctx = CCtx::new(&Compression::plain(cparams), typesize, blocksize.min(sample.len()), 1)?;
+                // Per byte of data, as the samples differ in size.
                 let cbytes = cctx.compress(&sample)?.len();
+                let per = cbytes as f64 / sample.len().max(1) as f64;
                 let cost = codec_cost(codec, clevel) + filters_cost(&filters);
                 let score = match objective {
-                    Objective::Size => cbytes as f64 + cost * 1e-6,
-                    Objective::Speed => cbytes as f64,
-                    Objective::Balanced => cbytes as f64 * cost.sqrt() * block_penalty(block_bytes),
+                    Objective::Size => per + cost * 1e-9,
+                    Objective::Speed => per,
+                    Objective::Balanced => per * cost.sqrt() * block_penalty(blocksize),
                 };
-                candidates.push(Candidate { cparams, block_bytes, cbytes, cost, score });
+                candidates.push(Candidate { cparams, block_bytes, cbytes, sample_bytes: sample.len(), cost, score });
             }
         }
     }
@@ -250,7 +332,7 @@ pub fn tune(
     let hints = PartitionHints { block_bytes: Some(best.block_bytes), ..*hints };
     let partitions = propose_partitions(itemsize, shape, &hints)?;
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    Ok(Tuning { objective, cparams: best.cparams, partitions, sample_bytes: sample.len(), candidates, micros })
+    Ok(Tuning { objective, cparams: best.cparams, partitions, sample_bytes: sampled, candidates, micros })
 }
 
 /// The name of a candidate's settings: `lz4 5 + bitshuffle, 16 KiB blocks`.
@@ -295,7 +377,7 @@ impl Tuning {
                 MIN_TUNED_BYTES >> 10
             );
         };
-        let ratio = |c: &Candidate| self.sample_bytes as f64 / c.cbytes.max(1) as f64;
+        let ratio = |c: &Candidate| c.sample_bytes as f64 / c.cbytes.max(1) as f64;
         let mut line = format!(
             "{}: {} (sample ratio {:.2}, relative cost {:.2})",
             self.objective.name(),
@@ -312,7 +394,7 @@ impl Tuning {
             ));
         }
         line.push_str(&format!(
-            "; {} candidates on a {} KiB sample in {:.1} ms",
+            "; {} candidates on samples of whole blocks (up to {} KiB) in {:.1} ms",
             self.candidates.len(),
             self.sample_bytes >> 10,
             self.micros as f64 / 1000.0

@@ -12,7 +12,7 @@ def test_an_array_from_data_is_tuned_and_says_why(tmp_path):
     a = caterva.asarray(LABELS, urlpath=tmp_path / "a.b2nd")
     report = a.vlmeta["caterva.tuning"]
     assert report.startswith("balanced: "), report
-    assert "candidates on a 256 KiB sample" in report, report
+    assert "candidates on samples of whole blocks" in report, report
     np.testing.assert_array_equal(a[...], LABELS)
     # Kept with the array, for every reader.
     b = caterva.open(tmp_path / "a.b2nd")
