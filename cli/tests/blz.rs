@@ -7,27 +7,8 @@ use std::process::Command;
 
 use caterva::{Array, Config, Context};
 
-#[path = "../../tests/common/peers.rs"]
 mod common;
-use common::{python, repo_root, run, scratch_dir};
-
-fn caterva(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
-    let r = (
-        out.status.code().expect("exited"),
-        String::from_utf8(out.stdout).expect("UTF-8"),
-        String::from_utf8(out.stderr).expect("UTF-8"),
-    );
-    assert!(!r.2.contains("panicked"), "caterva {args:?} panicked: {}", r.2);
-    r
-}
-
-fn ok(args: &[&str]) -> String {
-    let r = caterva(args);
-    assert_eq!(r.0, 0, "caterva {args:?}: {}", r.2);
-    assert!(r.2.is_empty(), "caterva {args:?} wrote on stderr: {}", r.2);
-    r.1
-}
+use common::{caterva, ok, python, repo_root, run, scratch_dir};
 
 fn peer(mode: &str, dir: &Path) -> String {
     let script = repo_root().join("tests").join("blz").join("peer.py");
@@ -81,18 +62,18 @@ fn import_export_info() {
 
     // Failures: not BLZ, an existing destination, a bad option, damage.
     let r = caterva(&["import", &d("nd3.npy"), &d("x.b2frame")]);
-    assert_eq!(r.0, 2, "{}", r.2);
-    assert!(r.2.contains("neither a bcolz carray"), "{}", r.2);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("neither a bcolz carray"), "{}", r.stderr);
     let r = caterva(&["import", &d("nd3.bcolz"), &d("nd3.b2nd")]);
-    assert_eq!(r.0, 2);
-    assert!(r.2.contains("exists"), "{}", r.2);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("exists"), "{}", r.stderr);
     let r = caterva(&["export", "--codec", "snappy", &d("blp_md5_0.b2frame"), &d("y.bcolz")]);
-    assert_eq!(r.0, 2, "{}", r.2);
+    assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(!dir.join("y.bcolz").exists());
     std::fs::write(dir.join("nd3.bcolz").join("meta").join("sizes"), "{\"shape\": [50, 3, 4], \"nbytes\": 1}").unwrap();
     let r = caterva(&["import", &d("nd3.bcolz"), &d("z.b2frame")]);
-    assert_eq!(r.0, 1, "{}", r.2);
-    assert!(r.2.contains("meta/sizes") && !dir.join("z.b2frame").exists(), "{}", r.2);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("meta/sizes") && !dir.join("z.b2frame").exists(), "{}", r.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

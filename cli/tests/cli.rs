@@ -9,38 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use caterva::{Array, Codec, Config, Context, Metalayer, Params, StorageParams};
+use caterva::{Array, Codec, Metalayer, Params, StorageParams};
 use serde_json::Value as Json;
 
-#[path = "../../tests/common/peers.rs"]
 mod common;
-use common::{hex, peer, read_specs, scratch_dir, write_spec, Spec};
-
-/// What one run of the tool did.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn caterva(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
-    let run = Run {
-        code: out.status.code().expect("exited rather than killed"),
-        stdout: String::from_utf8(out.stdout).expect("UTF-8 stdout"),
-        stderr: String::from_utf8(out.stderr).expect("UTF-8 stderr"),
-    };
-    assert!(!run.stderr.contains("panicked"), "caterva {args:?} panicked:\n{}", run.stderr);
-    run
-}
-
-/// Run the tool, expect success and a silent stderr (no progress bar off a
-/// terminal), and return stdout.
-fn ok(args: &[&str]) -> String {
-    let r = caterva(args);
-    assert!(r.code == 0 && r.stderr.is_empty(), "caterva {args:?}: exit {}\n{}{}", r.code, r.stdout, r.stderr);
-    r.stdout
-}
+use common::{caterva, ctx, hex, ok, peer, read_specs, s, scratch_dir, write_spec, Spec};
 
 /// Run the tool and expect exit status `code`; return stderr.
 fn fails(args: &[&str], code: i32) -> String {
@@ -55,10 +28,6 @@ struct Case {
     name: String,
     spec: Spec,
     data: Vec<u8>,
-}
-
-fn ctx() -> Context {
-    Context::new(Config { nthreads: 2, ..Config::default() }).unwrap()
 }
 
 /// Our arrays: `(name, shape, chunks, blocks, itemsize, dtype, contiguous)`.
@@ -147,10 +116,6 @@ fn case(name: &str) -> &'static Case {
 /// A fresh directory for one test's outputs.
 fn out_dir(test: &str) -> PathBuf {
     scratch_dir(&format!("cli-{test}"))
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The `key: value` lines of `caterva info`.

@@ -2,22 +2,14 @@
 //! refuses (shapes that do not fit, an existing destination, a source as
 //! the destination) and that a refusal writes nothing.
 
-use std::process::Command;
-
 use caterva::{Array, Config, Context, Params, StorageParams};
 
-fn caterva(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(!err.contains("panicked"), "caterva {args:?} panicked:\n{err}");
-    (out.status.code().expect("exited"), String::from_utf8(out.stdout).unwrap(), err)
-}
+mod common;
+use common::{caterva, scratch_dir, Run};
 
 #[test]
 fn concat_joins_two_arrays_into_a_new_file() {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("cli-concat");
     let ctx = Context::new(Config::default()).unwrap();
     let path = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let make = |name: &str, shape: &[i64], seed: u8| {
@@ -36,7 +28,7 @@ fn concat_joins_two_arrays_into_a_new_file() {
     };
     let a = make("a.b2frame", &[5, 6], 1);
     let b = make("b.b2frame", &[5, 2], 100);
-    let (code, out, err) =
+    let Run { code, stdout: out, stderr: err } =
         caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("[5, 8]"), "{out}");
@@ -50,21 +42,22 @@ fn concat_joins_two_arrays_into_a_new_file() {
         assert_eq!(&got[r * 16 + 12..r * 16 + 16], &b[r * 4..r * 4 + 4]);
     }
     // Shapes that do not fit along axis 0: a usage error, nothing written.
-    let (code, _, err) = caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("d.b2frame")]);
+    let Run { code, stderr: err, .. } =
+        caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("d.b2frame")]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("differ on axis 1"), "{err}");
     assert!(!dir.join("d.b2frame").exists());
     // An existing destination needs --force; a source never is one.
-    let (code, _, err) =
+    let Run { code, stderr: err, .. } =
         caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1"]);
     assert_eq!(code, 2);
     assert!(err.contains("--force"), "{err}");
     let before = std::fs::read(dir.join("a.b2frame")).unwrap();
-    let (code, _, err) =
+    let Run { code, stderr: err, .. } =
         caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("a.b2frame"), "--axis", "1", "-f"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(std::fs::read(dir.join("a.b2frame")).unwrap(), before);
-    let (code, _, _) =
+    let Run { code, .. } =
         caterva(&["concat", &path("a.b2frame"), &path("b.b2frame"), &path("c.b2frame"), "--axis", "1", "-f", "-q"]);
     assert_eq!(code, 0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -72,10 +65,7 @@ fn concat_joins_two_arrays_into_a_new_file() {
 
 #[test]
 fn an_empty_first_array_takes_the_partitions_of_the_second() {
-    let dir =
-        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-concat-empty-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("cli-concat-empty");
     let ctx = Context::new(Config::default()).unwrap();
     let path = |n: &str| dir.join(n).to_string_lossy().into_owned();
     let make = |name: &str, shape: &[i64], chunks: &[i32], blocks: &[i32], contiguous: bool| {
@@ -97,7 +87,8 @@ fn an_empty_first_array_takes_the_partitions_of_the_second() {
     // makes them): they could hold none of the result's items.
     make("empty.b2nd", &[0, 6], &[0, 6], &[0, 3], false);
     let b = make("b.b2frame", &[5, 6], &[2, 4], &[1, 2], true);
-    let (code, out, err) = caterva(&["concat", &path("empty.b2nd"), &path("b.b2frame"), &path("c.b2nd")]);
+    let Run { code, stdout: out, stderr: err } =
+        caterva(&["concat", &path("empty.b2nd"), &path("b.b2frame"), &path("c.b2nd")]);
     assert_eq!(code, 0, "{err}");
     assert!(err.is_empty() && out.contains("[5, 6]"), "{out}{err}");
     let c = Array::open(&ctx, &path("c.b2nd")).unwrap();
@@ -112,7 +103,8 @@ fn an_empty_first_array_takes_the_partitions_of_the_second() {
     assert_eq!(c.to_vec().unwrap(), b);
     // Both empty: the result is too, with A's partitions.
     make("empty2.b2nd", &[0, 6], &[0, 6], &[0, 3], false);
-    let (code, out, err) = caterva(&["concat", &path("empty.b2nd"), &path("empty2.b2nd"), &path("d.b2nd")]);
+    let Run { code, stdout: out, stderr: err } =
+        caterva(&["concat", &path("empty.b2nd"), &path("empty2.b2nd"), &path("d.b2nd")]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("[0, 6]"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -3,27 +3,12 @@
 //! the same items, and bad patterns or sizes are usage errors that write
 //! nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use caterva::{propose_partitions, Access, Array, Config, Context, Params, PartitionHints, StorageParams};
+use caterva::{propose_partitions, Access, Array, Params, PartitionHints, StorageParams};
 
-fn caterva(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
-    let text = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8");
-    (out.status.code().expect("exited"), text(out.stdout), text(out.stderr))
-}
-
-fn ctx() -> Context {
-    Context::new(Config { nthreads: 2, ..Config::default() }).unwrap()
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-partitions-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{caterva, ctx, scratch_dir, Run};
 
 /// A {40, 60, 50} array of int64 0..n in a frame file, in small chunks.
 fn source(d: &Path) -> (String, Vec<u8>) {
@@ -46,7 +31,7 @@ type Case = (&'static [&'static str], Access, Option<usize>, Option<usize>);
 
 #[test]
 fn copy_with_an_access_pattern_takes_the_proposed_partitions() {
-    let d = dir("ok");
+    let d = scratch_dir("cli-partitions-ok");
     let (src, data) = source(&d);
     let cases: &[Case] = &[
         (&["--access", "balanced"], Access::Balanced, None, None),
@@ -63,7 +48,7 @@ fn copy_with_an_access_pattern_takes_the_proposed_partitions() {
         let dst = d.join(format!("dst{i}.b2frame"));
         let dst = dst.to_str().unwrap();
         let args = [&["copy", &src, dst, "-j", "2"], *opts].concat();
-        let (code, out, err) = caterva(&args);
+        let Run { code, stdout: out, stderr: err } = caterva(&args);
         assert_eq!(code, 0, "{args:?}: {err}");
         let hints =
             PartitionHints { access: *access, chunk_bytes: *chunk_bytes, block_bytes: *block_bytes, threads: Some(2) };
@@ -82,7 +67,7 @@ fn copy_with_an_access_pattern_takes_the_proposed_partitions() {
 
 #[test]
 fn bad_patterns_and_sizes_are_usage_errors() {
-    let d = dir("bad");
+    let d = scratch_dir("cli-partitions-bad");
     let (src, _) = source(&d);
     let dst = d.join("never.b2frame");
     let dst = dst.to_str().unwrap();
@@ -97,7 +82,7 @@ fn bad_patterns_and_sizes_are_usage_errors() {
     ];
     for (opts, want) in cases {
         let args = [&["copy", &src, dst], *opts].concat();
-        let (code, _, err) = caterva(&args);
+        let Run { code, stderr: err, .. } = caterva(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: '{want}' not in\n{err}");
         assert!(!Path::new(dst).exists(), "{args:?}: a refused copy wrote nothing");
@@ -111,7 +96,7 @@ fn bad_patterns_and_sizes_are_usage_errors() {
 /// --tune with --codec, or an unknown objective, is a usage error.
 #[test]
 fn copy_with_tune_takes_what_the_data_chooses_and_says_why() {
-    let d = dir("tune");
+    let d = scratch_dir("cli-partitions-tune");
     let path = d.join("labels.b2nd").to_str().unwrap().to_owned();
     let shape = vec![256i64, 128, 128];
     let data: Vec<u8> = (0..shape.iter().product::<i64>()).flat_map(|i| (i / 8192).to_le_bytes()).collect();
@@ -126,7 +111,7 @@ fn copy_with_tune_takes_what_the_data_chooses_and_says_why() {
     for objective in [caterva::Objective::Speed, caterva::Objective::Size] {
         let dst = d.join(format!("{}.b2nd", objective.name()));
         let dst = dst.to_str().unwrap();
-        let (code, _, err) = caterva(&["copy", &path, dst, "-j", "2", "--tune", objective.name()]);
+        let Run { code, stderr: err, .. } = caterva(&["copy", &path, dst, "-j", "2", "--tune", objective.name()]);
         assert_eq!(code, 0, "{err}");
         let hints = PartitionHints { threads: Some(2), ..PartitionHints::default() };
         let want = caterva::tune(&data, 8, &shape, &hints, objective).unwrap();
@@ -135,22 +120,23 @@ fn copy_with_tune_takes_what_the_data_chooses_and_says_why() {
         assert_eq!((&info.chunkshape, &info.blockshape), (&want.partitions.chunkshape, &want.partitions.blockshape));
         assert_eq!((info.cparams.codec, info.cparams.filters), (want.cparams.codec, want.cparams.filters));
         assert!(arr.to_vec().unwrap() == data, "the items differ");
-        let (code, out, _) = caterva(&["info", dst]);
+        let Run { code, stdout: out, .. } = caterva(&["info", dst]);
         assert_eq!(code, 0);
         let line = out.lines().find(|l| l.starts_with("tuning:")).unwrap_or_else(|| panic!("{out}"));
         assert!(line.contains(&format!("{}: ", objective.name())), "{line}");
     }
     let (src, _) = source(&d);
     let dst = d.join("small.b2frame");
-    let (code, _, err) = caterva(&["copy", &src, dst.to_str().unwrap(), "--tune", "balanced"]);
+    let Run { code, stderr: err, .. } = caterva(&["copy", &src, dst.to_str().unwrap(), "--tune", "balanced"]);
     assert_eq!(code, 0, "{err}");
     let small = Array::open(&ctx(), dst.to_str().unwrap()).unwrap();
     assert_eq!(small.info().cparams, caterva::propose_cparams());
     assert!(!small.vlmeta_exists(caterva::REPORT_VLMETA).unwrap());
-    let (code, _, err) =
+    let Run { code, stderr: err, .. } =
         caterva(&["copy", &src, d.join("x.b2frame").to_str().unwrap(), "--tune", "size", "--codec", "lz4"]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = caterva(&["copy", &src, d.join("y.b2frame").to_str().unwrap(), "--tune", "fastest"]);
+    let Run { code, stderr: err, .. } =
+        caterva(&["copy", &src, d.join("y.b2frame").to_str().unwrap(), "--tune", "fastest"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("unknown objective 'fastest'"), "{err}");
     let _ = std::fs::remove_dir_all(&d);

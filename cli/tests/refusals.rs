@@ -6,45 +6,21 @@
 //! with exit status 3 when they must be recompressed); neither prints the
 //! usage text for what is not a usage error.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use caterva::{Array, Config, Context, Filter, Params, StorageParams};
+use caterva::{Array, Filter, Params, StorageParams};
 use serde_json::Value as Json;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+use common::{ctx, s, scratch_dir, Run};
 
+/// Run the tool ([`common::caterva`]), and check what no run here may do.
 fn caterva(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_caterva")).args(args).output().expect("the binary runs");
-    let run = Run {
-        code: out.status.code().expect("exited rather than killed"),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    };
-    assert!(!run.stderr.contains("panicked"), "caterva {args:?} panicked:\n{}", run.stderr);
+    let run = common::caterva(args);
     // Runtime failures are never dressed as usage errors.
     assert!(!run.stderr.contains("Usage:"), "caterva {args:?} printed the usage text:\n{}", run.stderr);
     assert!(!run.stderr.contains("blosc2 error"), "caterva {args:?}:\n{}", run.stderr);
     run
-}
-
-fn dir(name: &str) -> PathBuf {
-    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-refusals-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn ctx() -> Context {
-    Context::new(Config { nthreads: 2, ..Config::default() }).unwrap()
 }
 
 /// 6 chunks of 100 `<i4` items each (no checksums), values that compress
@@ -83,7 +59,7 @@ fn damage(dir: &Path, n: i64) {
 
 #[test]
 fn verify_gives_unsupported_chunks_their_own_verdict() {
-    let d = dir("verify");
+    let d = scratch_dir("cli-refusals-verify");
     let arr = d.join("a.b2nd");
     source(&arr, false);
     for n in 0..4 {
@@ -154,7 +130,7 @@ fn verify_gives_unsupported_chunks_their_own_verdict() {
 
 #[test]
 fn copy_recompresses_what_it_cannot_write() {
-    let d = dir("copy");
+    let d = scratch_dir("cli-refusals-copy");
     // A frame that records filter INT_TRUNC (id 36, a plugin this build
     // lacks) in its compression parameters, while its chunks use SHUFFLE
     // alone: it reads, but the library cannot compress with its parameters.

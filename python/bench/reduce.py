@@ -26,14 +26,13 @@ import json
 import os
 import pathlib
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from _driver import child, options, scratch, venv_python
+
 OPS = [("sum(axis=0)", "sum", {"axis": 0}), ("mean()", "mean", {}), ("std(axis=1)", "std", {"axis": 1})]
 
 
@@ -111,18 +110,8 @@ def run(a):
     print(json.dumps(out))
 
 
-def venv_python(name):
-    p = ROOT / "target" / "interop" / name / "bin" / "python"
-    return str(p) if p.exists() else None
-
-
-def child(py, a, *extra):
-    cmd = [py, __file__, "--dir", a.dir, "--shape", ",".join(map(str, a.shape)), "--threads", str(a.threads),
-           "--reps", str(a.reps), *extra]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+def run_child(py, a, *extra):
+    return child(py, __file__, [*options(a, "dir", "shape", "threads", "reps"), *extra])
 
 
 def main():
@@ -145,15 +134,15 @@ def main():
     libs = [("caterva", sys.executable), ("blosc2", venv_python("blosc2")), ("numpy", sys.executable)]
     libs = [(l, p) for l, p in libs if p is not None]
     results, cratio = {}, {}
-    with tempfile.TemporaryDirectory(dir=ROOT / "target") as d:
+    with scratch() as d:
         a.dir = d
         for lib, py in libs[:2]:
             t = time.perf_counter()
-            cratio[lib] = child(py, a, "--write", "--lib", lib)["cratio"]
+            cratio[lib] = run_child(py, a, "--write", "--lib", lib)["cratio"]
             print(f"wrote {lib} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         for label, name, kw in OPS:
             for lib, py in libs:
-                r = child(py, a, "--lib", lib, "--op", name, "--kw", json.dumps(kw))
+                r = run_child(py, a, "--lib", lib, "--op", name, "--kw", json.dumps(kw))
                 results[(label, lib)] = r
                 print(f"{label} {lib}: {r['time']:.3f} s, peak {r['peak']:.0f} MiB", file=sys.stderr)
     nbytes = np.prod(a.shape) * 8

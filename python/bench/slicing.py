@@ -22,16 +22,12 @@ install zarr`). Times are medians over the repetitions.
 import argparse
 import json
 import os
-import pathlib
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from _driver import best_of_rounds, options, venv_python
 
 
 def data(shape):
@@ -142,11 +138,6 @@ def child(a):
     print(json.dumps(out))
 
 
-def venv_python(name):
-    p = ROOT / "target" / "interop" / name / "bin" / "python"
-    return str(p) if p.exists() else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="256,256,256")
@@ -164,21 +155,7 @@ def main():
     runs = [("caterva", sys.executable), ("blosc2", venv_python("blosc2"))]
     if venv_python("zarr"):
         runs += [("zarr", venv_python("zarr")), ("zarr-sharded", venv_python("zarr"))]
-    results = {}
-    with tempfile.TemporaryDirectory(dir=ROOT / "target") as d:
-        for _ in range(a.rounds):
-            for lib, py in runs:
-                if py is None:
-                    print(f"{lib}: no venv, skipped", file=sys.stderr)
-                    continue
-                r = subprocess.run([py, __file__, "--lib", lib, "--dir", d, "--shape", ",".join(map(str, a.shape)),
-                                    "--threads", str(a.threads), "--reps", str(a.reps), "--clock", a.clock],
-                                   capture_output=True, text=True, check=True)
-                new = json.loads(r.stdout.strip().splitlines()[-1])
-                old = results.setdefault(lib, new)
-                for k, v in new.items():
-                    if k != "version":
-                        old[k] = min(old[k], v)
+    results = best_of_rounds(__file__, runs, a.rounds, options(a, "shape", "threads", "reps", "clock"))
     mib = np.prod(a.shape) * 8 / 2**20
     print(f"shape {a.shape} float64 ({mib:.0f} MiB), chunks 64^3, blocks 16^3, ZSTD 5 + shuffle, "
           f"{a.threads} threads, contiguous frame on disk; median of {a.reps} small reads, "

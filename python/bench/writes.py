@@ -28,16 +28,14 @@ runs in target/interop/blosc2.
 import argparse
 import json
 import os
-import pathlib
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from _driver import best_of_rounds, options, venv_python
+
 CHUNKS = (256, 2048)
 BLOCKS = (32, 512)
 WINDOW = 256
@@ -156,11 +154,6 @@ def threads(a, lib, path, expect):
     return wall
 
 
-def venv_python(name):
-    p = ROOT / "target" / "interop" / name / "bin" / "python"
-    return str(p) if p.exists() else None
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="4096,4096")
@@ -176,23 +169,7 @@ def main():
     if a.lib:
         return child(a)
     runs = [("caterva", sys.executable), ("blosc2", venv_python("blosc2"))]
-    results = {}
-    with tempfile.TemporaryDirectory(dir=ROOT / "target") as d:
-        for _ in range(a.rounds):
-            for lib, py in runs:
-                if py is None:
-                    print(f"{lib}: no venv, skipped", file=sys.stderr)
-                    continue
-                r = subprocess.run([py, __file__, "--lib", lib, "--dir", d, "--shape", ",".join(map(str, a.shape)),
-                                    "--threads", str(a.threads), "--reps", str(a.reps), "--reads", str(a.reads),
-                                    "--writes", str(a.writes)], capture_output=True, text=True)
-                if r.returncode:
-                    raise SystemExit(f"{lib} failed:\n{r.stderr}")
-                new = json.loads(r.stdout.strip().splitlines()[-1])
-                old = results.setdefault(lib, new)
-                for k, v in new.items():
-                    if k != "version":
-                        old[k] = min(old[k], v)
+    results = best_of_rounds(__file__, runs, a.rounds, options(a, "shape", "threads", "reps", "reads", "writes"))
     mib = np.prod(a.shape) * 8 / 2**20
     print(f"shape {a.shape} float64 ({mib:.0f} MiB), chunks {CHUNKS}, blocks {BLOCKS}, ZSTD 1 + shuffle, "
           f"{a.threads} threads per call, on disk; median of {a.reps} row writes, "

@@ -1,7 +1,7 @@
 //! Helpers for the tests that exchange arrays with the Python peers
 //! (python-caterva, python-blosc2) through `tests/interop/peer.py`. Plain
-//! std: the command-line tool's tests (cli/tests/cli.rs) include this file
-//! too, from another package of the workspace.
+//! std: the command-line tool's tests include this file too (through
+//! cli/tests/common/mod.rs), from another package of the workspace.
 // Each test crate uses a different subset.
 #![allow(dead_code)]
 
