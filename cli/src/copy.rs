@@ -37,8 +37,8 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes, requires = "access")]
     block_size: Option<usize>,
     /// Let the data choose the codec, filters and chunks: speed, balanced
-    /// or size (a 256 KiB sample of the source compressed a few ways; the
-    /// choice and why are kept in the copy, see `caterva info`). Sources
+    /// or size (whole blocks of the source, about 256 KiB, compressed a few
+    /// ways; the choice and why are kept in the copy, see `caterva info`). Sources
     /// under 32 MiB get the default proposal.
     #[arg(long, value_name = "OBJECTIVE", value_parser = parse_objective,
           conflicts_with_all = ["chunks", "blocks", "access", "codec", "clevel"])]

@@ -54,9 +54,9 @@ def empty(shape, itemsize=None, dtype=None, **kwargs):
     blocks one item thin along it), LZ4 level 5 after a byte shuffle
     (python-caterva's was ZSTD 5: pass codec=Codec.ZSTD, clevel=5 for
     smaller, slower files). An array made from data (asarray, from_buffer)
-    of 32 MiB or more is tuned by it instead: the core's tuner compresses a
-    256 KiB sample with a few codecs, filters and block sizes and picks by
-    `tune` ('balanced', the default; 'speed'; 'size'; False for the rule
+    of 32 MiB or more is tuned by it instead: the core's tuner compresses
+    whole blocks of it (about 256 KiB) with a few codecs, filters and block
+    sizes and picks by `tune` ('balanced', the default; 'speed'; 'size'; False for the rule
     above), and keeps what it chose and why in arr.vlmeta['caterva.tuning']."""
     itemsize, dtype = _itemsize_dtype(itemsize, dtype)
     return _new("zeros", shape, itemsize, dtype, kwargs)
